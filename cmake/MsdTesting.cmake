@@ -1,0 +1,52 @@
+# Test registration helpers: unit tests (Catch2, no MPI) and MPI tests run
+# through mpiexec at several rank counts, each with a timeout.
+find_program(MSD_MPIEXEC NAMES mpiexec mpirun REQUIRED)
+
+add_library(msd_catch_main OBJECT ${PROJECT_SOURCE_DIR}/tests/unit/catch_main.cc)
+target_include_directories(msd_catch_main PUBLIC ${PROJECT_SOURCE_DIR}/tests)
+
+# msd_add_unit_test(NAME SOURCES a.cc b.cc DEPS msd_x [TIMEOUT s])
+function(msd_add_unit_test name)
+  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${T_SOURCES} $<TARGET_OBJECTS:msd_catch_main>)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  target_link_libraries(${name} PRIVATE ${T_DEPS})
+  target_compile_definitions(${name} PRIVATE MSD_TEST_DATA="${PROJECT_SOURCE_DIR}/tests/data"
+                                             MSD_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  add_test(NAME ${name} COMMAND ${name})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS unit)
+endfunction()
+
+# The mpiexec prefix every MPI test and script uses: root-safe, oversubscribed
+# (tests run more ranks than the machine has cores), ranks that wait yield.
+set(MSD_MPIEXEC_FLAGS --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 --mca btl self,vader --mca osc sm,pt2pt)
+
+# msd_add_mpi_test(NAME NP 2 4 8 COMMAND exe args... [TIMEOUT s])
+# Registers NAME.npN for each N.
+function(msd_add_mpi_test name)
+  cmake_parse_arguments(T "" "TIMEOUT" "NP;COMMAND" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 120)
+  endif()
+  foreach(np IN LISTS T_NP)
+    add_test(NAME ${name}.np${np}
+             COMMAND ${MSD_MPIEXEC} -n ${np} ${MSD_MPIEXEC_FLAGS} ${T_COMMAND})
+    set_tests_properties(${name}.np${np} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS mpi PROCESSORS 2)
+  endforeach()
+endfunction()
+
+# msd_add_script_test(NAME SCRIPT file [ARGS ...] [TIMEOUT s]): a bash script
+# given the build dir, the source dir and the mpiexec prefix in its environment.
+function(msd_add_script_test name)
+  cmake_parse_arguments(T "" "TIMEOUT;SCRIPT" "ARGS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  string(REPLACE ";" " " mpiexec_line "${MSD_MPIEXEC};${MSD_MPIEXEC_FLAGS}")
+  add_test(NAME ${name} COMMAND bash ${T_SCRIPT} ${T_ARGS})
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS script PROCESSORS 2
+    ENVIRONMENT "MSD_BUILD=${PROJECT_BINARY_DIR};MSD_SOURCE=${PROJECT_SOURCE_DIR};MSD_MPIEXEC=${mpiexec_line}")
+endfunction()

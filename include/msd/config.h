@@ -1,0 +1,119 @@
+// msd/config.h — the job's configuration, as read from an INI file and
+// `--section.key=value` overrides (lib/config/config.cc; every option is listed
+// in README.md "Configuration reference" and by `msd-run --help`).
+//
+// Relative paths in a configuration file are resolved against the directory of
+// that file; paths given on the command line against the working directory.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace msd {
+
+// One point of a source's weight schedule: from `step` on, weight `weight`
+// (piecewise), or the value reached exactly at `step` (linear).
+struct WeightPoint {
+  uint64_t step = 0;
+  double weight = 0.0;
+};
+
+enum class ScheduleKind { constant, piecewise, linear };
+
+struct SourceConfig {
+  std::string name;                 // [source.NAME]
+  std::string format;               // jsonl | wds | indexed
+  std::string path;                 // comma-separated globs, resolved
+  std::vector<WeightPoint> weight;  // "0.5" or "0:0.6, 500:0.3"
+  std::string text_field = "text";        // jsonl: field holding the text
+  std::string caption_field = "caption";  // wds: field of a .json caption
+};
+
+struct TopologyConfig {
+  int dp = 1, pp = 1, cp = 1, tp = 1;
+  std::string order = "tp,cp,dp,pp";  // fastest-varying axis first (Megatron's)
+  int loaders = 1;                    // size of the source-loader pool
+};
+
+struct JobConfig {
+  uint64_t steps = 20;
+  uint64_t seed = 1234;
+  uint32_t global_batch = 32;   // samples per step, over all DP groups
+  uint32_t seq_len = 2048;      // tokens per packed sequence
+  uint32_t micro_batches = 1;   // per DP rank and step
+  uint32_t prefetch_steps = 2;  // how far the planner plans ahead
+  std::string mode = "disaggregated";  // | colocated
+  std::string long_docs = "split";     // split | truncate: documents over seq_len
+};
+
+struct TokenizerConfig {
+  std::string vocab;               // tiktoken-format file
+  std::string pattern = "cl100k";  // cl100k | o200k | gpt2 | a regex
+  std::string normalize = "none";  // none | nfc | nfkc | nfd | nfkd
+};
+
+struct ImageConfig {
+  uint32_t max_side = 224;  // longest side after resizing, pixels
+  uint32_t patch = 16;      // patch side, pixels; patches are the image's tokens
+  int64_t token_id = -1;    // id placed at patch positions; -1: the vocabulary size
+};
+
+struct LoaderConfig {
+  uint64_t window_mb = 256;  // RMA window per loader rank
+  std::string cache_dir;     // index caches; empty: beside the data (else ~/.cache/msd)
+};
+
+struct ModelConfig {
+  uint32_t hidden = 1024;  // hidden size: the cost model's a = 6 * hidden
+  uint32_t layers = 8;
+  uint32_t vision_hidden = 768;  // vision encoder, for image patches' cost
+  uint32_t vision_layers = 4;
+};
+
+struct EmulatorConfig {
+  double tflops = 50.0;  // sustained device speed the trainer emulator assumes
+};
+
+struct OutputConfig {
+  std::string summary_json;  // write the final summary here when set
+  uint32_t progress_every = 1;  // a progress line every N steps; 0: none
+  std::string log_level = "info";
+};
+
+struct Config {
+  std::string config_path;  // the file read, if any
+  JobConfig job;
+  TopologyConfig topology;
+  ScheduleKind schedule = ScheduleKind::constant;
+  std::vector<SourceConfig> sources;
+  TokenizerConfig tokenizer;
+  ImageConfig image;
+  LoaderConfig loader;
+  ModelConfig model;
+  EmulatorConfig emulator;
+  OutputConfig output;
+
+  int clients() const { return topology.dp * topology.pp * topology.cp * topology.tp; }
+  // MPI ranks the job needs: 1 planner + loaders + clients (disaggregated), or
+  // clients alone (colocated).
+  int world_size() const;
+};
+
+// What parse_command_line decided besides the configuration itself.
+struct Invocation {
+  Config config;
+  bool help = false;              // --help: print usage and exit 0
+  bool print_world_size = false;  // --print-world-size
+  std::string usage;              // the text --help prints
+};
+
+// Parses argv (`--config FILE`, `--key=value` overrides, aliases) and the INI
+// file, then validates. Throws ConfigError naming the option on any unknown
+// key, bad value, or inconsistent combination — before any work starts.
+Invocation parse_command_line(int argc, const char* const* argv);
+
+// Validation on its own (parse_command_line calls it); throws ConfigError.
+void validate(const Config& config);
+
+}  // namespace msd

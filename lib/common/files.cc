@@ -1,0 +1,132 @@
+#include "common/files.h"
+
+#include <fcntl.h>
+#include <glob.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "common/error.h"
+
+namespace msd {
+
+std::vector<std::string> expand_globs(const std::string& patterns, const std::string& what) {
+  std::vector<std::string> files;
+  size_t start = 0;
+  while (start <= patterns.size()) {
+    size_t comma = patterns.find(',', start);
+    if (comma == std::string::npos) comma = patterns.size();
+    std::string pattern = patterns.substr(start, comma - start);
+    start = comma + 1;
+    pattern.erase(0, pattern.find_first_not_of(" \t"));
+    pattern.erase(pattern.find_last_not_of(" \t") + 1);
+    if (pattern.empty()) continue;
+    glob_t result{};
+    int rc = ::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &result);
+    size_t matched = 0;
+    if (rc == 0) {
+      for (size_t i = 0; i < result.gl_pathc; ++i) {
+        struct stat st {};
+        if (::stat(result.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode)) {
+          files.emplace_back(result.gl_pathv[i]);
+          ++matched;
+        }
+      }
+    }
+    globfree(&result);
+    if (matched == 0)
+      throw ConfigError(str(what, ": '", pattern, "' matches no file"));
+  }
+  if (files.empty()) throw ConfigError(str(what, ": no path given"));
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  return files;
+}
+
+MappedFile::MappedFile(const std::string& path) : path_(path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw IoError(str("cannot open ", path, ": ", std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw IoError(str("cannot stat ", path, ": ", std::strerror(err)));
+  }
+  size_ = static_cast<size_t>(st.st_size);
+  if (size_ > 0) {
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      int err = errno;
+      ::close(fd);
+      throw IoError(str("cannot map ", path, ": ", std::strerror(err)));
+    }
+    data_ = static_cast<const unsigned char*>(p);
+  }
+  ::close(fd);
+}
+
+MappedFile::~MappedFile() { reset(); }
+
+void MappedFile::reset() {
+  if (data_ != nullptr) ::munmap(const_cast<unsigned char*>(data_), size_);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)), path_(std::move(other.path_)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    reset();
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    path_ = std::move(other.path_);
+  }
+  return *this;
+}
+
+FileStamp file_stamp(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw IoError(str("cannot stat ", path, ": ", std::strerror(errno)));
+  return {static_cast<uint64_t>(st.st_size), int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+void write_file_atomic(const std::string& path, std::span<const unsigned char> bytes) {
+  std::string temp = str(path, ".tmp.", ::getpid());
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) throw IoError(str("cannot create ", temp, ": ", std::strerror(errno)));
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) throw IoError(str("cannot write ", temp));
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(temp.c_str());
+    throw IoError(str("cannot rename ", temp, " to ", path, ": ", std::strerror(err)));
+  }
+}
+
+std::vector<unsigned char> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(str("cannot open ", path, ": ", std::strerror(errno)));
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string join_path(const std::string& dir, const std::string& name) {
+  if (dir.empty() || (!name.empty() && name[0] == '/')) return name;
+  return dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+}  // namespace msd

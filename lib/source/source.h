@@ -1,0 +1,83 @@
+// The reader interface every source format implements (one folder per format
+// under lib/source/, each with the same file set: <format>_source.h/.cc and
+// <format>_index.h/.cc). A reader gives raw records by file-order index; the
+// shuffled order is the permutation's business (permutation.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "msd/config.h"
+
+namespace msd {
+
+enum class SampleKind : uint8_t { text = 0, image_text = 1, tokens = 2 };
+
+// Why a sample could not be used. A bad sample is a value: the planner replaces
+// it with the next sample of the same source, counts it by kind and logs where.
+enum class BadKind : uint8_t {
+  none = 0,
+  invalid_json,      // jsonl line that is not a JSON object
+  missing_field,     // JSON object without the text/caption field (or not a string)
+  invalid_utf8,      // text that is not valid UTF-8
+  corrupt_jpeg,      // JPEG that libjpeg-turbo cannot decode
+  truncated_member,  // tar member cut short by the end of the shard
+  missing_member,    // wds sample without an image or without a caption
+  empty,             // zero tokens after the transform
+  too_large,         // bigger than a loader's whole window
+  read_error,        // the storage failed for this record
+  count_             // number of kinds; not a kind
+};
+const char* bad_kind_name(BadKind kind);
+constexpr int bad_kind_count = static_cast<int>(BadKind::count_);
+
+// Where a record lives, for messages: "web: data/web-0001.jsonl offset 1234".
+struct SampleLocation {
+  std::string file;
+  uint64_t offset = 0;
+};
+
+// One record as stored, before any transform.
+struct RawSample {
+  SampleKind kind = SampleKind::text;
+  std::string text;                // jsonl: the text field; wds: the caption
+  std::string image;               // wds: the JPEG bytes
+  std::vector<int32_t> tokens;     // indexed: the token ids
+  BadKind bad = BadKind::none;     // set instead of throwing
+  std::string reason;              // detail when bad
+  SampleLocation where;
+
+  void clear();
+};
+
+// A source of samples in file order. Opening builds or loads the format's
+// index; reading is by index in [0, size()). Not thread-safe: one reader per
+// thread. Readers throw ConfigError/IoError only for whole-source problems
+// (missing or unreadable files, an index that contradicts its data); a single
+// unusable record comes back as RawSample::bad.
+class Source {
+ public:
+  virtual ~Source() = default;
+
+  virtual SampleKind kind() const = 0;
+  virtual uint64_t size() const = 0;
+  // Size of record `index` known from the index alone, without reading it:
+  // tokens for `indexed`, stored bytes for `jsonl` and `wds`.
+  virtual uint64_t length_hint(uint64_t index) const = 0;
+  virtual void read(uint64_t index, RawSample& out) = 0;
+  virtual SampleLocation locate(uint64_t index) const = 0;
+  // Bytes this reader keeps resident for its open state (indexes, buffers).
+  virtual uint64_t state_bytes() const = 0;
+};
+
+struct SourceOptions {
+  std::string cache_dir;  // where index caches go; empty: beside the data
+};
+
+// Opens a source of `config.format`. Throws ConfigError for an unknown format
+// or a path that matches nothing, IoError for unreadable or inconsistent files.
+std::unique_ptr<Source> open_source(const SourceConfig& config, const SourceOptions& options);
+
+}  // namespace msd

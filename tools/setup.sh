@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages msd needs, when they are missing. Idempotent and
+# quiet when there is nothing to do.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  openmpi-bin libopenmpi-dev
+  libhdf5-openmpi-dev hdf5-tools
+  libboost-program-options-dev
+  libturbojpeg0-dev libjpeg-turbo-progs
+  libicu-dev
+  catch2
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
