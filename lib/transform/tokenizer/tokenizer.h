@@ -22,10 +22,6 @@ struct TokenizerOptions {
 // The regex of a named pattern, or `name_or_regex` itself when it is not a name.
 std::string resolve_pattern(const std::string& name_or_regex);
 
-// True when `text` is well-formed UTF-8 (no overlongs, surrogates or values
-// beyond U+10FFFF).
-bool is_valid_utf8(std::string_view text);
-
 // The vocabulary is immutable after construction, but encode() uses scratch
 // state (the regex matcher): not thread-safe on one object; use one Tokenizer
 // per thread.
@@ -39,7 +35,7 @@ class Tokenizer {
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;
 
-  // Appends the ids of `text` to `out`. REQUIRES: is_valid_utf8(text).
+  // Appends the ids of `text` to `out`. REQUIRES: is_valid_utf8(text) (common/utf8.h).
   void encode(std::string_view text, std::vector<int32_t>& out);
   std::vector<int32_t> encode(std::string_view text);
   // Concatenated bytes of the tokens; throws Error for an id outside the vocabulary.
