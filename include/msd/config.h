@@ -25,7 +25,9 @@ struct SourceConfig {
   std::string name;                 // [source.NAME]
   std::string format;               // jsonl | wds | indexed
   std::string path;                 // comma-separated globs, resolved
-  std::vector<WeightPoint> weight;  // "0.5" or "0:0.6, 500:0.3"
+  // "0.5" or "0:0.6, 500:0.3": steps strictly increasing, weights >= 0.
+  // Default: 1 for the whole run.
+  std::vector<WeightPoint> weight = {{0, 1.0}};
   std::string text_field = "text";        // jsonl: field holding the text
   std::string caption_field = "caption";  // wds: field of a .json caption
 };

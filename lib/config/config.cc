@@ -1,0 +1,709 @@
+// Reads the job configuration: an INI file (--config) plus --section.key=value
+// overrides, through Boost.Program_options. Every value is taken as a string
+// and converted here rather than by program_options, so that every error names
+// the option (and the file) a user has to fix.
+//
+// [source.NAME] options depend on mix.sources, so parsing takes two passes: a
+// tolerant one that only learns --config and mix.sources, then a strict one
+// with source.NAME.* registered for exactly those names.
+#include "msd/config.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <boost/program_options.hpp>
+
+#include "common/error.h"
+
+namespace po = boost::program_options;
+
+namespace msd {
+namespace {
+
+constexpr const char* kUsageLine = "usage: msd-run [--config FILE] [--section.key=value ...] [options]";
+
+enum class Origin { file, command_line };
+
+// One option's value as the user wrote it, and where.
+struct Setting {
+  std::string key;  // "job.seq_len" (aliases already mapped to their key)
+  std::string text;
+  Origin origin = Origin::file;
+};
+
+struct ParseContext {
+  std::string config_name;             // the --config argument as given
+  std::filesystem::path config_dir;    // absolute directory of that file
+  std::filesystem::path working_dir;   // for command-line paths
+};
+
+std::string where(const Setting& setting, const ParseContext& context) {
+  return setting.origin == Origin::file ? str("in ", context.config_name) : std::string("on the command line");
+}
+
+[[noreturn]] void bad_value(const Setting& setting, const ParseContext& context, const std::string& expected) {
+  throw ConfigError(str(setting.key, ": '", setting.text, "' is not a valid value (expected ", expected, "; ",
+                        where(setting, context), ")"));
+}
+
+std::string trim(const std::string& text) {
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return {};
+  const size_t last = text.find_last_not_of(" \t\r\n");
+  return text.substr(first, last - first + 1);
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    items.push_back(trim(text.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  return items;
+}
+
+template <typename T>
+bool parse_integer(const std::string& text, T& out) {
+  const std::string value = trim(text);
+  if (value.empty()) return false;
+  const char* end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, out);
+  return ec == std::errc() && ptr == end;
+}
+
+bool parse_double(const std::string& text, double& out) {
+  const std::string value = trim(text);
+  if (value.empty()) return false;
+  const char* end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, out);
+  return ec == std::errc() && ptr == end && std::isfinite(out);
+}
+
+// Non-negative integers only: a "-1" for a count is a typo, not a wrap-around.
+template <typename T>
+T to_count(const Setting& setting, const ParseContext& context) {
+  T value{};
+  const std::string text = trim(setting.text);
+  if (!text.empty() && text[0] == '-') bad_value(setting, context, "a non-negative integer");
+  if (!parse_integer(text, value)) bad_value(setting, context, "a non-negative integer");
+  return value;
+}
+
+std::string resolve_path(const std::string& path, const Setting& setting, const ParseContext& context) {
+  if (path.empty()) return path;
+  std::filesystem::path p(path);
+  if (p.is_absolute()) return p.lexically_normal().string();
+  const auto& base = setting.origin == Origin::file ? context.config_dir : context.working_dir;
+  return (base / p).lexically_normal().string();
+}
+
+// Comma-separated globs: each pattern resolved on its own.
+std::string resolve_globs(const Setting& setting, const ParseContext& context) {
+  std::string joined;
+  for (const auto& pattern : split_list(setting.text)) {
+    if (pattern.empty()) continue;
+    if (!joined.empty()) joined += ",";
+    joined += resolve_path(pattern, setting, context);
+  }
+  return joined;
+}
+
+std::vector<WeightPoint> to_weight(const Setting& setting, const ParseContext& context) {
+  constexpr const char* kExpected = "a weight W or STEP:W pairs \"0:0.6, 500:0.3\" with increasing steps and weights >= 0";
+  const auto items = split_list(setting.text);
+  std::vector<WeightPoint> points;
+  for (const auto& item : items) {
+    WeightPoint point;
+    const size_t colon = item.find(':');
+    if (colon == std::string::npos) {
+      // A bare weight is the whole curve, never one item of a list.
+      if (items.size() != 1) bad_value(setting, context, kExpected);
+    } else {
+      const std::string step = trim(item.substr(0, colon));
+      if (step.empty() || step[0] == '-' || !parse_integer(step, point.step)) bad_value(setting, context, kExpected);
+    }
+    const std::string weight = colon == std::string::npos ? item : item.substr(colon + 1);
+    if (!parse_double(weight, point.weight) || point.weight < 0) bad_value(setting, context, kExpected);
+    if (!points.empty() && point.step <= points.back().step) bad_value(setting, context, kExpected);
+    points.push_back(point);
+  }
+  return points;
+}
+
+ScheduleKind to_schedule(const Setting& setting, const ParseContext& context) {
+  const std::string value = trim(setting.text);
+  if (value == "constant") return ScheduleKind::constant;
+  if (value == "piecewise") return ScheduleKind::piecewise;
+  if (value == "linear") return ScheduleKind::linear;
+  bad_value(setting, context, "constant, piecewise or linear");
+}
+
+// How an option's text lands in the Config.
+using Apply = std::function<void(Config&, const Setting&, const ParseContext&)>;
+
+struct OptionSpec {
+  std::string key;           // "job.seq_len"
+  std::string value_name;    // "N", "FILE", ... for --help
+  std::string default_text;  // shown by --help; empty: none
+  std::string help;
+  Apply apply;
+};
+
+struct Section {
+  std::string name;  // "job"
+  std::vector<OptionSpec> options;
+};
+
+template <typename T>
+std::string text_of(const T& value) {
+  return str(value);
+}
+
+// Every static option, grouped by section, defaults taken from a default Config
+// so --help cannot disagree with config.h.
+std::vector<Section> static_sections() {
+  const Config d;
+  std::vector<Section> sections;
+  auto section = [&](const std::string& name) -> Section& { return sections.emplace_back(Section{name, {}}); };
+  auto count = [](auto member) {
+    return [member](Config& c, const Setting& s, const ParseContext& x) {
+      auto& field = member(c);
+      field = to_count<std::remove_reference_t<decltype(field)>>(s, x);
+    };
+  };
+  auto text = [](auto member) {
+    return [member](Config& c, const Setting& s, const ParseContext&) { member(c) = trim(s.text); };
+  };
+
+  Section& job = section("job");
+  job.options = {
+      {"job.steps", "N", text_of(d.job.steps), "training steps to run (alias --steps)",
+       count([](Config& c) -> auto& { return c.job.steps; })},
+      {"job.seed", "N", text_of(d.job.seed), "seed of every shuffle and mix (alias --seed)",
+       count([](Config& c) -> auto& { return c.job.seed; })},
+      {"job.global_batch", "N", text_of(d.job.global_batch), "samples per step over all DP groups (>= dp)",
+       count([](Config& c) -> auto& { return c.job.global_batch; })},
+      {"job.seq_len", "N", text_of(d.job.seq_len), "positions (tokens + patches) per packed sequence (>= 16)",
+       count([](Config& c) -> auto& { return c.job.seq_len; })},
+      {"job.micro_batches", "N", text_of(d.job.micro_batches), "micro-batches per DP rank and step",
+       count([](Config& c) -> auto& { return c.job.micro_batches; })},
+      {"job.prefetch_steps", "N", text_of(d.job.prefetch_steps), "steps the planner plans ahead",
+       count([](Config& c) -> auto& { return c.job.prefetch_steps; })},
+      {"job.mode", "M", d.job.mode, "disaggregated | colocated (the baseline; alias --mode)",
+       text([](Config& c) -> auto& { return c.job.mode; })},
+      {"job.long_docs", "M", d.job.long_docs, "split | truncate: documents longer than seq_len",
+       text([](Config& c) -> auto& { return c.job.long_docs; })},
+  };
+  Section& topology = section("topology");
+  topology.options = {
+      {"topology.dp", "N", text_of(d.topology.dp), "data-parallel size",
+       count([](Config& c) -> auto& { return c.topology.dp; })},
+      {"topology.pp", "N", text_of(d.topology.pp), "pipeline-parallel size",
+       count([](Config& c) -> auto& { return c.topology.pp; })},
+      {"topology.cp", "N", text_of(d.topology.cp), "context-parallel size",
+       count([](Config& c) -> auto& { return c.topology.cp; })},
+      {"topology.tp", "N", text_of(d.topology.tp), "tensor-parallel size",
+       count([](Config& c) -> auto& { return c.topology.tp; })},
+      {"topology.order", "AXES", d.topology.order, "rank order, fastest axis first: a permutation of tp,cp,dp,pp",
+       [](Config& c, const Setting& s, const ParseContext&) {
+         std::string order;
+         for (const auto& axis : split_list(s.text)) order += (order.empty() ? "" : ",") + axis;
+         c.topology.order = order;
+       }},
+      {"topology.loaders", "N", text_of(d.topology.loaders), "source-loader ranks (alias --loaders)",
+       count([](Config& c) -> auto& { return c.topology.loaders; })},
+  };
+  Section& mix = section("mix");
+  mix.options = {
+      {"mix.sources", "NAMES", "", "comma-separated source names; each needs a [source.NAME] section",
+       [](Config&, const Setting&, const ParseContext&) {}},  // applied first, by parse_command_line
+      {"mix.schedule", "KIND", "constant", "constant | piecewise | linear: how weights vary over steps",
+       [](Config& c, const Setting& s, const ParseContext& x) { c.schedule = to_schedule(s, x); }},
+  };
+  Section& tokenizer = section("tokenizer");
+  tokenizer.options = {
+      {"tokenizer.vocab", "FILE", "", "tiktoken-format vocabulary (needed by jsonl and wds sources)",
+       [](Config& c, const Setting& s, const ParseContext& x) { c.tokenizer.vocab = resolve_path(trim(s.text), s, x); }},
+      {"tokenizer.pattern", "P", d.tokenizer.pattern, "pre-tokenizer: cl100k | o200k | gpt2 | a regex",
+       [](Config& c, const Setting& s, const ParseContext&) { c.tokenizer.pattern = s.text; }},
+      {"tokenizer.normalize", "FORM", d.tokenizer.normalize, "none | nfc | nfkc | nfd | nfkd",
+       text([](Config& c) -> auto& { return c.tokenizer.normalize; })},
+  };
+  Section& image = section("image");
+  image.options = {
+      {"image.max_side", "PIXELS", text_of(d.image.max_side), "longest image side after resizing",
+       count([](Config& c) -> auto& { return c.image.max_side; })},
+      {"image.patch", "PIXELS", text_of(d.image.patch), "patch side; one sequence position per patch",
+       count([](Config& c) -> auto& { return c.image.patch; })},
+      {"image.token_id", "ID", text_of(d.image.token_id), "token id at patch positions; -1: the vocabulary size",
+       [](Config& c, const Setting& s, const ParseContext& x) {
+         if (!parse_integer(s.text, c.image.token_id) || c.image.token_id < -1)
+           bad_value(s, x, "-1 or a non-negative token id");
+       }},
+  };
+  Section& loader = section("loader");
+  loader.options = {
+      {"loader.window_mb", "MB", text_of(d.loader.window_mb), "RMA window per loader rank, MiB",
+       count([](Config& c) -> auto& { return c.loader.window_mb; })},
+      {"loader.cache_dir", "DIR", "", "index caches; empty: beside the data",
+       [](Config& c, const Setting& s, const ParseContext& x) { c.loader.cache_dir = resolve_path(trim(s.text), s, x); }},
+  };
+  Section& model = section("model");
+  model.options = {
+      {"model.hidden", "N", text_of(d.model.hidden), "hidden size (cost model: a = 6 * hidden)",
+       count([](Config& c) -> auto& { return c.model.hidden; })},
+      {"model.layers", "N", text_of(d.model.layers), "transformer layers",
+       count([](Config& c) -> auto& { return c.model.layers; })},
+      {"model.vision_hidden", "N", text_of(d.model.vision_hidden), "vision encoder hidden size",
+       count([](Config& c) -> auto& { return c.model.vision_hidden; })},
+      {"model.vision_layers", "N", text_of(d.model.vision_layers), "vision encoder layers",
+       count([](Config& c) -> auto& { return c.model.vision_layers; })},
+  };
+  Section& emulator = section("emulator");
+  emulator.options = {
+      {"emulator.tflops", "T", text_of(d.emulator.tflops), "sustained device speed the trainer emulator assumes",
+       [](Config& c, const Setting& s, const ParseContext& x) {
+         if (!parse_double(s.text, c.emulator.tflops) || c.emulator.tflops <= 0) bad_value(s, x, "a positive number");
+       }},
+  };
+  Section& output = section("output");
+  output.options = {
+      {"output.summary_json", "FILE", "",
+       "write the final summary here; relative to the working directory, also in a file (alias --summary-json)",
+       [](Config& c, const Setting& s, const ParseContext&) { c.output.summary_json = trim(s.text); }},
+      {"output.progress_every", "N", text_of(d.output.progress_every), "a progress line every N steps; 0: none",
+       count([](Config& c) -> auto& { return c.output.progress_every; })},
+      {"output.log_level", "LEVEL", d.output.log_level, "debug | info | warn | error | quiet",
+       text([](Config& c) -> auto& { return c.output.log_level; })},
+  };
+  return sections;
+}
+
+SourceConfig* find_source(Config& config, const std::string& name) {
+  for (auto& source : config.sources)
+    if (source.name == name) return &source;
+  return nullptr;
+}
+
+// The options of one [source.NAME] section.
+Section source_section(const std::string& name) {
+  const SourceConfig d;
+  const std::string prefix = "source." + name + ".";
+  auto member = [name](auto field) {
+    return [name, field](Config& c, const Setting& s, const ParseContext& x) {
+      SourceConfig* source = find_source(c, name);
+      MSD_CHECK(source != nullptr);
+      field(*source, s, x);
+    };
+  };
+  Section section{"source." + name, {}};
+  section.options = {
+      {prefix + "format", "F", "", "jsonl | wds | indexed",
+       member([](SourceConfig& src, const Setting& s, const ParseContext&) { src.format = trim(s.text); })},
+      {prefix + "path", "GLOBS", "", "comma-separated globs of the source's files",
+       member([](SourceConfig& src, const Setting& s, const ParseContext& x) { src.path = resolve_globs(s, x); })},
+      {prefix + "weight", "W", "1", "mixing weight: W, or STEP:W pairs \"0:0.6, 500:0.3\"",
+       member([](SourceConfig& src, const Setting& s, const ParseContext& x) { src.weight = to_weight(s, x); })},
+      {prefix + "text_field", "KEY", d.text_field, "jsonl: field holding the text",
+       member([](SourceConfig& src, const Setting& s, const ParseContext&) { src.text_field = trim(s.text); })},
+      {prefix + "caption_field", "KEY", d.caption_field, "wds: field of the .json caption",
+       member([](SourceConfig& src, const Setting& s, const ParseContext&) { src.caption_field = trim(s.text); })},
+  };
+  return section;
+}
+
+// Command-line-only options; the aliases map to "section.key" options.
+const std::array<std::pair<const char*, const char*>, 5> kAliases = {{
+    {"loaders", "topology.loaders"},
+    {"summary-json", "output.summary_json"},
+    {"mode", "job.mode"},
+    {"steps", "job.steps"},
+    {"seed", "job.seed"},
+}};
+
+constexpr unsigned kHelpWidth = 100;  // columns of --help
+
+po::options_description describe(const Section& section, bool for_help) {
+  po::options_description description(for_help ? "[" + section.name + "]" : section.name, kHelpWidth,
+                                      kHelpWidth / 2);
+  for (const auto& option : section.options) {
+    auto* value = po::value<std::string>()->value_name(option.value_name);
+    if (for_help && !option.default_text.empty()) value->default_value(option.default_text);
+    description.add_options()(option.key.c_str(), value, option.help.c_str());
+  }
+  return description;
+}
+
+po::options_description command_line_only() {
+  po::options_description description("command line only", kHelpWidth, kHelpWidth / 2);
+  description.add_options()                                                              //
+      ("config", po::value<std::string>()->value_name("FILE"), "INI file to read")           //
+      ("help", "print this help and exit")                                                  //
+      ("print-world-size", "print the number of MPI ranks the job needs and exit")          //
+      ("loaders", po::value<std::string>()->value_name("N"), "= --topology.loaders")        //
+      ("summary-json", po::value<std::string>()->value_name("FILE"), "= --output.summary_json")  //
+      ("mode", po::value<std::string>()->value_name("M"), "= --job.mode")                   //
+      ("steps", po::value<std::string>()->value_name("N"), "= --job.steps")                 //
+      ("seed", po::value<std::string>()->value_name("N"), "= --job.seed");
+  return description;
+}
+
+std::string usage_text(const std::vector<Section>& sections) {
+  po::options_description all("", kHelpWidth, kHelpWidth / 2);
+  all.add(command_line_only());
+  for (const auto& section : sections) all.add(describe(section, true));
+  po::options_description per_source = describe(source_section("NAME"), true);
+  std::ostringstream out;
+  out << kUsageLine << "\n\n"
+      << "Options are \"section.key\": in the INI file as key = value under [section], on the command\n"
+      << "line as --section.key=value, which overrides the file. Relative paths in the file resolve\n"
+      << "against the file's directory, on the command line against the working directory;\n"
+      << "output.summary_json always resolves against the working directory.\n";
+  all.add(per_source);
+  out << all << "\n"
+      << "[source.NAME] is one section per name in mix.sources. Its weight is one number for the whole\n"
+      << "run, or STEP:W pairs with increasing steps that mix.schedule turns into a curve (piecewise:\n"
+      << "held until the next point; linear: interpolated between points).\n";
+  return out.str();
+}
+
+constexpr int kStyle = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+
+// program_options reports an unknown command-line option with its dashes and
+// any "=value"; the option's key is what a user greps for.
+std::string bare_option(std::string name) {
+  name.erase(0, name.find_first_not_of('-'));
+  const size_t equals = name.find('=');
+  if (equals != std::string::npos) name.erase(equals);
+  return name;
+}
+
+[[noreturn]] void unknown_option(const std::string& key, const std::vector<std::string>& sources,
+                                 const std::string& origin) {
+  if (key.rfind("source.", 0) == 0) {
+    const std::string rest = key.substr(7);
+    const size_t dot = rest.find('.');
+    const std::string name = rest.substr(0, dot);
+    if (dot != std::string::npos && std::find(sources.begin(), sources.end(), name) == sources.end()) {
+      std::string listed;
+      for (const auto& source : sources) listed += (listed.empty() ? "" : ",") + source;
+      throw ConfigError(str("unknown option '", key, "' ", origin, ": source '", name,
+                            "' is not listed in mix.sources (", listed.empty() ? "empty" : listed, ")"));
+    }
+  }
+  throw ConfigError(str("unknown option '", key, "' ", origin));
+}
+
+po::parsed_options parse_arguments(int argc, const char* const* argv, const po::options_description& description,
+                                   bool allow_unregistered, const std::vector<std::string>& sources) {
+  try {
+    po::command_line_parser parser(argc, argv);
+    parser.options(description).style(kStyle);
+    if (allow_unregistered) parser.allow_unregistered();
+    return parser.run();
+  } catch (const po::unknown_option& e) {
+    unknown_option(bare_option(e.get_option_name()), sources, "on the command line");
+  } catch (const po::error& e) {
+    throw ConfigError(str("command line: ", e.what()));
+  }
+}
+
+po::parsed_options parse_file(const std::string& text, const std::string& name,
+                              const po::options_description& description, bool allow_unregistered,
+                              const std::vector<std::string>& sources) {
+  try {
+    std::istringstream in(text);
+    return po::parse_config_file(in, description, allow_unregistered);
+  } catch (const po::unknown_option& e) {
+    unknown_option(bare_option(e.get_option_name()), sources, "in " + name);
+  } catch (const po::error& e) {
+    throw ConfigError(str(name, ": ", e.what()));
+  }
+}
+
+std::string read_config_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(str("--config: cannot open '", path, "': ", std::strerror(errno)));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> source_names(const std::string& text, const std::string& origin) {
+  std::vector<std::string> names;
+  if (trim(text).empty()) return names;
+  for (const auto& name : split_list(text)) {
+    const bool valid = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-';
+    });
+    if (!valid)
+      throw ConfigError(str("mix.sources: '", text, "' is not a valid value (expected comma-separated names of ",
+                            "letters, digits, '_' and '-'; ", origin, ")"));
+    if (std::find(names.begin(), names.end(), name) != names.end())
+      throw ConfigError(str("mix.sources: source '", name, "' is listed twice (", origin, ")"));
+    names.push_back(name);
+  }
+  return names;
+}
+
+std::string alias_target(const std::string& key) {
+  for (const auto& [alias, target] : kAliases)
+    if (key == alias) return target;
+  return key;
+}
+
+// The value of the last occurrence of `key` in `parsed`, if any.
+const std::string* find_value(const po::parsed_options& parsed, const std::string& key) {
+  const std::string* found = nullptr;
+  for (const auto& option : parsed.options)
+    if (option.string_key == key && !option.value.empty()) found = &option.value.front();
+  return found;
+}
+
+// Values by key; a key given twice in one place is ambiguous and rejected.
+void collect(const po::parsed_options& parsed, Origin origin, const std::string& origin_text,
+             std::map<std::string, Setting>& settings) {
+  std::set<std::string> seen;
+  std::map<std::string, std::string> spelled;  // key -> how the user wrote it, for messages
+  for (const auto& option : parsed.options) {
+    if (option.position_key != -1)
+      throw ConfigError(str("unexpected argument '", option.value.empty() ? "" : option.value.front(), "' ",
+                            origin_text, " (options are --section.key=value)"));
+    if (option.string_key == "config" || option.string_key == "help" || option.string_key == "print-world-size")
+      continue;
+    const std::string key = alias_target(option.string_key);
+    const std::string written = origin == Origin::command_line ? "--" + option.string_key : option.string_key;
+    if (!seen.insert(key).second)
+      throw ConfigError(str(key, ": given twice ", origin_text, " (", spelled[key], " and ", written, ")"));
+    spelled[key] = written;
+    MSD_CHECK_EQ(option.value.size(), size_t{1});
+    settings[key] = Setting{key, option.value.front(), origin};
+  }
+}
+
+bool valid_weight_curve(const std::vector<WeightPoint>& curve) {
+  if (curve.empty()) return false;
+  for (size_t i = 0; i < curve.size(); ++i) {
+    if (!std::isfinite(curve[i].weight) || curve[i].weight < 0) return false;
+    if (i > 0 && curve[i].step <= curve[i - 1].step) return false;
+  }
+  return true;
+}
+
+// A curve's raw (unnormalized) weight at `step`, as lib/plan/mix.cc's Schedule
+// evaluates it.
+double curve_at(ScheduleKind kind, const std::vector<WeightPoint>& curve, uint64_t step) {
+  if (kind == ScheduleKind::constant || step <= curve.front().step) return curve.front().weight;
+  if (step >= curve.back().step) return curve.back().weight;
+  size_t next = 1;
+  while (curve[next].step <= step) ++next;
+  const WeightPoint& a = curve[next - 1];
+  if (kind == ScheduleKind::piecewise) return a.weight;
+  const WeightPoint& b = curve[next];
+  const double t = static_cast<double>(step - a.step) / static_cast<double>(b.step - a.step);
+  return a.weight + (b.weight - a.weight) * t;
+}
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw ConfigError(message);
+}
+
+template <typename T>
+void require_at_least(T value, T minimum, const char* key) {
+  require(value >= minimum, str(key, ": must be at least ", +minimum, " (got ", +value, ")"));
+}
+
+void require_one_of(const std::string& value, std::initializer_list<const char*> allowed, const std::string& key) {
+  std::string list;
+  for (const char* name : allowed) {
+    if (value == name) return;
+    list += (list.empty() ? "" : " | ") + std::string(name);
+  }
+  throw ConfigError(str(key, ": '", value, "' is not a valid value (expected ", list, ")"));
+}
+
+}  // namespace
+
+int Config::world_size() const {
+  return job.mode == "colocated" ? clients() : 1 + topology.loaders + clients();
+}
+
+void validate(const Config& config) {
+  const auto& job = config.job;
+  const auto& topo = config.topology;
+  require_one_of(job.mode, {"disaggregated", "colocated"}, "job.mode");
+  require_one_of(job.long_docs, {"split", "truncate"}, "job.long_docs");
+  require_at_least(job.steps, uint64_t{1}, "job.steps");
+  require_at_least(topo.dp, 1, "topology.dp");
+  require_at_least(topo.pp, 1, "topology.pp");
+  require_at_least(topo.cp, 1, "topology.cp");
+  require_at_least(topo.tp, 1, "topology.tp");
+  if (job.mode == "disaggregated") require_at_least(topo.loaders, 1, "topology.loaders");
+  require_at_least(topo.loaders, 0, "topology.loaders");
+  // The rank count is an int for MPI; a product that overflows is a typo.
+  const int64_t ranks = int64_t{topo.dp} * topo.pp * topo.cp * topo.tp + topo.loaders + 1;
+  require(ranks <= std::numeric_limits<int>::max(),
+          str("topology: dp*pp*cp*tp + loaders + 1 = ", ranks, " ranks is more than MPI can address"));
+  require(job.global_batch >= static_cast<uint32_t>(topo.dp),
+          str("job.global_batch: must be at least topology.dp = ", topo.dp, " so every DP group gets a sample (got ",
+              job.global_batch, ")"));
+  require_at_least(job.seq_len, uint32_t{16}, "job.seq_len");
+  require_at_least(job.micro_batches, uint32_t{1}, "job.micro_batches");
+  require_at_least(job.prefetch_steps, uint32_t{1}, "job.prefetch_steps");
+
+  {
+    const auto axes = split_list(topo.order);
+    std::vector<std::string> sorted = axes;
+    std::sort(sorted.begin(), sorted.end());
+    require(sorted == std::vector<std::string>{"cp", "dp", "pp", "tp"},
+            str("topology.order: '", topo.order, "' is not a valid value (expected a permutation of tp,cp,dp,pp)"));
+  }
+
+  require(!config.sources.empty(), "mix.sources: at least one source is needed");
+  bool needs_tokenizer = false;
+  bool has_images = false;
+  std::set<std::string> names;
+  for (const auto& source : config.sources) {
+    const std::string key = "source." + source.name;
+    require(!source.name.empty(), "mix.sources: a source has an empty name");
+    require(names.insert(source.name).second, str("mix.sources: source '", source.name, "' is listed twice"));
+    require(!source.format.empty(), str(key, ".format: missing (expected jsonl | wds | indexed)"));
+    require_one_of(source.format, {"jsonl", "wds", "indexed"}, key + ".format");
+    require(!source.path.empty(), str(key, ".path: missing (comma-separated globs of the source's files)"));
+    require(valid_weight_curve(source.weight),
+            str(key, ".weight: expected at least one point, steps increasing, weights finite and >= 0"));
+    require(!source.text_field.empty(), str(key, ".text_field: must not be empty"));
+    require(!source.caption_field.empty(), str(key, ".caption_field: must not be empty"));
+    needs_tokenizer = needs_tokenizer || source.format == "jsonl" || source.format == "wds";
+    has_images = has_images || source.format == "wds";
+  }
+  // The weights may be zero for some sources, never for all at once: a step
+  // would have nothing to draw from. The total is piecewise constant (or
+  // piecewise linear) between the steps of the points, so checking it at step
+  // 0 and at every point's step covers every step.
+  std::set<uint64_t> steps{0};
+  if (config.schedule != ScheduleKind::constant)
+    for (const auto& source : config.sources)
+      for (const auto& point : source.weight) steps.insert(point.step);
+  for (uint64_t step : steps) {
+    double total = 0;
+    for (const auto& source : config.sources) total += curve_at(config.schedule, source.weight, step);
+    require(total > 0, str("source.*.weight: the weights of all sources are zero at step ", step));
+  }
+
+  if (needs_tokenizer)
+    require(!config.tokenizer.vocab.empty(), "tokenizer.vocab: missing; jsonl and wds sources need a vocabulary");
+  require(!config.tokenizer.pattern.empty(), "tokenizer.pattern: must not be empty");
+  require_one_of(config.tokenizer.normalize, {"none", "nfc", "nfkc", "nfd", "nfkd"}, "tokenizer.normalize");
+
+  const auto& image = config.image;
+  require_at_least(image.patch, uint32_t{1}, "image.patch");
+  require(image.patch <= image.max_side,
+          str("image.patch: ", image.patch, " is larger than image.max_side = ", image.max_side));
+  require_at_least(image.token_id, int64_t{-1}, "image.token_id");
+  if (has_images) {
+    // The image transform rounds the longest side down to a multiple of the
+    // patch (max_patches in lib/transform/image/image.h); the patches are never
+    // split across sequences, so the largest image and one caption token must
+    // fit one sequence.
+    const uint64_t side = image.max_side / image.patch;
+    const uint64_t largest = side * side;
+    require(largest + 1 <= job.seq_len,
+            str("job.seq_len: ", job.seq_len, " cannot hold the largest image (", largest, " patches at image.max_side = ",
+                image.max_side, ", image.patch = ", image.patch, ") plus a caption token"));
+  }
+
+  require_at_least(config.loader.window_mb, uint64_t{1}, "loader.window_mb");
+  require_at_least(config.model.hidden, uint32_t{1}, "model.hidden");
+  require_at_least(config.model.layers, uint32_t{1}, "model.layers");
+  require(std::isfinite(config.emulator.tflops) && config.emulator.tflops > 0,
+          str("emulator.tflops: must be positive (got ", config.emulator.tflops, ")"));
+  require_one_of(config.output.log_level, {"debug", "info", "warn", "error", "quiet"}, "output.log_level");
+}
+
+Invocation parse_command_line(int argc, const char* const* argv) {
+  Invocation invocation;
+  const std::vector<Section> sections = static_sections();
+  invocation.usage = usage_text(sections);
+
+  po::options_description static_options;
+  for (const auto& section : sections) static_options.add(describe(section, false));
+  po::options_description first_pass;
+  first_pass.add(command_line_only()).add(static_options);
+
+  // Pass 1: tolerant, to learn --help, --config and mix.sources.
+  const po::parsed_options tolerant = parse_arguments(argc, argv, first_pass, true, {});
+  for (const auto& option : tolerant.options) {
+    if (option.string_key == "help") invocation.help = true;
+    if (option.string_key == "print-world-size") invocation.print_world_size = true;
+  }
+  if (invocation.help) return invocation;
+
+  ParseContext context;
+  context.working_dir = std::filesystem::current_path();
+  std::string file_text;
+  if (const std::string* path = find_value(tolerant, "config")) {
+    context.config_name = *path;
+    context.config_dir = std::filesystem::absolute(std::filesystem::path(*path)).parent_path();
+    file_text = read_config_file(*path);
+    invocation.config.config_path = *path;
+  }
+  po::options_description file_first_pass;
+  file_first_pass.add(static_options);
+  const po::parsed_options file_tolerant =
+      parse_file(file_text, context.config_name, file_first_pass, true, {});
+
+  std::vector<std::string> names;
+  if (const std::string* text = find_value(tolerant, "mix.sources"))
+    names = source_names(*text, "on the command line");
+  else if (const std::string* text = find_value(file_tolerant, "mix.sources"))
+    names = source_names(*text, "in " + context.config_name);
+
+  // Pass 2: strict, with exactly the listed sources' sections registered.
+  std::vector<Section> all_sections = sections;
+  for (const auto& name : names) all_sections.push_back(source_section(name));
+  po::options_description file_options;
+  for (size_t i = sections.size(); i < all_sections.size(); ++i) file_options.add(describe(all_sections[i], false));
+  file_options.add(static_options);
+  po::options_description command_options;
+  command_options.add(command_line_only()).add(file_options);
+
+  std::map<std::string, Setting> settings;
+  collect(parse_file(file_text, context.config_name, file_options, false, names), Origin::file,
+          "in " + context.config_name, settings);
+  // The command line overrides the file: collected second, into its own map
+  // first so a duplicate within the command line is still caught.
+  std::map<std::string, Setting> overrides;
+  collect(parse_arguments(argc, argv, command_options, false, names), Origin::command_line, "on the command line",
+          overrides);
+  for (auto& [key, setting] : overrides) settings[key] = setting;
+
+  Config& config = invocation.config;
+  for (const auto& name : names) config.sources.emplace_back().name = name;
+  std::map<std::string, const OptionSpec*> specs;
+  for (const auto& section : all_sections)
+    for (const auto& option : section.options) specs[option.key] = &option;
+  for (const auto& [key, setting] : settings) {
+    auto it = specs.find(key);
+    MSD_CHECK(it != specs.end());
+    it->second->apply(config, setting, context);
+  }
+  validate(config);
+  return invocation;
+}
+
+}  // namespace msd
