@@ -1,0 +1,205 @@
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <set>
+
+#include "common/log.h"
+#include "msd/client.h"
+#include "runtime/client_impl.h"
+#include "runtime/context.h"
+#include "runtime/loader.h"
+#include "runtime/planner.h"
+#include "runtime/summary.h"
+
+namespace msd {
+
+uint64_t peak_rss_bytes() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;
+}
+
+uint64_t current_rss_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+class JobImpl {
+ public:
+  JobImpl(const Config& config, MPI_Comm world);
+
+  JobContext ctx;
+  Role role = Role::client;
+  std::unique_ptr<LoaderRole> loader;
+  std::unique_ptr<PlannerRole> planner;
+  std::unique_ptr<Client> client;
+  ClientImpl* client_impl = nullptr;
+  Comm clients, dp, tp, cp, pp;
+  int client_index = -1;
+  RoleStats stats;
+  PlannerReport report;
+  std::chrono::steady_clock::time_point start;
+};
+
+namespace {
+RoleLayout layout_of(const Config& config) {
+  RoleLayout layout;
+  layout.loaders = config.topology.loaders;
+  layout.clients = config.clients();
+  layout.colocated = config.job.mode == "colocated";
+  return layout;
+}
+
+int world_size_of(MPI_Comm world) {
+  int size = 0;
+  MSD_MPI(MPI_Comm_size(world, &size), "querying the world size");
+  return size;
+}
+}  // namespace
+
+JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(config)) {
+  start = std::chrono::steady_clock::now();
+  const int size = world_size_of(world);
+  // Every rank checks alone, so a wrong launch fails on every rank at once
+  // without any communication that could hang.
+  if (size != ctx.layout.world_size()) {
+    throw ConfigError(str("this configuration needs ", ctx.layout.world_size(), " MPI ranks (1 planner + ",
+                          ctx.layout.loaders, " loaders (topology.loaders) + ", ctx.layout.clients,
+                          " clients (dp*pp*cp*tp = ", config.topology.dp, "*", config.topology.pp, "*",
+                          config.topology.cp, "*", config.topology.tp, ")), but the job has ", size,
+                          "; launch with mpirun -n ", ctx.layout.world_size(),
+                          " or use msd-run --print-world-size"));
+  }
+  if (ctx.layout.colocated)
+    throw ConfigError("job.mode: 'colocated' (the baseline) is not available in this version; use 'disaggregated'");
+  ctx.world = Comm::duplicate(world, "duplicating the world communicator");
+  ctx.rank = ctx.world.rank();
+  role = ctx.layout.role(ctx.rank);
+  set_log_prefix(role == Role::planner ? "planner"
+                 : role == Role::loader ? str("loader ", ctx.layout.loader_index(ctx.rank))
+                                        : str("client ", ctx.layout.client_index(ctx.rank)));
+  stats.startup_rss_bytes = current_rss_bytes();
+
+  // Role and trainer communicators (collective over the world).
+  const int client_color = role == Role::client ? 0 : MPI_UNDEFINED;
+  client_index = role == Role::client ? ctx.layout.client_index(ctx.rank) : -1;
+  clients = Comm::split(ctx.world.get(), client_color, client_index, "splitting the client communicator");
+  auto axis_comm = [&](Axis axis) {
+    // Members share every coordinate but `axis`; colour = index of the first peer.
+    int color = MPI_UNDEFINED, key = 0;
+    if (role == Role::client) {
+      color = ctx.tree.axis_peers(client_index, axis).front();
+      key = ctx.tree.place(client_index).get(axis);
+    }
+    return Comm::split(ctx.world.get(), color, key, str("splitting the ", axis_name(axis), " communicator"));
+  };
+  dp = axis_comm(Axis::dp);
+  tp = axis_comm(Axis::tp);
+  cp = axis_comm(Axis::cp);
+  pp = axis_comm(Axis::pp);
+
+  const uint64_t window_bytes = role == Role::loader ? config.loader.window_mb << 20 : 0;
+  ctx.windows = Window(ctx.world.get(), window_bytes, "allocating loader windows");
+
+  // Loaders open their sources; everyone agrees whether start-up worked before
+  // any work begins, so a bad source fails the job cleanly on every rank.
+  std::vector<HelloMessage> hellos;
+  int32_t local[2] = {0, -1};  // failed, vocabulary size
+  if (role == Role::loader) {
+    loader = std::make_unique<LoaderRole>(ctx);
+    send_bytes(ctx.world.get(), ctx.layout.planner_rank(), kTagHello, encode(loader->hello()), "sending hello");
+    local[0] = loader->hello().error.empty() ? 0 : 1;
+    local[1] = loader->vocab_size();
+  } else if (role == Role::planner) {
+    for (int i = 0; i < ctx.layout.loaders; ++i)
+      hellos.push_back(decode_hello(receive(ctx.world.get(), MPI_ANY_SOURCE, kTagHello, "waiting for loader hellos").bytes));
+    for (const auto& hello : hellos) local[0] |= hello.error.empty() ? 0 : 1;
+  }
+  int32_t global[2] = {0, 0};
+  MPI_Request request;
+  MSD_MPI(MPI_Iallreduce(local, global, 2, MPI_INT32_T, MPI_MAX, ctx.world.get(), &request), "agreeing on start-up");
+  wait(request, "agreeing on start-up");
+  if (global[0] != 0) {
+    std::string message;
+    if (role == Role::planner) {
+      std::set<std::string> errors;
+      for (const auto& hello : hellos)
+        if (!hello.error.empty()) errors.insert(hello.error);
+      for (const auto& e : errors) message += (message.empty() ? "" : "\n") + e;
+    }
+    throw ConfigError(role == Role::planner ? message : std::string("start-up failed on another rank"));
+  }
+  if (role == Role::planner) {
+    std::vector<SourceInfo> infos;
+    std::set<uint32_t> seen;
+    for (const auto& hello : hellos)
+      for (const auto& info : hello.sources)
+        if (seen.insert(info.source).second) infos.push_back(info);
+    planner = std::make_unique<PlannerRole>(ctx, infos);
+  }
+  if (role == Role::client) {
+    const int32_t token_id = config.image.token_id >= 0 ? static_cast<int32_t>(config.image.token_id)
+                                                        : std::max(global[1], 0);
+    auto impl = std::make_unique<ClientImpl>(ctx, token_id);
+    client_impl = impl.get();
+    client = std::make_unique<Client>(std::move(impl));
+  }
+}
+
+Job::Job(const Config& config, MPI_Comm world) : impl_(std::make_unique<JobImpl>(config, world)) {}
+Job::~Job() = default;
+
+Role Job::role() const { return impl_->role; }
+int Job::world_rank() const { return impl_->ctx.rank; }
+const ClientPlaceTree& Job::tree() const { return impl_->ctx.tree; }
+const Config& Job::config() const { return impl_->ctx.config; }
+int Job::client_index() const { return impl_->client_index; }
+MPI_Comm Job::clients_comm() const { return impl_->clients.get(); }
+MPI_Comm Job::dp_comm() const { return impl_->dp.get(); }
+MPI_Comm Job::tp_comm() const { return impl_->tp.get(); }
+MPI_Comm Job::cp_comm() const { return impl_->cp.get(); }
+MPI_Comm Job::pp_comm() const { return impl_->pp.get(); }
+
+Client& Job::client() {
+  if (!impl_->client) throw Error(str("Job::client() called on a ", role_name(impl_->role), " rank"));
+  return *impl_->client;
+}
+
+void Job::serve() {
+  if (impl_->role == Role::planner) {
+    impl_->report = impl_->planner->serve();
+    impl_->stats.role = static_cast<int32_t>(Role::planner);
+    impl_->stats.steps = impl_->report.steps;
+    impl_->stats.tokens = impl_->report.tokens;
+    impl_->stats.wall_seconds = impl_->report.wall_seconds;
+  } else if (impl_->role == Role::loader) {
+    const uint64_t startup = impl_->stats.startup_rss_bytes;
+    impl_->stats = impl_->loader->serve();
+    impl_->stats.startup_rss_bytes = startup;
+  } else {
+    throw Error("Job::serve() called on a client rank; clients call client().next()");
+  }
+}
+
+Summary Job::finish(const TrainerStats& trainer) {
+  JobImpl& job = *impl_;
+  if (job.role == Role::client) {
+    job.stats.role = static_cast<int32_t>(Role::client);
+    job.stats.steps = trainer.steps;
+    job.stats.tokens = trainer.tokens;
+    job.stats.wait_seconds = trainer.wait_seconds;
+    job.stats.compute_seconds = trainer.compute_seconds;
+    job.stats.wall_seconds = trainer.wall_seconds;
+  }
+  job.stats.peak_rss_bytes = peak_rss_bytes();
+  return gather_summary(job.ctx, job.stats, job.role == Role::client ? trainer.step_digests : std::vector<uint64_t>{},
+                        job.report);
+}
+
+}  // namespace msd

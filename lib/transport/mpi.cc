@@ -1,0 +1,176 @@
+#include "transport/mpi.h"
+
+#include <algorithm>
+#include <climits>
+#include <thread>
+
+namespace msd {
+
+int world_rank() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) return -1;
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+void check_mpi(int rc, const char* call, const std::string& hint) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  MPI_Error_string(rc, text, &length);
+  int error_class = 0;
+  MPI_Error_class(rc, &error_class);
+  throw MpiError(str(hint, ": ", call, " failed: ", text, " (MPI error class ", error_class, ") on rank ",
+                     world_rank()));
+}
+
+void Backoff::idle() {
+  delay_us_ = delay_us_ == 0 ? 50 : std::min(delay_us_ * 2, 2000);
+  std::this_thread::sleep_for(std::chrono::microseconds(delay_us_));
+}
+
+void wait(MPI_Request& request, const std::string& hint, MPI_Status* status) {
+  Backoff backoff;
+  for (;;) {
+    int done = 0;
+    MSD_MPI(MPI_Test(&request, &done, status ? status : MPI_STATUS_IGNORE), hint);
+    if (done) return;
+    backoff.idle();
+  }
+}
+
+Comm::Comm(MPI_Comm comm) : comm_(comm) {
+  if (comm_ != MPI_COMM_NULL) MSD_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "setting the error handler");
+}
+
+Comm Comm::duplicate(MPI_Comm comm, const std::string& hint) {
+  MPI_Comm out = MPI_COMM_NULL;
+  MSD_MPI(MPI_Comm_dup(comm, &out), hint);
+  return Comm(out);
+}
+
+Comm Comm::split(MPI_Comm comm, int color, int key, const std::string& hint) {
+  MPI_Comm out = MPI_COMM_NULL;
+  MSD_MPI(MPI_Comm_split(comm, color, key, &out), hint);
+  return Comm(out);
+}
+
+Comm::~Comm() {
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+Comm::Comm(Comm&& other) noexcept : comm_(std::exchange(other.comm_, MPI_COMM_NULL)) {}
+
+Comm& Comm::operator=(Comm&& other) noexcept {
+  if (this != &other) {
+    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    comm_ = std::exchange(other.comm_, MPI_COMM_NULL);
+  }
+  return *this;
+}
+
+int Comm::rank() const {
+  int rank = 0;
+  MSD_MPI(MPI_Comm_rank(comm_, &rank), "querying a communicator's rank");
+  return rank;
+}
+
+int Comm::size() const {
+  int size = 0;
+  MSD_MPI(MPI_Comm_size(comm_, &size), "querying a communicator's size");
+  return size;
+}
+
+void send_bytes(MPI_Comm comm, int dest, int tag, std::span<const uint8_t> bytes, const std::string& hint) {
+  // Small control messages: a blocking send returns once buffered (eager).
+  // Large ones (plans of big steps) may rendezvous; the receivers poll often.
+  MSD_MPI(MPI_Send(bytes.data(), checked_cast<int>(bytes.size()), MPI_BYTE, dest, tag, comm), hint);
+}
+
+namespace {
+Message receive_probed(MPI_Comm comm, const MPI_Status& status, const std::string& hint) {
+  int count = 0;
+  MSD_MPI(MPI_Get_count(&status, MPI_BYTE, &count), hint);
+  Message message;
+  message.source = status.MPI_SOURCE;
+  message.tag = status.MPI_TAG;
+  message.bytes.resize(static_cast<size_t>(count));
+  MSD_MPI(MPI_Recv(message.bytes.data(), count, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, comm,
+                   MPI_STATUS_IGNORE),
+          hint);
+  return message;
+}
+}  // namespace
+
+std::optional<Message> try_receive(MPI_Comm comm, int source, int tag, const std::string& hint) {
+  int flag = 0;
+  MPI_Status status;
+  MSD_MPI(MPI_Iprobe(source, tag, comm, &flag, &status), hint);
+  if (!flag) return std::nullopt;
+  return receive_probed(comm, status, hint);
+}
+
+Message receive(MPI_Comm comm, int source, int tag, const std::string& hint) {
+  Backoff backoff;
+  for (;;) {
+    if (auto message = try_receive(comm, source, tag, hint)) return std::move(*message);
+    backoff.idle();
+  }
+}
+
+Window::Window(MPI_Comm comm, uint64_t bytes, const std::string& hint) : bytes_(bytes) {
+  void* base = nullptr;
+  MSD_MPI(MPI_Win_allocate(static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL, comm, &base, &win_), hint);
+  base_ = static_cast<uint8_t*>(base);
+  MSD_MPI(MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN), hint);
+  MSD_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_), hint);
+}
+
+void Window::reset() noexcept {
+  if (win_ != MPI_WIN_NULL) {
+    MPI_Win_unlock_all(win_);
+    MPI_Win_free(&win_);
+  }
+  win_ = MPI_WIN_NULL;
+  base_ = nullptr;
+  bytes_ = 0;
+}
+
+Window::~Window() { reset(); }
+
+Window::Window(Window&& other) noexcept
+    : win_(std::exchange(other.win_, MPI_WIN_NULL)),
+      base_(std::exchange(other.base_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)) {}
+
+Window& Window::operator=(Window&& other) noexcept {
+  if (this != &other) {
+    reset();
+    win_ = std::exchange(other.win_, MPI_WIN_NULL);
+    base_ = std::exchange(other.base_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void Window::sync_local() { MSD_MPI(MPI_Win_sync(win_), "publishing loader window writes"); }
+
+void Window::get(int target, uint64_t offset, void* out, uint64_t bytes) {
+  // MPI counts are int: large reads go in chunks.
+  auto* dest = static_cast<uint8_t*>(out);
+  while (bytes > 0) {
+    uint64_t chunk = std::min<uint64_t>(bytes, uint64_t{1} << 30);
+    MSD_MPI(MPI_Get(dest, static_cast<int>(chunk), MPI_BYTE, target, static_cast<MPI_Aint>(offset),
+                    static_cast<int>(chunk), MPI_BYTE, win_),
+            str("reading ", chunk, " bytes at offset ", offset, " of loader rank ", target, "'s window"));
+    dest += chunk;
+    offset += chunk;
+    bytes -= chunk;
+  }
+}
+
+void Window::flush_all() { MSD_MPI(MPI_Win_flush_all(win_), "completing window reads"); }
+
+}  // namespace msd

@@ -1,0 +1,215 @@
+#include "transport/wire.h"
+
+#include <algorithm>
+
+namespace msd {
+
+void WireWriter::string(const std::string& s) {
+  u32(checked_cast<uint32_t>(s.size()));
+  bytes_.insert(bytes_.end(), s.begin(), s.end());
+}
+
+WireReader::WireReader(std::span<const uint8_t> bytes, const char* what) : bytes_(bytes), what_(what) {
+  uint8_t version = u8();
+  if (version != kWireVersion)
+    throw ProtocolError(str(what_, " message has wire version ", +version, ", expected ", +kWireVersion));
+}
+
+void WireReader::need(size_t n) const {
+  if (pos_ + n > bytes_.size())
+    throw ProtocolError(str(what_, " message truncated: needs ", n, " more bytes at offset ", pos_, " of ",
+                            bytes_.size()));
+}
+
+std::string WireReader::string() {
+  uint32_t n = count(1);
+  std::string s(reinterpret_cast<const char*>(bytes_.data() + pos_), n);
+  pos_ += n;
+  return s;
+}
+
+uint32_t WireReader::count(size_t min_item_bytes) {
+  uint32_t n = u32();
+  need(n * min_item_bytes);
+  return n;
+}
+
+void WireReader::finish() const {
+  if (pos_ != bytes_.size())
+    throw ProtocolError(str(what_, " message has ", bytes_.size() - pos_, " trailing bytes"));
+}
+
+std::vector<uint8_t> encode(const HelloMessage& m) {
+  WireWriter w;
+  w.string(m.error);
+  w.u32(checked_cast<uint32_t>(m.sources.size()));
+  for (const auto& s : m.sources) {
+    w.u32(s.source);
+    w.u64(s.samples);
+    w.u64(s.state_bytes);
+  }
+  return std::move(w.bytes());
+}
+
+HelloMessage decode_hello(std::span<const uint8_t> bytes) {
+  WireReader r(bytes, "hello");
+  HelloMessage m;
+  m.error = r.string();
+  m.sources.resize(r.count(20));
+  for (auto& s : m.sources) {
+    s.source = r.u32();
+    s.samples = r.u64();
+    s.state_bytes = r.u64();
+  }
+  r.finish();
+  return m;
+}
+
+std::vector<uint8_t> encode_load(const std::vector<LoadItem>& items) {
+  WireWriter w;
+  w.u32(checked_cast<uint32_t>(items.size()));
+  for (const auto& item : items) {
+    w.u32(item.source);
+    w.u64(item.cursor);
+    w.u64(item.index);
+  }
+  return std::move(w.bytes());
+}
+
+std::vector<LoadItem> decode_load(std::span<const uint8_t> bytes) {
+  WireReader r(bytes, "load");
+  std::vector<LoadItem> items(r.count(20));
+  for (auto& item : items) {
+    item.source = r.u32();
+    item.cursor = r.u64();
+    item.index = r.u64();
+  }
+  r.finish();
+  return items;
+}
+
+namespace {
+constexpr size_t kMetaBytes = 4 + 8 + 8 + 1 + 4 + 8 + 4 * 4;
+
+void put_meta(WireWriter& w, const SampleMeta& m) {
+  w.u32(m.source);
+  w.u64(m.cursor);
+  w.u64(m.index);
+  w.u8(m.bad);
+  w.u32(static_cast<uint32_t>(m.loader_rank));
+  w.u64(m.slot_offset);
+  w.u32(m.slot_bytes);
+  w.u32(m.text_tokens);
+  w.u32(m.patches);
+  w.u32(m.patch_bytes);
+}
+
+SampleMeta get_meta(WireReader& r) {
+  SampleMeta m;
+  m.source = r.u32();
+  m.cursor = r.u64();
+  m.index = r.u64();
+  m.bad = r.u8();
+  m.loader_rank = static_cast<int32_t>(r.u32());
+  m.slot_offset = r.u64();
+  m.slot_bytes = r.u32();
+  m.text_tokens = r.u32();
+  m.patches = r.u32();
+  m.patch_bytes = r.u32();
+  return m;
+}
+}  // namespace
+
+std::vector<uint8_t> encode_meta(const std::vector<SampleMeta>& items) {
+  WireWriter w;
+  w.u32(checked_cast<uint32_t>(items.size()));
+  for (const auto& m : items) put_meta(w, m);
+  return std::move(w.bytes());
+}
+
+std::vector<SampleMeta> decode_meta(std::span<const uint8_t> bytes) {
+  WireReader r(bytes, "sample metadata");
+  std::vector<SampleMeta> items(r.count(kMetaBytes));
+  for (auto& m : items) m = get_meta(r);
+  r.finish();
+  return items;
+}
+
+std::vector<uint8_t> encode_release(const std::vector<uint64_t>& slot_offsets) {
+  WireWriter w;
+  w.u32(checked_cast<uint32_t>(slot_offsets.size()));
+  for (uint64_t offset : slot_offsets) w.u64(offset);
+  return std::move(w.bytes());
+}
+
+std::vector<uint64_t> decode_release(std::span<const uint8_t> bytes) {
+  WireReader r(bytes, "release");
+  std::vector<uint64_t> offsets(r.count(8));
+  for (auto& offset : offsets) offset = r.u64();
+  r.finish();
+  return offsets;
+}
+
+std::vector<uint8_t> encode(const StepPlan& m) {
+  WireWriter w;
+  w.u64(m.step);
+  w.u32(m.seq_len);
+  w.u32(checked_cast<uint32_t>(m.samples.size()));
+  for (const auto& s : m.samples) put_meta(w, s);
+  w.u32(checked_cast<uint32_t>(m.micro_batches.size()));
+  for (const auto& mb : m.micro_batches) {
+    w.u32(checked_cast<uint32_t>(mb.sequences.size()));
+    for (const auto& seq : mb.sequences) {
+      w.u32(checked_cast<uint32_t>(seq.pieces.size()));
+      for (const auto& p : seq.pieces) {
+        w.u32(p.sample);
+        w.u32(p.begin);
+        w.u32(p.length);
+      }
+    }
+  }
+  return std::move(w.bytes());
+}
+
+StepPlan decode_plan(std::span<const uint8_t> bytes) {
+  WireReader r(bytes, "step plan");
+  StepPlan m;
+  m.step = r.u64();
+  m.seq_len = r.u32();
+  m.samples.resize(r.count(kMetaBytes));
+  for (auto& s : m.samples) s = get_meta(r);
+  m.micro_batches.resize(r.count(4));
+  for (auto& mb : m.micro_batches) {
+    mb.sequences.resize(r.count(4));
+    for (auto& seq : mb.sequences) {
+      seq.pieces.resize(r.count(12));
+      for (auto& p : seq.pieces) {
+        p.sample = r.u32();
+        p.begin = r.u32();
+        p.length = r.u32();
+        if (p.sample >= m.samples.size())
+          throw ProtocolError(str("step plan ", m.step, " names sample ", p.sample, " of ", m.samples.size()));
+      }
+    }
+  }
+  r.finish();
+  return m;
+}
+
+std::vector<uint8_t> encode(const AckMessage& m) {
+  WireWriter w;
+  w.u64(m.step);
+  w.f64(m.wait_seconds);
+  return std::move(w.bytes());
+}
+
+AckMessage decode_ack(std::span<const uint8_t> bytes) {
+  WireReader r(bytes, "ack");
+  AckMessage m;
+  m.step = r.u64();
+  m.wait_seconds = r.f64();
+  r.finish();
+  return m;
+}
+
+}  // namespace msd

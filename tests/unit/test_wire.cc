@@ -1,1 +1,116 @@
 #include <catch2/catch.hpp>
+
+#include <random>
+
+#include "common/error.h"
+#include "transport/slot.h"
+#include "transport/wire.h"
+
+using namespace msd;
+
+TEST_CASE("step plans survive encoding") {
+  StepPlan plan;
+  plan.step = 42;
+  plan.seq_len = 4096;
+  for (uint32_t i = 0; i < 5; ++i) {
+    SampleMeta m;
+    m.source = i % 3;
+    m.cursor = 1000 + i;
+    m.index = 77 * i;
+    m.loader_rank = 1 + static_cast<int32_t>(i % 2);
+    m.slot_offset = 64 * i;
+    m.slot_bytes = 100 + i;
+    m.text_tokens = 10 * i;
+    m.patches = i;
+    m.patch_bytes = 768;
+    plan.samples.push_back(m);
+  }
+  plan.micro_batches.resize(2);
+  plan.micro_batches[1].sequences.push_back({{{0, 0, 10}, {4, 3, 7}}});
+  auto bytes = encode(plan);
+  StepPlan back = decode_plan(bytes);
+  REQUIRE(back.step == 42);
+  REQUIRE(back.seq_len == 4096);
+  REQUIRE(back.samples.size() == 5);
+  REQUIRE(back.samples[4].cursor == 1004);
+  REQUIRE(back.samples[3].loader_rank == 2);
+  REQUIRE(back.micro_batches.size() == 2);
+  REQUIRE(back.micro_batches[0].sequences.empty());
+  REQUIRE(back.micro_batches[1].sequences[0].pieces[1].begin == 3);
+}
+
+TEST_CASE("truncated and corrupt messages are protocol errors") {
+  auto bytes = encode_load({{1, 2, 3}, {4, 5, 6}});
+  REQUIRE(decode_load(bytes).size() == 2);
+  auto cut = bytes;
+  cut.pop_back();
+  REQUIRE_THROWS_AS(decode_load(cut), ProtocolError);
+  auto longer = bytes;
+  longer.push_back(0);
+  REQUIRE_THROWS_AS(decode_load(longer), ProtocolError);
+  auto wrong_version = bytes;
+  wrong_version[0] = 99;
+  REQUIRE_THROWS_AS(decode_load(wrong_version), ProtocolError);
+  StepPlan plan;
+  plan.samples.resize(1);
+  plan.micro_batches.resize(1);
+  plan.micro_batches[0].sequences.push_back({{{3, 0, 1}}});  // sample 3 does not exist
+  REQUIRE_THROWS_AS(decode_plan(encode(plan)), ProtocolError);
+}
+
+TEST_CASE("hello, release and ack round trips") {
+  HelloMessage hello{"", {{0, 10, 1000}, {2, 20, 2000}}};
+  auto back = decode_hello(encode(hello));
+  REQUIRE(back.sources.size() == 2);
+  REQUIRE(back.sources[1].samples == 20);
+  REQUIRE(decode_hello(encode(HelloMessage{"cannot open x", {}})).error == "cannot open x");
+  REQUIRE(decode_release(encode_release({64, 128})) == std::vector<uint64_t>{64, 128});
+  REQUIRE(decode_ack(encode(AckMessage{9})).step == 9);
+}
+
+TEST_CASE("slot allocator places, frees and coalesces") {
+  SlotAllocator alloc(64 * 10);
+  auto a = alloc.allocate(100);  // two blocks
+  auto b = alloc.allocate(64);
+  auto c = alloc.allocate(64 * 7);
+  REQUIRE(a);
+  REQUIRE(b);
+  REQUIRE(c);
+  REQUIRE_FALSE(alloc.allocate(1));
+  alloc.release(*b);
+  REQUIRE_FALSE(alloc.allocate(128));
+  alloc.release(*a);
+  auto d = alloc.allocate(64 * 3);  // a and b coalesced
+  REQUIRE(d);
+  REQUIRE(*d == 0);
+  alloc.release(*d);
+  alloc.release(*c);
+  REQUIRE(alloc.used() == 0);
+  REQUIRE(alloc.allocate(64 * 10));
+}
+
+TEST_CASE("slot allocator never hands out overlapping ranges") {
+  SlotAllocator alloc(1 << 16);
+  std::mt19937 rng(7);
+  std::map<uint64_t, uint64_t> live;
+  for (int i = 0; i < 5000; ++i) {
+    if (!live.empty() && rng() % 2) {
+      auto it = live.begin();
+      std::advance(it, rng() % live.size());
+      alloc.release(it->first);
+      live.erase(it);
+    } else {
+      uint64_t bytes = 1 + rng() % 3000;
+      if (auto offset = alloc.allocate(bytes)) {
+        auto next = live.lower_bound(*offset);
+        if (next != live.end()) REQUIRE(*offset + bytes <= next->first);
+        if (next != live.begin()) {
+          auto prev = std::prev(next);
+          REQUIRE(prev->first + prev->second <= *offset);
+        }
+        REQUIRE(*offset + bytes <= alloc.capacity());
+        live[*offset] = bytes;
+      }
+    }
+  }
+}

@@ -1,0 +1,63 @@
+// msd/batch.h — what a training rank receives for one step (docs/batch.md).
+//
+// A step's batch is `micro_batches` micro-batches; each is a number of packed
+// sequences of exactly seq_len positions, flattened row-major. Documents are
+// packed back to back and delimited by cu_seqlens (the varlen / THD
+// convention of FlashAttention and Transformer Engine); padding at the end of a
+// sequence forms its own segment. A document longer than seq_len arrives in
+// pieces (job.long_docs = split), each piece its own segment.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace msd {
+
+inline constexpr int32_t kIgnoreLabel = -100;  // labels at positions without loss
+inline constexpr int32_t kPadTokenId = 0;      // token id at padding positions
+
+// Where a segment of the batch came from, for auditing and tests.
+struct DocSpan {
+  uint32_t source = 0;     // index into the configuration's mix.sources
+  uint64_t index = 0;      // sample index in the source's file order
+  uint32_t begin = 0;      // first position of the document in this piece
+  uint32_t length = 0;     // positions in this piece
+  uint32_t sequence = 0;   // which packed sequence of the micro-batch
+  uint32_t offset = 0;     // position inside that sequence
+  uint32_t patches = 0;    // image patches at the start of this piece
+};
+
+struct MicroBatch {
+  uint32_t sequences = 0;  // packed sequences
+  uint32_t seq_len = 0;
+
+  // [sequences * seq_len] each.
+  std::vector<int32_t> tokens;     // image positions hold image.token_id; padding kPadTokenId
+  std::vector<int32_t> labels;     // next token of the same piece, else kIgnoreLabel
+  std::vector<int32_t> positions;  // 0, 1, 2, ... restarting at every piece; 0 on padding
+  std::vector<uint8_t> loss_mask;  // 1 where labels[i] != kIgnoreLabel
+
+  // Segment boundaries over the flattened positions: 0, end of segment 1, ...,
+  // sequences * seq_len. Every segment lies inside one sequence.
+  std::vector<int32_t> cu_seqlens;
+
+  // Image patches: patch_positions[k] is the flattened position of patch k,
+  // whose pixels are patches[k * patch_bytes, (k + 1) * patch_bytes): patch x
+  // patch RGB, row-major.
+  std::vector<int32_t> patch_positions;
+  std::vector<uint8_t> patches;
+  uint32_t patch_bytes = 0;
+
+  std::vector<DocSpan> docs;  // one per document piece, in position order
+
+  uint64_t tokens_used() const;  // non-padding positions
+};
+
+struct Batch {
+  uint64_t step = 0;
+  std::vector<MicroBatch> micro_batches;
+  uint64_t digest = 0;        // over every field above except docs
+  double wait_seconds = 0.0;  // how long next() waited for the plan and bytes
+};
+
+}  // namespace msd

@@ -1,0 +1,114 @@
+// msd/client.h — start here. What a trainer links: msd::Job splits the MPI job
+// into planner, source-loader and client ranks; on client ranks (the training
+// ranks) msd::Client hands out one batch per step.
+//
+//   msd::Invocation inv = msd::parse_command_line(argc, argv);  // msd/config.h
+//   MPI_Init(&argc, &argv);
+//   msd::Job job(inv.config, MPI_COMM_WORLD);    // collective over the world
+//   if (job.role() == msd::Role::client) {
+//     while (const msd::Batch* batch = job.client().next()) train(*batch);
+//   } else {
+//     job.serve();                                // planner or loader loop
+//   }
+//   msd::Summary summary = job.finish(stats);     // collective; rank 0 has it all
+//   MPI_Finalize();
+//
+// Contract:
+// - Job's constructor is collective over `world`. It throws ConfigError on
+//   every rank, before any work, when the world size does not match the
+//   configuration (the message says how many ranks are needed) and when a
+//   loader cannot open a source (rank 0's message names the option and file).
+// - Client::next() is not collective and never communicates with other
+//   clients; it talks only to the planner (plan, acknowledgement) and reads
+//   loader windows with passive-target MPI_Get. Call it from one thread.
+// - The Batch returned by next() is owned by the Client and stays valid until
+//   the next call to next() or until the Job is destroyed.
+// - next() returns nullptr after the configured number of steps.
+// - Every batch is a pure function of (configuration, seed, step): the number
+//   of loaders, their speed and restarts do not change it.
+// - Sub-communicators for the trainer (dp, tp, cp, pp, and all clients) are
+//   valid on client ranks for the Job's lifetime.
+// - finish() is collective over the world: call it on every rank once the
+//   client loop or serve() has returned.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "msd/batch.h"
+#include "msd/config.h"
+#include "msd/place_tree.h"
+
+namespace msd {
+
+class ClientImpl;
+
+class Client {
+ public:
+  explicit Client(std::unique_ptr<ClientImpl> impl);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // The next step's batch, or nullptr when the job's steps are done.
+  const Batch* next();
+  uint64_t steps() const;  // job.steps
+
+ private:
+  std::unique_ptr<ClientImpl> impl_;
+};
+
+// What a client rank's trainer reports to the summary.
+struct TrainerStats {
+  uint64_t steps = 0;
+  double compute_seconds = 0.0;  // emulated or real compute
+  double wait_seconds = 0.0;     // time blocked in Client::next()
+  double wall_seconds = 0.0;     // first next() to the end of the last step
+  uint64_t tokens = 0;           // non-padding positions received
+  std::vector<uint64_t> step_digests;  // Batch::digest per step
+};
+
+// The job's final numbers, complete on world rank 0 (see docs/summary.md).
+struct Summary {
+  std::string json;  // the summary as one JSON object
+  std::string text;  // the same for people
+};
+
+class JobImpl;
+
+class Job {
+ public:
+  Job(const Config& config, MPI_Comm world);
+  ~Job();
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+
+  Role role() const;
+  int world_rank() const;
+  const ClientPlaceTree& tree() const;
+  const Config& config() const;
+
+  // Planner and loader ranks: runs that role until the job ends.
+  void serve();
+  // Client ranks only.
+  Client& client();
+  int client_index() const;
+  MPI_Comm clients_comm() const;  // all client ranks: the trainer's world
+  MPI_Comm dp_comm() const;
+  MPI_Comm tp_comm() const;
+  MPI_Comm cp_comm() const;
+  MPI_Comm pp_comm() const;
+
+  // Collective over the world. `stats` matters on client ranks only.
+  Summary finish(const TrainerStats& stats);
+
+ private:
+  std::unique_ptr<JobImpl> impl_;
+};
+
+}  // namespace msd

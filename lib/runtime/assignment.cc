@@ -1,0 +1,54 @@
+#include "runtime/assignment.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace msd {
+
+SourceAssignment assign_sources(const Config& config) {
+  const size_t sources = config.sources.size();
+  const int loaders = config.topology.loaders;
+  SourceAssignment out;
+  out.loaders_of_source.resize(sources);
+  out.sources_of_loader.resize(static_cast<size_t>(loaders));
+  if (sources == 0 || loaders <= 0) return out;
+  if (static_cast<size_t>(loaders) <= sources) {
+    for (size_t s = 0; s < sources; ++s) {
+      int loader = static_cast<int>(s % static_cast<size_t>(loaders));
+      out.loaders_of_source[s].push_back(loader);
+      out.sources_of_loader[static_cast<size_t>(loader)].push_back(static_cast<uint32_t>(s));
+    }
+    return out;
+  }
+  // One loader each, then the spare loaders by peak weight.
+  std::vector<double> peak(sources, 0.0);
+  double total = 0.0;
+  for (size_t s = 0; s < sources; ++s) {
+    for (const auto& point : config.sources[s].weight) peak[s] = std::max(peak[s], point.weight);
+    total += peak[s];
+  }
+  const size_t spare = static_cast<size_t>(loaders) - sources;
+  std::vector<size_t> extra(sources, 0);
+  std::vector<std::pair<double, size_t>> remainders;
+  size_t given = 0;
+  for (size_t s = 0; s < sources; ++s) {
+    double share = total > 0 ? spare * peak[s] / total : 0.0;
+    extra[s] = static_cast<size_t>(std::floor(share));
+    given += extra[s];
+    remainders.push_back({share - std::floor(share), s});
+  }
+  std::stable_sort(remainders.begin(), remainders.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = 0; given < spare; ++i, ++given) extra[remainders[i % sources].second]++;
+  int next = 0;
+  for (size_t s = 0; s < sources; ++s) {
+    for (size_t k = 0; k < 1 + extra[s]; ++k) {
+      out.loaders_of_source[s].push_back(next);
+      out.sources_of_loader[static_cast<size_t>(next)].push_back(static_cast<uint32_t>(s));
+      ++next;
+    }
+  }
+  return out;
+}
+
+}  // namespace msd

@@ -1,0 +1,66 @@
+// What every role of a running job shares: the configuration, the layout, the
+// world communicator and the loader windows. Built by Job (job.cc).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "msd/config.h"
+#include "msd/place_tree.h"
+#include "runtime/assignment.h"
+#include "transport/mpi.h"
+#include "transport/wire.h"
+
+namespace msd {
+
+struct JobContext {
+  Config config;
+  RoleLayout layout;
+  ClientPlaceTree tree;
+  SourceAssignment assignment;
+  Comm world;      // duplicate of the world given to Job, errors returned
+  Window windows;  // loader slots; zero bytes on other ranks
+  int rank = 0;
+
+  JobContext(const Config& c, RoleLayout l)
+      : config(c),
+        layout(l),
+        tree(c.topology.dp, c.topology.pp, c.topology.cp, c.topology.tp, c.topology.order),
+        assignment(assign_sources(c)) {}
+};
+
+// Per-role numbers gathered into the summary (fixed size: one MPI_Gather).
+struct RoleStats {
+  int32_t role = 0;  // Role
+  int32_t reserved = 0;
+  uint64_t peak_rss_bytes = 0;
+  uint64_t startup_rss_bytes = 0;  // right after MPI and library start-up
+  double wall_seconds = 0.0;
+  double wait_seconds = 0.0;
+  double compute_seconds = 0.0;
+  uint64_t tokens = 0;
+  uint64_t steps = 0;
+  uint64_t samples_loaded = 0;
+  uint64_t window_peak_bytes = 0;
+  double transform_seconds = 0.0;
+  uint64_t state_bytes = 0;  // loader: open source state
+};
+
+uint64_t peak_rss_bytes();
+uint64_t current_rss_bytes();
+
+// What the planner knows at the end (on rank 0 only).
+struct PlannerReport {
+  uint64_t steps = 0;
+  uint64_t tokens = 0;  // non-padding positions over all data groups
+  double wall_seconds = 0.0;
+  std::vector<double> mix_target_samples;     // running targets per source
+  std::vector<double> mix_target_share;       // mean scheduled weight per source
+  std::vector<uint64_t> mix_realized_samples;
+  std::vector<uint64_t> mix_realized_tokens;
+  std::vector<uint64_t> bad_samples;          // per BadKind
+  std::vector<uint64_t> source_samples;       // size of each source
+  std::vector<uint64_t> tokens_per_step;
+};
+
+}  // namespace msd

@@ -1,0 +1,178 @@
+#include "runtime/loader.h"
+
+#include <chrono>
+#include <cstring>
+#include <deque>
+
+#include "common/log.h"
+
+namespace msd {
+
+struct LoaderRole::Prepared {
+  LoadItem item;
+  TransformedSample sample;
+  BadKind bad = BadKind::none;
+  uint64_t bytes = 0;
+};
+
+namespace {
+bool needs_tokenizer(const Config& config, const std::vector<uint32_t>& mine) {
+  for (uint32_t s : mine)
+    if (config.sources[s].format != "indexed") return true;
+  return false;
+}
+}  // namespace
+
+LoaderRole::LoaderRole(JobContext& job) : job_(job) {
+  const int index = job.layout.loader_index(job.rank);
+  const auto& mine = job.assignment.sources_of_loader[static_cast<size_t>(index)];
+  sources_.resize(job.config.sources.size());
+  try {
+    SourceOptions options;
+    options.cache_dir = job.config.loader.cache_dir;
+    for (uint32_t s : mine) {
+      sources_[s] = open_source(job.config.sources[s], options);
+      if (sources_[s]->size() == 0)
+        throw ConfigError(str("source.", job.config.sources[s].name, ".path: '", job.config.sources[s].path,
+                              "' holds no samples"));
+      hello_.sources.push_back({s, sources_[s]->size(), sources_[s]->state_bytes()});
+      stats_.state_bytes += sources_[s]->state_bytes();
+    }
+    if (needs_tokenizer(job.config, mine)) {
+      tokenizer_ = std::make_unique<Tokenizer>(
+          job.config.tokenizer.vocab, TokenizerOptions{job.config.tokenizer.pattern, job.config.tokenizer.normalize});
+      stats_.state_bytes += tokenizer_->state_bytes();
+    }
+    transform_ = std::make_unique<SampleTransform>(tokenizer_.get(),
+                                                   ImageOptions{job.config.image.max_side, job.config.image.patch});
+  } catch (const std::exception& e) {
+    hello_.error = e.what();
+    hello_.sources.clear();
+  }
+}
+
+LoaderRole::~LoaderRole() = default;
+
+int32_t LoaderRole::vocab_size() const { return tokenizer_ ? tokenizer_->vocab_size() : -1; }
+
+bool LoaderRole::prepare(const LoadItem& item, Prepared& out) {
+  out.item = item;
+  out.bad = BadKind::none;
+  Source* source = item.source < sources_.size() ? sources_[item.source].get() : nullptr;
+  if (source == nullptr || item.index >= source->size())
+    throw ProtocolError(str("loader rank ", job_.rank, " asked for sample ", item.index, " of source ", item.source,
+                            ", which it does not serve"));
+  RawSample raw;
+  source->read(item.index, raw);
+  std::string reason = raw.reason;
+  BadKind bad = raw.bad;
+  if (bad == BadKind::none) bad = transform_->apply(raw, out.sample, reason);
+  if (bad == BadKind::none) {
+    out.bytes = SlotLayout::bytes(static_cast<uint32_t>(out.sample.tokens.size()), out.sample.image.patches,
+                                  job_.config.image.patch * job_.config.image.patch * 3);
+    if (out.bytes > slots_->capacity()) {
+      bad = BadKind::too_large;
+      reason = str(out.bytes, " bytes transformed, more than the whole window (loader.window_mb)");
+    }
+  }
+  if (bad != BadKind::none) {
+    out.bad = bad;
+    log_warn("bad sample in source '", job_.config.sources[item.source].name, "': ", raw.where.file, " offset ",
+             raw.where.offset, " (sample ", item.index, "): ", bad_kind_name(bad), ": ", reason);
+  }
+  return true;
+}
+
+// Writes a prepared sample into a free slot; false when the window is full.
+bool LoaderRole::place(Prepared& prepared, std::vector<SampleMeta>& outbox) {
+  SampleMeta meta;
+  meta.source = prepared.item.source;
+  meta.cursor = prepared.item.cursor;
+  meta.index = prepared.item.index;
+  meta.loader_rank = job_.rank;
+  if (prepared.bad != BadKind::none) {
+    meta.bad = static_cast<uint8_t>(prepared.bad);
+    outbox.push_back(meta);
+    return true;
+  }
+  auto offset = slots_->allocate(prepared.bytes);
+  if (!offset) return false;
+  const auto& sample = prepared.sample;
+  uint8_t* slot = job_.windows.base() + *offset;
+  SlotHeader header;
+  header.kind = static_cast<uint8_t>(sample.kind);
+  header.source = meta.source;
+  header.text_tokens = static_cast<uint32_t>(sample.tokens.size());
+  header.patches = sample.image.patches;
+  header.patch_bytes = job_.config.image.patch * job_.config.image.patch * 3;
+  header.index = meta.index;
+  std::memcpy(slot, &header, sizeof header);
+  std::memcpy(slot + SlotLayout::tokens_offset(), sample.tokens.data(), sample.tokens.size() * sizeof(int32_t));
+  if (sample.image.patches > 0)
+    std::memcpy(slot + SlotLayout::patches_offset(header.text_tokens), sample.image.pixels.data(),
+                sample.image.pixels.size());
+  meta.slot_offset = *offset;
+  meta.slot_bytes = static_cast<uint32_t>(prepared.bytes);
+  meta.text_tokens = header.text_tokens;
+  meta.patches = header.patches;
+  meta.patch_bytes = header.patches > 0 ? header.patch_bytes : 0;
+  outbox.push_back(meta);
+  ++stats_.samples_loaded;
+  return true;
+}
+
+RoleStats LoaderRole::serve() {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  slots_ = std::make_unique<SlotAllocator>(job_.windows.bytes());
+  const int planner = job_.layout.planner_rank();
+  std::deque<LoadItem> pending;
+  std::optional<Prepared> head;  // transformed, waiting for room in the window
+  std::vector<SampleMeta> outbox;
+  Backoff backoff;
+  bool stop = false;
+  auto flush = [&] {
+    if (outbox.empty()) return;
+    job_.windows.sync_local();
+    send_bytes(job_.world.get(), planner, kTagMeta, encode_meta(outbox), "sending sample metadata to the planner");
+    outbox.clear();
+  };
+  while (!stop) {
+    bool progressed = false;
+    while (auto message = try_receive(job_.world.get(), planner, MPI_ANY_TAG, "waiting for planner requests")) {
+      progressed = true;
+      if (message->tag == kTagLoad) {
+        for (const auto& item : decode_load(message->bytes)) pending.push_back(item);
+      } else if (message->tag == kTagRelease) {
+        for (uint64_t offset : decode_release(message->bytes)) slots_->release(offset);
+      } else if (message->tag == kTagStop) {
+        stop = true;
+      } else {
+        throw ProtocolError(str("loader rank ", job_.rank, " got unexpected tag ", message->tag));
+      }
+    }
+    if (stop) break;
+    // Serve in request order; a full window stalls the queue until releases.
+    for (int served = 0; served < 8; ++served) {
+      if (!head && !pending.empty()) {
+        head.emplace();
+        const auto t0 = Clock::now();
+        prepare(pending.front(), *head);
+        stats_.transform_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+        pending.pop_front();
+      }
+      if (!head || !place(*head, outbox)) break;
+      head.reset();
+      progressed = true;
+    }
+    if (!outbox.empty() && (!progressed || pending.empty() || outbox.size() >= 16)) flush();
+    if (progressed) backoff.reset();
+    else backoff.idle();
+  }
+  stats_.role = static_cast<int32_t>(Role::loader);
+  stats_.window_peak_bytes = slots_->peak_used();
+  stats_.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return stats_;
+}
+
+}  // namespace msd

@@ -1,0 +1,44 @@
+// The source-loader role: owns the file-access state of its sources, serves
+// the planner's load requests in order, writes transformed samples into slots
+// of its RMA window and reports their metadata; frees slots on release.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "runtime/context.h"
+#include "source/source.h"
+#include "transform/transform.h"
+#include "transport/slot.h"
+
+namespace msd {
+
+class LoaderRole {
+ public:
+  // Opens this loader's sources and the transforms. Never throws: a failure
+  // is kept and reported in hello() so the whole job can stop cleanly.
+  explicit LoaderRole(JobContext& job);
+  ~LoaderRole();
+
+  const HelloMessage& hello() const { return hello_; }
+  // The tokenizer's vocabulary size, or -1 when this loader needs none.
+  int32_t vocab_size() const;
+  // Serves requests until the planner says stop.
+  RoleStats serve();
+
+ private:
+  struct Prepared;
+  bool prepare(const LoadItem& item, Prepared& out);
+  bool place(Prepared& prepared, std::vector<SampleMeta>& outbox);
+
+  JobContext& job_;
+  HelloMessage hello_;
+  std::vector<std::unique_ptr<Source>> sources_;  // indexed by source id (null: not ours)
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<SampleTransform> transform_;
+  std::unique_ptr<SlotAllocator> slots_;
+  RoleStats stats_;
+};
+
+}  // namespace msd

@@ -1,0 +1,239 @@
+#include "runtime/planner.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/log.h"
+#include "source/permutation.h"
+#include "source/source.h"
+
+namespace msd {
+
+namespace {
+Schedule make_schedule(const Config& config) {
+  std::vector<std::vector<WeightPoint>> curves;
+  for (const auto& source : config.sources) curves.push_back(source.weight);
+  return Schedule(config.schedule, std::move(curves));
+}
+}  // namespace
+
+PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources)
+    : job_(job),
+      mixer_(make_schedule(job.config), job.config.job.global_batch),
+      cost_(CostModel::from(job.config.model)) {
+  sources_.resize(job.config.sources.size());
+  for (const auto& info : sources) sources_.at(info.source).samples = info.samples;
+  for (size_t s = 0; s < sources_.size(); ++s) {
+    MSD_CHECK(sources_[s].samples > 0);
+    for (int loader : job.assignment.loaders_of_source[s])
+      sources_[s].loader_ranks.push_back(job.layout.loader_rank(loader));
+  }
+  pack_.seq_len = job.config.job.seq_len;
+  pack_.dp = static_cast<uint32_t>(job.tree.data_groups());
+  pack_.micro_batches = job.config.job.micro_batches;
+  pack_.long_docs = job.config.job.long_docs == "truncate" ? LongDocs::truncate : LongDocs::split;
+  report_.bad_samples.assign(bad_kind_count, 0);
+  report_.mix_realized_samples.assign(sources_.size(), 0);
+  report_.mix_realized_tokens.assign(sources_.size(), 0);
+  report_.mix_target_share.assign(sources_.size(), 0.0);
+  for (const auto& s : sources_) report_.source_samples.push_back(s.samples);
+}
+
+// Keeps enough load requests outstanding for every step the planner may plan
+// now: steps up to prefetch_steps beyond the last acknowledged one.
+void PlannerRole::request_ahead() {
+  const uint64_t limit = std::min<uint64_t>(job_.config.job.steps, acked_steps_ + 1 + job_.config.job.prefetch_steps);
+  while (next_step_ + quotas_.size() < limit) quotas_.push_back(mixer_.next());
+  std::vector<uint64_t> need(sources_.size(), 0);
+  for (const auto& quota : quotas_)
+    for (size_t s = 0; s < quota.size(); ++s) need[s] += quota[s];
+  for (size_t s = 0; s < sources_.size(); ++s) {
+    auto& src = sources_[s];
+    while (src.next_request - src.consumed - src.bad_in_flight < need[s]) {
+      const uint64_t cursor = src.next_request++;
+      const StreamPosition pos = stream_position(job_.config.job.seed, static_cast<uint32_t>(s), src.samples, cursor);
+      // Spread a source's requests over its loaders; which loader serves a
+      // sample never changes its content.
+      const int loader = src.loader_ranks[cursor % src.loader_ranks.size()];
+      load_outbox_[loader].push_back({static_cast<uint32_t>(s), cursor, pos.index});
+    }
+  }
+  for (auto& [loader, items] : load_outbox_) {
+    if (items.empty()) continue;
+    send_bytes(job_.world.get(), loader, kTagLoad, encode_load(items), "sending load requests");
+    items.clear();
+  }
+}
+
+void PlannerRole::on_meta(const std::vector<SampleMeta>& metas) {
+  for (const auto& meta : metas) {
+    auto& src = sources_.at(meta.source);
+    if (meta.bad != 0) {
+      src.bad_in_flight++;
+      // A source whose every sample fails would be re-requested forever. Two
+      // epochs' worth of failures without a single good sample proves it.
+      if (!src.seen_good && src.bad_in_flight >= 2 * src.samples)
+        throw IoError(str("source '", job_.config.sources[meta.source].name, "': none of its ", src.samples,
+                          " samples can be loaded; see the bad-sample messages above"));
+    } else {
+      src.seen_good = true;
+    }
+    src.resolved[meta.cursor] = meta;
+  }
+}
+
+// Plans step next_step_ if, for every source, the first quota good samples
+// after the consumed cursor have all been loaded.
+bool PlannerRole::try_plan_step() {
+  if (quotas_.empty()) return false;
+  const auto& quota = quotas_.front();
+  std::vector<uint64_t> end_cursor(sources_.size());
+  for (size_t s = 0; s < sources_.size(); ++s) {
+    auto& src = sources_[s];
+    uint64_t good = 0;
+    uint64_t cursor = src.consumed;
+    while (good < quota[s]) {
+      auto it = src.resolved.find(cursor);
+      if (it == src.resolved.end()) return false;
+      if (it->second.bad == 0) ++good;
+      ++cursor;
+    }
+    end_cursor[s] = cursor;
+  }
+  const uint64_t step = next_step_;
+  std::vector<SampleMeta> samples;
+  for (size_t s = 0; s < sources_.size(); ++s) {
+    auto& src = sources_[s];
+    for (uint64_t cursor = src.consumed; cursor < end_cursor[s]; ++cursor) {
+      auto it = src.resolved.find(cursor);
+      if (it->second.bad != 0) {
+        report_.bad_samples[it->second.bad]++;
+        src.bad_in_flight--;
+      } else {
+        samples.push_back(it->second);
+        report_.mix_realized_samples[s]++;
+      }
+      src.resolved.erase(it);
+    }
+    src.consumed = end_cursor[s];
+  }
+  quotas_.pop_front();
+  ++next_step_;
+
+  std::vector<PlanDoc> docs(samples.size());
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const auto& m = samples[i];
+    docs[i] = PlanDoc{static_cast<uint32_t>(i), m.positions(), m.patches, cost_.document(m.positions(), m.patches)};
+  }
+  std::vector<BucketPlan> buckets = distribute_and_pack(docs, pack_);
+  MSD_CHECK_EQ(buckets.size(), static_cast<size_t>(job_.tree.data_groups()));
+
+  InFlightStep record;
+  record.step = step;
+  record.acks_missing = job_.tree.size();
+  for (const auto& m : samples) record.slots.push_back({m.loader_rank, m.slot_offset});
+  for (int group = 0; group < job_.tree.data_groups(); ++group) {
+    const BucketPlan& bucket = buckets[static_cast<size_t>(group)];
+    StepPlan plan;
+    plan.step = step;
+    plan.seq_len = pack_.seq_len;
+    std::map<uint32_t, uint32_t> local;  // step sample -> index in this plan
+    for (const auto& mb : bucket.micro_batches) {
+      MicroBatchWire wire_mb;
+      for (const auto& seq : mb.sequences) {
+        SequencePlan wire_seq;
+        for (const auto& piece : seq.pieces) {
+          auto [it, inserted] = local.try_emplace(piece.doc, static_cast<uint32_t>(plan.samples.size()));
+          if (inserted) plan.samples.push_back(samples[piece.doc]);
+          wire_seq.pieces.push_back({it->second, piece.begin, piece.length});
+          report_.mix_realized_tokens[samples[piece.doc].source] += piece.length;
+          record.tokens += piece.length;
+        }
+        wire_mb.sequences.push_back(std::move(wire_seq));
+      }
+      plan.micro_batches.push_back(std::move(wire_mb));
+    }
+    const auto bytes = encode(plan);
+    for (int client : job_.tree.group_members(group))
+      send_bytes(job_.world.get(), job_.layout.client_rank(client), kTagPlan, bytes, "sending a step plan");
+  }
+  const auto weights = mixer_.schedule().weights(step);
+  for (size_t s = 0; s < weights.size(); ++s) report_.mix_target_share[s] += weights[s];
+  report_.tokens += record.tokens;
+  in_flight_[step] = std::move(record);
+  return true;
+}
+
+void PlannerRole::on_ack(int client_rank, uint64_t step, double wait_seconds) {
+  auto it = in_flight_.find(step);
+  if (it == in_flight_.end())
+    throw ProtocolError(str("client rank ", client_rank, " acknowledged step ", step, ", which is not in flight"));
+  it->second.max_wait_seconds = std::max(it->second.max_wait_seconds, wait_seconds);
+  if (--it->second.acks_missing > 0) return;
+  // Every client of every group has its bytes: the slots can be reused.
+  std::map<int, std::vector<uint64_t>> releases;
+  for (const auto& [loader, offset] : it->second.slots) releases[loader].push_back(offset);
+  for (const auto& [loader, offsets] : releases)
+    send_bytes(job_.world.get(), loader, kTagRelease, encode_release(offsets), "releasing slots");
+  MSD_CHECK_EQ(step, acked_steps_);  // clients consume steps in order
+  ++acked_steps_;
+  report_.tokens_per_step.push_back(it->second.tokens);
+  report_progress(it->second);
+  in_flight_.erase(it);
+}
+
+void PlannerRole::report_progress(const InFlightStep& step) {
+  const auto now = std::chrono::steady_clock::now();
+  const double step_seconds = std::chrono::duration<double>(now - last_step_done_).count();
+  const double elapsed = std::chrono::duration<double>(now - start_).count();
+  last_step_done_ = now;
+  const uint32_t every = job_.config.output.progress_every;
+  const uint64_t steps = job_.config.job.steps;
+  if (every == 0 || log_level() > LogLevel::info) return;
+  if ((step.step + 1) % every != 0 && step.step + 1 != steps) return;
+  char line[256];
+  std::snprintf(line, sizeof line, "step %llu/%llu  tokens %llu  step %.0f ms  data wait (max over ranks) %.1f ms  %.0f tokens/s",
+                static_cast<unsigned long long>(step.step + 1), static_cast<unsigned long long>(steps),
+                static_cast<unsigned long long>(step.tokens), step_seconds * 1e3, step.max_wait_seconds * 1e3,
+                elapsed > 0 ? static_cast<double>(report_.tokens) / elapsed : 0.0);
+  log_info(line);
+}
+
+PlannerReport PlannerRole::serve() {
+  start_ = last_step_done_ = std::chrono::steady_clock::now();
+  const uint64_t steps = job_.config.job.steps;
+  Backoff backoff;
+  while (acked_steps_ < steps) {
+    bool progressed = false;
+    request_ahead();
+    while (try_plan_step()) {
+      progressed = true;
+      request_ahead();
+    }
+    while (auto message = try_receive(job_.world.get(), MPI_ANY_SOURCE, MPI_ANY_TAG, "waiting for loaders and clients")) {
+      progressed = true;
+      if (message->tag == kTagMeta) {
+        on_meta(decode_meta(message->bytes));
+      } else if (message->tag == kTagAck) {
+        const AckMessage ack = decode_ack(message->bytes);
+        on_ack(message->source, ack.step, ack.wait_seconds);
+      } else {
+        throw ProtocolError(str("planner got unexpected tag ", message->tag, " from rank ", message->source));
+      }
+    }
+    if (progressed) backoff.reset();
+    else backoff.idle();
+  }
+  for (int loader = 0; loader < job_.layout.loaders; ++loader)
+    send_bytes(job_.world.get(), job_.layout.loader_rank(loader), kTagStop, encode_release({}), "stopping loaders");
+
+  report_.steps = acked_steps_;
+  report_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  for (size_t s = 0; s < sources_.size(); ++s) {
+    report_.mix_target_samples.push_back(mixer_.target()[s]);
+    report_.mix_target_share[s] /= std::max<uint64_t>(1, next_step_);
+  }
+  return report_;
+}
+
+}  // namespace msd

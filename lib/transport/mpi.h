@@ -1,0 +1,108 @@
+// All MPI use goes through here: every call checked (MPI_ERRORS_RETURN is set
+// on every communicator and window msd creates, so the check can fire), owning
+// handles, and waits that back off instead of spinning — loader and planner
+// ranks share cores with the trainer.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace msd {
+
+// Throws MpiError "<hint>: <MPI_Error_string> (MPI error class N) on rank R".
+void check_mpi(int rc, const char* call, const std::string& hint);
+#define MSD_MPI(call, hint) ::msd::check_mpi((call), #call, (hint))
+
+int world_rank();
+
+// Sleeps a little longer each time nothing happened (50 us up to 2 ms), and
+// starts over once something did.
+class Backoff {
+ public:
+  void idle();
+  void reset() { delay_us_ = 0; }
+
+ private:
+  int delay_us_ = 0;
+};
+
+// Waits for a request without burning a core.
+void wait(MPI_Request& request, const std::string& hint, MPI_Status* status = nullptr);
+
+// An owned communicator (MPI_Comm_free on destruction); never owns
+// MPI_COMM_WORLD itself (the constructor from world duplicates it).
+class Comm {
+ public:
+  Comm() = default;
+  static Comm duplicate(MPI_Comm comm, const std::string& hint);
+  static Comm split(MPI_Comm comm, int color, int key, const std::string& hint);  // color may be MPI_UNDEFINED
+  ~Comm();
+  Comm(Comm&& other) noexcept;
+  Comm& operator=(Comm&& other) noexcept;
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  MPI_Comm get() const { return comm_; }
+  bool valid() const { return comm_ != MPI_COMM_NULL; }
+  int rank() const;
+  int size() const;
+
+ private:
+  explicit Comm(MPI_Comm comm);
+  MPI_Comm comm_ = MPI_COMM_NULL;
+};
+
+// Point-to-point messages of raw bytes (wire.h encodes them).
+void send_bytes(MPI_Comm comm, int dest, int tag, std::span<const uint8_t> bytes, const std::string& hint);
+
+struct Message {
+  int source = 0;
+  int tag = 0;
+  std::vector<uint8_t> bytes;
+};
+// Receives a message if one is waiting (any source and tag when given
+// MPI_ANY_*); returns nullopt otherwise. Never blocks.
+std::optional<Message> try_receive(MPI_Comm comm, int source, int tag, const std::string& hint);
+// Blocks (with backoff) until a message matching source/tag arrives.
+Message receive(MPI_Comm comm, int source, int tag, const std::string& hint);
+
+// An RMA window from MPI_Win_allocate, with a passive-target access epoch to
+// all ranks open for its whole life (lock_all at creation, unlock_all at
+// destruction). Collective over the communicator for creation and destruction.
+class Window {
+ public:
+  Window() = default;
+  Window(MPI_Comm comm, uint64_t bytes, const std::string& hint);
+  ~Window();
+  Window(Window&& other) noexcept;
+  Window& operator=(Window&& other) noexcept;
+  Window(const Window&) = delete;
+  Window& operator=(const Window&) = delete;
+
+  uint8_t* base() const { return base_; }
+  uint64_t bytes() const { return bytes_; }
+  MPI_Win get() const { return win_; }
+
+  // Makes this rank's stores to its own window memory visible to later
+  // MPI_Get by others (MPI_Win_sync, unified memory model).
+  void sync_local();
+  // Queues a read of `bytes` from `target`'s window at `offset` into `out`.
+  void get(int target, uint64_t offset, void* out, uint64_t bytes);
+  // Completes every get queued to every target.
+  void flush_all();
+
+ private:
+  void reset() noexcept;
+  MPI_Win win_ = MPI_WIN_NULL;
+  uint8_t* base_ = nullptr;
+  uint64_t bytes_ = 0;
+};
+
+}  // namespace msd

@@ -1,0 +1,50 @@
+#include "transport/slot.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace msd {
+
+SlotAllocator::SlotAllocator(uint64_t capacity_bytes) : capacity_(capacity_bytes / kSlotAlign * kSlotAlign) {
+  if (capacity_ > 0) free_[0] = capacity_;
+}
+
+std::optional<uint64_t> SlotAllocator::allocate(uint64_t bytes) {
+  bytes = std::max<uint64_t>(kSlotAlign, (bytes + kSlotAlign - 1) / kSlotAlign * kSlotAlign);
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->second < bytes) continue;
+    uint64_t offset = it->first;
+    uint64_t remaining = it->second - bytes;
+    free_.erase(it);
+    if (remaining > 0) free_[offset + bytes] = remaining;
+    allocated_[offset] = bytes;
+    used_ += bytes;
+    peak_used_ = std::max(peak_used_, used_);
+    return offset;
+  }
+  return std::nullopt;
+}
+
+void SlotAllocator::release(uint64_t offset) {
+  auto it = allocated_.find(offset);
+  MSD_CHECK(it != allocated_.end());
+  uint64_t bytes = it->second;
+  allocated_.erase(it);
+  used_ -= bytes;
+  auto next = free_.lower_bound(offset);
+  if (next != free_.end() && next->first == offset + bytes) {
+    bytes += next->second;
+    next = free_.erase(next);
+  }
+  if (next != free_.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == offset) {
+      prev->second += bytes;
+      return;
+    }
+  }
+  free_[offset] = bytes;
+}
+
+}  // namespace msd

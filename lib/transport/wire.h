@@ -1,0 +1,154 @@
+// Control messages between planner, loaders and clients (docs/wire.md). Sample
+// bytes never travel here: they go loader -> client through RMA windows
+// (docs/window-slot.md). Encoding: little-endian fixed-width integers, counts
+// before arrays; every message starts with a version byte.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace msd {
+
+inline constexpr uint8_t kWireVersion = 1;
+
+enum Tag : int {
+  kTagHello = 1,    // loader -> planner: the sources it opened (or its error)
+  kTagLoad = 2,     // planner -> loader: load these stream positions
+  kTagMeta = 3,     // loader -> planner: what was loaded, where
+  kTagRelease = 4,  // planner -> loader: these slots are free again
+  kTagPlan = 5,     // planner -> client: the plan of one step
+  kTagAck = 6,      // client -> planner: step built
+  kTagStop = 7,     // planner -> loader: the job is over
+};
+
+class WireWriter {
+ public:
+  WireWriter() { u8(kWireVersion); }
+  void u8(uint8_t v) { bytes_.push_back(v); }
+  void u16(uint16_t v) { put(v); }
+  void u32(uint32_t v) { put(v); }
+  void u64(uint64_t v) { put(v); }
+  void f64(double v) { put(v); }
+  void string(const std::string& s);
+  std::vector<uint8_t>& bytes() { return bytes_; }
+
+ private:
+  template <typename T>
+  void put(T v) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    bytes_.insert(bytes_.end(), p, p + sizeof v);
+  }
+  std::vector<uint8_t> bytes_;
+};
+
+// Throws ProtocolError on a short or malformed message.
+class WireReader {
+ public:
+  WireReader(std::span<const uint8_t> bytes, const char* what);
+  uint8_t u8() { return get<uint8_t>(); }
+  uint16_t u16() { return get<uint16_t>(); }
+  uint32_t u32() { return get<uint32_t>(); }
+  uint64_t u64() { return get<uint64_t>(); }
+  double f64() { return get<double>(); }
+  std::string string();
+  // Reads a count and checks that at least count * min_item_bytes remain.
+  uint32_t count(size_t min_item_bytes);
+  void finish() const;  // throws unless every byte was read
+
+ private:
+  template <typename T>
+  T get() {
+    need(sizeof(T));
+    T v;
+    std::copy(bytes_.begin() + static_cast<std::ptrdiff_t>(pos_),
+              bytes_.begin() + static_cast<std::ptrdiff_t>(pos_ + sizeof(T)), reinterpret_cast<uint8_t*>(&v));
+    pos_ += sizeof(T);
+    return v;
+  }
+  void need(size_t n) const;
+  std::span<const uint8_t> bytes_;
+  size_t pos_ = 0;
+  const char* what_;
+};
+
+// --- messages -----------------------------------------------------------------
+
+struct SourceInfo {
+  uint32_t source = 0;
+  uint64_t samples = 0;
+  uint64_t state_bytes = 0;
+};
+
+struct HelloMessage {
+  std::string error;  // non-empty: this loader could not open its sources
+  std::vector<SourceInfo> sources;
+};
+
+struct LoadItem {
+  uint32_t source = 0;
+  uint64_t cursor = 0;  // position in the source's sample stream
+  uint64_t index = 0;   // file-order index (the permutation's image of cursor)
+};
+
+// Where a loaded sample sits in a loader's window and how big it is.
+struct SampleMeta {
+  uint32_t source = 0;
+  uint64_t cursor = 0;
+  uint64_t index = 0;
+  uint8_t bad = 0;           // BadKind; 0 = loaded
+  int32_t loader_rank = -1;  // world rank of the loader holding it
+  uint64_t slot_offset = 0;  // byte offset of the slot in that window
+  uint32_t slot_bytes = 0;
+  uint32_t text_tokens = 0;
+  uint32_t patches = 0;
+  uint32_t patch_bytes = 0;  // bytes per patch (patch*patch*3)
+
+  uint32_t positions() const { return patches + text_tokens; }
+};
+
+struct PiecePlan {
+  uint32_t sample = 0;  // index into StepPlan::samples
+  uint32_t begin = 0;   // first position of the document in this piece
+  uint32_t length = 0;
+};
+
+struct SequencePlan {
+  std::vector<PiecePlan> pieces;
+};
+
+struct MicroBatchWire {
+  std::vector<SequencePlan> sequences;
+};
+
+// One data group's plan for one step: the samples it uses and their packing.
+struct StepPlan {
+  uint64_t step = 0;
+  uint32_t seq_len = 0;
+  std::vector<SampleMeta> samples;
+  std::vector<MicroBatchWire> micro_batches;
+};
+
+struct AckMessage {
+  uint64_t step = 0;
+  double wait_seconds = 0.0;  // how long the client waited for this step's data
+};
+
+std::vector<uint8_t> encode(const HelloMessage& m);
+std::vector<uint8_t> encode_load(const std::vector<LoadItem>& items);
+std::vector<uint8_t> encode_meta(const std::vector<SampleMeta>& items);
+std::vector<uint8_t> encode_release(const std::vector<uint64_t>& slot_offsets);
+std::vector<uint8_t> encode(const StepPlan& m);
+std::vector<uint8_t> encode(const AckMessage& m);
+
+HelloMessage decode_hello(std::span<const uint8_t> bytes);
+std::vector<LoadItem> decode_load(std::span<const uint8_t> bytes);
+std::vector<SampleMeta> decode_meta(std::span<const uint8_t> bytes);
+std::vector<uint64_t> decode_release(std::span<const uint8_t> bytes);
+StepPlan decode_plan(std::span<const uint8_t> bytes);
+AckMessage decode_ack(std::span<const uint8_t> bytes);
+
+}  // namespace msd
