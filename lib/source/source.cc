@@ -1,0 +1,65 @@
+#include "source/source.h"
+
+#include "common/error.h"
+#include "common/files.h"
+#include "source/indexed/indexed_source.h"
+#include "source/jsonl/jsonl_source.h"
+#include "source/wds/wds_source.h"
+
+namespace msd {
+
+const char* bad_kind_name(BadKind kind) {
+  switch (kind) {
+    case BadKind::none: return "none";
+    case BadKind::invalid_json: return "invalid_json";
+    case BadKind::missing_field: return "missing_field";
+    case BadKind::invalid_utf8: return "invalid_utf8";
+    case BadKind::corrupt_jpeg: return "corrupt_jpeg";
+    case BadKind::truncated_member: return "truncated_member";
+    case BadKind::missing_member: return "missing_member";
+    case BadKind::empty: return "empty";
+    case BadKind::too_large: return "too_large";
+    case BadKind::read_error: return "read_error";
+    case BadKind::count_: break;
+  }
+  return "unknown";
+}
+
+void RawSample::clear() {
+  kind = SampleKind::text;
+  text.clear();
+  image.clear();
+  tokens.clear();
+  bad = BadKind::none;
+  reason.clear();
+  where.file.clear();
+  where.offset = 0;
+}
+
+std::unique_ptr<Source> open_source(const SourceConfig& config, const SourceOptions& options) {
+  std::string path_option = str("source.", config.name, ".path");
+  std::unique_ptr<Source> source;
+  size_t file_count = 0;
+  if (config.format == "jsonl") {
+    auto files = expand_globs(config.path, path_option);
+    file_count = files.size();
+    source = std::make_unique<JsonlSource>(std::move(files), JsonlOptions{config.text_field, options.cache_dir});
+  } else if (config.format == "wds") {
+    auto files = expand_globs(config.path, path_option);
+    file_count = files.size();
+    source = std::make_unique<WdsSource>(std::move(files), WdsOptions{config.caption_field, options.cache_dir});
+  } else if (config.format == "indexed") {
+    auto files = expand_globs(config.path, path_option);
+    file_count = files.size();
+    source = std::make_unique<IndexedSource>(std::move(files));
+  } else {
+    throw ConfigError(str("source.", config.name, ".format: unknown format '", config.format,
+                          "' (expected jsonl, wds or indexed)"));
+  }
+  if (source->size() == 0)
+    throw ConfigError(str(path_option, ": the ", file_count, " file(s) matched by '", config.path,
+                          "' hold no samples"));
+  return source;
+}
+
+}  // namespace msd

@@ -1,7 +1,9 @@
 // The reader interface every source format implements (one folder per format
-// under lib/source/, each with the same file set: <format>_source.h/.cc and
-// <format>_index.h/.cc). A reader gives raw records by file-order index; the
-// shuffled order is the permutation's business (permutation.h).
+// under lib/source/, each with the same file set: <format>_source.h/.cc plus,
+// where the format needs one, a helper such as jsonl/json.h or wds/tar.h).
+// A reader gives raw records by file-order index: the files of a source in
+// sorted order, concatenated. The shuffled order is the permutation's business
+// (permutation.h). Index caches: index_cache.h.
 #pragma once
 
 #include <cstdint>
@@ -73,11 +75,17 @@ class Source {
 };
 
 struct SourceOptions {
-  std::string cache_dir;  // where index caches go; empty: beside the data
+  // Where index caches go. Default empty: beside the data when its directory
+  // is writable, else $HOME/.cache/msd (index_cache.h).
+  std::string cache_dir;
 };
 
-// Opens a source of `config.format`. Throws ConfigError for an unknown format
-// or a path that matches nothing, IoError for unreadable or inconsistent files.
+// Opens a source of `config.format` ("jsonl", "wds" or "indexed") over the
+// files its comma-separated globs match (for "indexed" the globs name the .idx
+// files). Throws ConfigError naming `source.<name>.format` for an unknown
+// format, and naming `source.<name>.path` for a glob that matches nothing or
+// files that hold no sample at all; IoError for unreadable or inconsistent
+// files. A zero-length file contributes no samples (with a warning).
 std::unique_ptr<Source> open_source(const SourceConfig& config, const SourceOptions& options);
 
 }  // namespace msd
