@@ -1,0 +1,16 @@
+# MPI and end-to-end tests. They share one generated tiny dataset (a ctest
+# fixture), so the data generator runs once per test run.
+set(MSD_TINY_DATA ${PROJECT_BINARY_DIR}/testdata/tiny)
+add_test(NAME datagen_tiny
+         COMMAND msd-datagen --out ${MSD_TINY_DATA} --scale tiny --seed 7 --bad-samples 6 --force)
+set_tests_properties(datagen_tiny PROPERTIES FIXTURES_SETUP tiny_data TIMEOUT 120)
+
+add_executable(test_protocol mpi/test_protocol.cc)
+target_link_libraries(test_protocol PRIVATE msd::msd)
+msd_add_mpi_test(protocol NP 8 11 COMMAND $<TARGET_FILE:test_protocol> ${MSD_TINY_DATA} TIMEOUT 180)
+set_tests_properties(protocol.np8 protocol.np11 PROPERTIES FIXTURES_REQUIRED tiny_data)
+
+foreach(script determinism world_size config_errors)
+  msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 300)
+  set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)
+endforeach()

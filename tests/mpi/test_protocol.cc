@@ -1,0 +1,290 @@
+// Protocol test over real MPI ranks: every planned sample arrives
+// byte-identical at the right clients exactly once, and each step holds
+// exactly the samples the mixing schedule and the sources' streams prescribe.
+//
+// Usage: test_protocol DATA_DIR  (a msd-datagen dataset), under mpiexec with
+// 8 or more ranks. Each check that fails prints what differs; all ranks agree
+// on the exit code.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "msd/client.h"
+#include "plan/mix.h"
+#include "source/permutation.h"
+#include "source/source.h"
+#include "transform/transform.h"
+
+using namespace msd;
+
+namespace {
+
+int failures = 0;
+
+template <typename... Parts>
+void fail(const Parts&... parts) {
+  ++failures;
+  if (failures <= 20) std::fprintf(stderr, "FAIL: %s\n", str(parts...).c_str());
+}
+
+// Hybrid layouts for the rank counts the test runs at.
+struct Layout {
+  int dp, pp, cp, tp, loaders;
+};
+Layout layout_for(int world) {
+  if (world == 8) return {2, 1, 1, 2, 3};    // 4 clients, TP peers
+  if (world == 11) return {4, 2, 1, 1, 2};   // 8 clients, PP stages
+  if (world == 12) return {2, 2, 1, 2, 3};   // 8 clients
+  return {world - 3, 1, 1, 1, 2};
+}
+
+Config make_config(const std::string& data, const Layout& l) {
+  std::vector<std::string> args = {
+      "test_protocol",
+      "--job.steps=10",
+      "--job.global_batch=24",
+      "--job.seq_len=512",
+      "--job.micro_batches=2",
+      "--job.prefetch_steps=2",
+      "--job.seed=99",
+      str("--topology.dp=", l.dp),
+      str("--topology.pp=", l.pp),
+      str("--topology.cp=", l.cp),
+      str("--topology.tp=", l.tp),
+      str("--topology.loaders=", l.loaders),
+      "--mix.sources=web,books,images,corpus",
+      "--mix.schedule=piecewise",
+      "--source.web.format=jsonl",
+      str("--source.web.path=", data, "/web/*.jsonl"),
+      "--source.web.weight=0:0.5, 5:0.2",
+      "--source.books.format=jsonl",
+      str("--source.books.path=", data, "/books/*.jsonl"),
+      "--source.books.weight=0:0.1, 5:0.3",
+      "--source.images.format=wds",
+      str("--source.images.path=", data, "/images/*.tar"),
+      "--source.images.weight=0.25",
+      "--source.corpus.format=indexed",
+      str("--source.corpus.path=", data, "/corpus/*.idx"),
+      "--source.corpus.weight=0.15",
+      str("--tokenizer.vocab=", data, "/vocab.tiktoken"),
+      "--image.max_side=64",
+      "--image.patch=16",
+      "--loader.window_mb=8",
+      "--output.log_level=warn",
+  };
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  return parse_command_line(static_cast<int>(argv.size()), argv.data()).config;
+}
+
+// Reads and transforms samples locally, independently of the job.
+class LocalSamples {
+ public:
+  explicit LocalSamples(const Config& config) : config_(config) {
+    for (const auto& s : config.sources) sources_.push_back(open_source(s, {config.loader.cache_dir}));
+    tokenizer_ = std::make_unique<Tokenizer>(config.tokenizer.vocab,
+                                             TokenizerOptions{config.tokenizer.pattern, config.tokenizer.normalize});
+    transform_ = std::make_unique<SampleTransform>(tokenizer_.get(), ImageOptions{config.image.max_side, config.image.patch});
+  }
+  uint64_t size(uint32_t source) const { return sources_[source]->size(); }
+  // nullptr for a bad sample.
+  const TransformedSample* get(uint32_t source, uint64_t index) {
+    auto key = std::make_pair(source, index);
+    auto it = cache_.find(key);
+    if (it == cache_.end()) {
+      RawSample raw;
+      sources_[source]->read(index, raw);
+      TransformedSample sample;
+      std::string reason;
+      BadKind bad = raw.bad != BadKind::none ? raw.bad : transform_->apply(raw, sample, reason);
+      it = cache_.emplace(key, bad == BadKind::none ? std::make_unique<TransformedSample>(std::move(sample)) : nullptr).first;
+    }
+    return it->second.get();
+  }
+
+ private:
+  const Config& config_;
+  std::vector<std::unique_ptr<Source>> sources_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<SampleTransform> transform_;
+  std::map<std::pair<uint32_t, uint64_t>, std::unique_ptr<TransformedSample>> cache_;
+};
+
+// One record per document piece a client received.
+struct SpanRecord {
+  uint64_t step;
+  uint32_t source;
+  uint64_t index;
+  uint32_t begin;
+  uint32_t length;
+};
+
+void check_bytes(const Batch& batch, LocalSamples& local, const Config& config) {
+  for (const MicroBatch& mb : batch.micro_batches) {
+    size_t patch_k = 0;
+    for (const DocSpan& doc : mb.docs) {
+      const TransformedSample* sample = local.get(doc.source, doc.index);
+      if (!sample) {
+        fail("step ", batch.step, ": received sample ", doc.index, " of source ", doc.source, ", which is bad");
+        continue;
+      }
+      const uint32_t patches = sample->image.patches;
+      const size_t base = size_t{doc.sequence} * mb.seq_len + doc.offset;
+      for (uint32_t i = 0; i < doc.length; ++i) {
+        const uint32_t pos = doc.begin + i;
+        if (pos < patches) {
+          const uint8_t* want = sample->image.pixels.data() + size_t{pos} * mb.patch_bytes;
+          if (mb.patch_positions.at(patch_k) != static_cast<int32_t>(base + i) ||
+              std::memcmp(mb.patches.data() + patch_k * mb.patch_bytes, want, mb.patch_bytes) != 0)
+            fail("step ", batch.step, ": patch ", pos, " of sample ", doc.index, " differs");
+          ++patch_k;
+        } else if (mb.tokens[base + i] != sample->tokens.at(pos - patches)) {
+          fail("step ", batch.step, ": token ", pos, " of sample ", doc.index, " of source ", doc.source, " is ",
+               mb.tokens[base + i], ", expected ", sample->tokens[pos - patches]);
+        }
+      }
+    }
+  }
+}
+
+// What the steps must contain: per step, per source, the next quota good
+// samples of the source's stream.
+std::vector<std::multiset<std::pair<uint32_t, uint64_t>>> expected_steps(const Config& config, LocalSamples& local) {
+  std::vector<std::vector<WeightPoint>> curves;
+  for (const auto& s : config.sources) curves.push_back(s.weight);
+  Mixer mixer(Schedule(config.schedule, curves), config.job.global_batch);
+  std::vector<uint64_t> cursor(config.sources.size(), 0);
+  std::vector<std::multiset<std::pair<uint32_t, uint64_t>>> steps(config.job.steps);
+  for (uint64_t t = 0; t < config.job.steps; ++t) {
+    auto quota = mixer.next();
+    for (uint32_t s = 0; s < quota.size(); ++s) {
+      for (uint32_t taken = 0; taken < quota[s];) {
+        auto pos = stream_position(config.job.seed, s, local.size(s), cursor[s]++);
+        if (local.get(s, pos.index) == nullptr) continue;
+        steps[t].insert({s, pos.index});
+        ++taken;
+      }
+    }
+  }
+  return steps;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int world = 0, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (argc < 2) {
+    if (rank == 0) std::fprintf(stderr, "usage: test_protocol DATA_DIR\n");
+    MPI_Finalize();
+    return 2;
+  }
+  try {
+    const Config config = make_config(argv[1], layout_for(world));
+    Job job(config, MPI_COMM_WORLD);
+    TrainerStats trainer;
+    if (job.role() == Role::client) {
+      LocalSamples local(config);
+      std::vector<SpanRecord> spans;
+      std::vector<uint64_t> digests;
+      while (const Batch* batch = job.client().next()) {
+        check_bytes(*batch, local, config);
+        digests.push_back(batch->digest);
+        for (const MicroBatch& mb : batch->micro_batches)
+          for (const DocSpan& d : mb.docs) spans.push_back({batch->step, d.source, d.index, d.begin, d.length});
+        trainer.step_digests.push_back(batch->digest);
+        ++trainer.steps;
+      }
+      if (digests.size() != config.job.steps) fail("client got ", digests.size(), " steps, expected ", config.job.steps);
+
+      // Client 0 checks placement: group members agree, pieces cover every
+      // sample exactly once, and the steps hold exactly the expected samples.
+      MPI_Comm clients = job.clients_comm();
+      int n_clients = 0, me = 0;
+      MPI_Comm_size(clients, &n_clients);
+      MPI_Comm_rank(clients, &me);
+      std::vector<uint64_t> all_digests(me == 0 ? digests.size() * static_cast<size_t>(n_clients) : 0);
+      MPI_Gather(digests.data(), static_cast<int>(digests.size()), MPI_UINT64_T, all_digests.data(),
+                 static_cast<int>(digests.size()), MPI_UINT64_T, 0, clients);
+      const int span_bytes = static_cast<int>(spans.size() * sizeof(SpanRecord));
+      std::vector<int> counts(static_cast<size_t>(n_clients)), displs(static_cast<size_t>(n_clients), 0);
+      MPI_Gather(&span_bytes, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, clients);
+      for (int c = 1; c < n_clients; ++c) displs[c] = displs[c - 1] + counts[c - 1];
+      std::vector<SpanRecord> all_spans(me == 0 ? static_cast<size_t>(displs.back() + counts.back()) / sizeof(SpanRecord) : 0);
+      MPI_Gatherv(spans.data(), span_bytes, MPI_BYTE, all_spans.data(), counts.data(), displs.data(), MPI_BYTE, 0, clients);
+      if (me == 0) {
+        const ClientPlaceTree& tree = job.tree();
+        const size_t steps = config.job.steps;
+        for (int c = 0; c < n_clients; ++c) {
+          const int leader = tree.group_members(tree.data_group(c)).front();
+          for (size_t t = 0; t < steps; ++t)
+            if (all_digests[size_t(c) * steps + t] != all_digests[size_t(leader) * steps + t])
+              fail("step ", t, ": client ", c, " and client ", leader, " of data group ", tree.data_group(c),
+                   " received different batches");
+        }
+        // Coverage from each group's first member.
+        std::vector<std::map<std::pair<uint32_t, uint64_t>, std::vector<std::pair<uint32_t, uint32_t>>>> pieces(steps);
+        for (int g = 0; g < tree.data_groups(); ++g) {
+          const int leader = tree.group_members(g).front();
+          const size_t first = size_t(displs[leader]) / sizeof(SpanRecord);
+          const size_t n = size_t(counts[leader]) / sizeof(SpanRecord);
+          for (size_t i = first; i < first + n; ++i) {
+            const SpanRecord& r = all_spans[i];
+            pieces.at(r.step)[{r.source, r.index}].push_back({r.begin, r.length});
+          }
+        }
+        LocalSamples local0(config);
+        auto expected = expected_steps(config, local0);
+        for (size_t t = 0; t < steps; ++t) {
+          std::multiset<std::pair<uint32_t, uint64_t>> got;
+          for (auto& [key, ranges] : pieces[t]) {
+            std::sort(ranges.begin(), ranges.end());
+            const TransformedSample* sample = local0.get(key.first, key.second);
+            if (!sample) continue;
+            // A sample may repeat within a step only when its source is
+            // smaller than its quota; count the sample once per full cover.
+            uint32_t covered = 0, copies = 0;
+            for (const auto& [begin, length] : ranges) {
+              if (begin == 0 && covered != 0) {
+                ++copies;
+                covered = 0;
+              }
+              if (begin != covered) fail("step ", t, ": sample ", key.second, " of source ", key.first, " has a gap or overlap at ", covered);
+              covered = begin + length;
+            }
+            ++copies;
+            const uint32_t positions = sample->positions();
+            const bool truncated_image_text = sample->image.patches > 0 && positions > config.job.seq_len;
+            if (covered != positions && !truncated_image_text)
+              fail("step ", t, ": sample ", key.second, " of source ", key.first, " covered to ", covered, " of ", positions);
+            for (uint32_t k = 0; k < copies; ++k) got.insert(key);
+          }
+          if (got != expected[t])
+            fail("step ", t, ": received ", got.size(), " samples, expected ", expected[t].size(),
+                 " (or a different set)");
+        }
+        std::printf("protocol: %zu steps x %d clients checked (%d data groups)\n", steps, n_clients, tree.data_groups());
+      }
+    } else {
+      job.serve();
+    }
+    job.finish(trainer);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  int local_failures = failures, total = 0;
+  MPI_Allreduce(&local_failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) std::printf(total == 0 ? "protocol: passed\n" : "protocol: %d failures\n", total);
+  MPI_Finalize();
+  return total == 0 ? 0 : 1;
+}

@@ -1,0 +1,83 @@
+# Shared by the script tests: paths from ctest's environment, a tiny job
+# configuration over the fixture dataset, and JSON field extraction.
+set -euo pipefail
+: "${MSD_BUILD:?run through ctest}" "${MSD_SOURCE:?run through ctest}" "${MSD_MPIEXEC:?run through ctest}"
+MSD_RUN="$MSD_BUILD/app/msd-run"
+DATA="$MSD_BUILD/testdata/tiny"
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+# write_tiny_config FILE [extra INI lines...]
+write_tiny_config() {
+  local file=$1
+  shift
+  cat >"$file" <<INI
+[job]
+steps = 8
+global_batch = 16
+seq_len = 512
+micro_batches = 2
+seed = 5
+
+[topology]
+dp = 2
+tp = 1
+loaders = 2
+
+[mix]
+sources = web, books, images, corpus
+schedule = linear
+
+[source.web]
+format = jsonl
+path = $DATA/web/*.jsonl
+weight = 0:0.6, 8:0.2
+
+[source.books]
+format = jsonl
+path = $DATA/books/*.jsonl
+weight = 0:0.1, 8:0.4
+
+[source.images]
+format = wds
+path = $DATA/images/*.tar
+weight = 0.2
+
+[source.corpus]
+format = indexed
+path = $DATA/corpus/*.idx
+weight = 0.1
+
+[tokenizer]
+vocab = $DATA/vocab.tiktoken
+
+[image]
+max_side = 64
+patch = 16
+
+[loader]
+window_mb = 8
+
+[emulator]
+tflops = 2000
+
+[output]
+progress_every = 0
+log_level = warn
+INI
+  for line in "$@"; do echo "$line" >>"$file"; done
+}
+
+# run_job CONFIG [msd-run args...]: launches the right number of ranks.
+run_job() {
+  local config=$1
+  shift
+  local n
+  n=$("$MSD_RUN" --config "$config" --print-world-size "$@")
+  timeout 120 $MSD_MPIEXEC -n "$n" "$MSD_RUN" --config "$config" "$@"
+}
+
+# json_field FILE KEY: a top-level string or number field.
+json_field() {
+  grep -o "\"$2\":\"\?[^,\"}]*" "$1" | head -1 | sed 's/.*:"\?//'
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Bad configuration fails before any work with a message naming the option.
+source "$(dirname "$0")/common.sh"
+expect_error() {
+  local pattern=$1
+  shift
+  set +e
+  "$@" >"$WORK/out" 2>&1
+  local rc=$?
+  set -e
+  if [ $rc -eq 0 ] || ! grep -q -- "$pattern" "$WORK/out"; then
+    echo "FAIL: expected an error matching '$pattern' from: $*"
+    cat "$WORK/out"
+    exit 1
+  fi
+}
+write_tiny_config "$WORK/job.ini"
+expect_error "job.seqlen" "$MSD_RUN" --config "$WORK/job.ini" --job.seqlen=10
+expect_error "job.seq_len" "$MSD_RUN" --config "$WORK/job.ini" --job.seq_len=abc
+expect_error "topology.dp" "$MSD_RUN" --config "$WORK/job.ini" --topology.dp=0
+write_tiny_config "$WORK/unknown.ini" "[source.extra]" "format = jsonl"
+expect_error "source.extra" "$MSD_RUN" --config "$WORK/unknown.ini"
+# A glob that matches nothing: found by the loaders at start-up, reported once,
+# and every rank exits.
+expect_error "source.web.path" run_job "$WORK/job.ini" --source.web.path=/nonexistent/*.jsonl
+"$MSD_RUN" --help | grep -q -- "--print-world-size" || { echo "FAIL: --help"; exit 1; }
+echo "config_errors: every bad option named"
