@@ -1,0 +1,198 @@
+// SampleTransform: each sample kind's path, and the bad-sample verdicts
+// (invalid UTF-8, corrupt JPEG, empty) returned as values.
+#include <turbojpeg.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "common/error.h"
+#include "transform/transform.h"
+
+namespace {
+
+using msd::BadKind;
+using msd::RawSample;
+using msd::SampleKind;
+using msd::SampleTransform;
+using msd::TransformedSample;
+
+std::string base64(std::string_view bytes) {
+  static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
+    for (int shift : {18, 12, 6, 0}) out += alphabet[(v >> shift) & 63];
+  }
+  if (i + 1 == bytes.size()) {
+    const uint32_t v = uint8_t(bytes[i]) << 16;
+    out += alphabet[(v >> 18) & 63];
+    out += alphabet[(v >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == bytes.size()) {
+    const uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8);
+    out += alphabet[(v >> 18) & 63];
+    out += alphabet[(v >> 12) & 63];
+    out += alphabet[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+// A byte-level vocabulary without merges: every byte is its own token, so the
+// ids of a text are its bytes, whatever the pre-tokenization pattern.
+std::string write_byte_vocabulary() {
+  const auto path =
+      std::filesystem::temp_directory_path() / ("msd_test_transform_" + std::to_string(::getpid()) + ".tiktoken");
+  std::ofstream out(path);
+  for (int b = 0; b < 256; ++b) out << base64(std::string(1, static_cast<char>(b))) << ' ' << b << '\n';
+  return path.string();
+}
+
+std::string small_jpeg(uint32_t width, uint32_t height) {
+  std::vector<uint8_t> rgb(size_t{width} * height * 3);
+  for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<uint8_t>(i * 13);
+  tjhandle handle = tjInitCompress();
+  unsigned char* jpeg = nullptr;
+  unsigned long size = 0;
+  REQUIRE(tjCompress2(handle, rgb.data(), static_cast<int>(width), 0, static_cast<int>(height), TJPF_RGB, &jpeg, &size,
+                      TJSAMP_420, 90, 0) == 0);
+  std::string out(reinterpret_cast<const char*>(jpeg), size);
+  tjFree(jpeg);
+  tjDestroy(handle);
+  return out;
+}
+
+std::vector<int32_t> bytes_of(std::string_view text) {
+  std::vector<int32_t> ids;
+  for (char c : text) ids.push_back(static_cast<uint8_t>(c));
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("pre-tokenized samples pass through without a tokenizer", "[transform]") {
+  SampleTransform transform(nullptr, msd::ImageOptions{});
+  RawSample raw;
+  raw.kind = SampleKind::tokens;
+  raw.tokens = {5, 6, 7, 100000};
+  TransformedSample out;
+  std::string reason;
+  REQUIRE(transform.apply(raw, out, reason) == BadKind::none);
+  CHECK(out.kind == SampleKind::tokens);
+  CHECK(out.tokens == raw.tokens);
+  CHECK(out.image.patches == 0);
+  CHECK(out.positions() == 4);
+
+  raw.tokens.clear();
+  CHECK(transform.apply(raw, out, reason) == BadKind::empty);
+  CHECK_FALSE(reason.empty());
+  CHECK(out.positions() == 0);
+}
+
+TEST_CASE("a sample the reader rejected keeps its verdict", "[transform]") {
+  SampleTransform transform(nullptr, msd::ImageOptions{});
+  RawSample raw;
+  raw.kind = SampleKind::text;
+  raw.bad = BadKind::missing_field;
+  raw.reason = "no \"text\" field";
+  TransformedSample out;
+  std::string reason;
+  CHECK(transform.apply(raw, out, reason) == BadKind::missing_field);
+  CHECK(reason == raw.reason);
+}
+
+TEST_CASE("text and captions without a tokenizer are a configuration error", "[transform]") {
+  SampleTransform transform(nullptr, msd::ImageOptions{});
+  TransformedSample out;
+  std::string reason;
+  RawSample raw;
+  raw.kind = SampleKind::text;
+  raw.text = "hello";
+  CHECK_THROWS_AS(transform.apply(raw, out, reason), msd::ConfigError);
+  raw.kind = SampleKind::image_text;
+  raw.image = small_jpeg(32, 32);
+  CHECK_THROWS_WITH(transform.apply(raw, out, reason), Catch::Contains("tokenizer.vocab"));
+}
+
+TEST_CASE("text and image-text through a real tokenizer", "[transform]") {
+  const std::string vocab = write_byte_vocabulary();
+  msd::Tokenizer tokenizer(vocab, msd::TokenizerOptions{});
+  SampleTransform transform(&tokenizer, msd::ImageOptions{64, 16});
+  TransformedSample out;
+  std::string reason;
+
+  SECTION("text is tokenized") {
+    RawSample raw;
+    raw.kind = SampleKind::text;
+    raw.text = "Grüße, world 123!";
+    REQUIRE(transform.apply(raw, out, reason) == BadKind::none);
+    CHECK(out.kind == SampleKind::text);
+    CHECK(out.tokens == bytes_of(raw.text));
+    CHECK(out.tokens == tokenizer.encode(raw.text));
+    CHECK(out.positions() == raw.text.size());
+  }
+  SECTION("invalid UTF-8 is a bad sample naming the offset") {
+    RawSample raw;
+    raw.kind = SampleKind::text;
+    raw.text = std::string("abc\xC3", 4) + "(";  // a lead byte without its continuation
+    CHECK(transform.apply(raw, out, reason) == BadKind::invalid_utf8);
+    CHECK_THAT(reason, Catch::Contains("byte 3"));
+    raw.text = "ok\xED\xA0\x80";  // an encoded surrogate
+    CHECK(transform.apply(raw, out, reason) == BadKind::invalid_utf8);
+    CHECK_THAT(reason, Catch::Contains("byte 2"));
+  }
+  SECTION("empty text is an empty sample") {
+    RawSample raw;
+    raw.kind = SampleKind::text;
+    CHECK(transform.apply(raw, out, reason) == BadKind::empty);
+  }
+  SECTION("image-text: patches and the caption's tokens, buffers reused") {
+    RawSample raw;
+    raw.kind = SampleKind::image_text;
+    raw.text = "a cat";
+    raw.image = small_jpeg(128, 64);
+    REQUIRE(transform.apply(raw, out, reason) == BadKind::none);
+    CHECK(out.kind == SampleKind::image_text);
+    CHECK(out.image.width == 64);
+    CHECK(out.image.height == 32);
+    CHECK(out.image.patches == 8);
+    CHECK(out.image.pixels.size() == 8u * 16 * 16 * 3);
+    CHECK(out.tokens == bytes_of("a cat"));
+    CHECK(out.positions() == 8 + 5);
+
+    // A caption alone still has positions from its image.
+    raw.text.clear();
+    REQUIRE(transform.apply(raw, out, reason) == BadKind::none);
+    CHECK(out.positions() == 8);
+
+    raw.image = raw.image.substr(0, raw.image.size() / 2);
+    raw.text = "a cut cat";
+    CHECK(transform.apply(raw, out, reason) == BadKind::corrupt_jpeg);
+    CHECK_FALSE(reason.empty());
+
+    raw.image = "not a jpeg at all";
+    CHECK(transform.apply(raw, out, reason) == BadKind::corrupt_jpeg);
+
+    raw.image = small_jpeg(20, 20);
+    raw.text = "bad \xFF caption";
+    CHECK(transform.apply(raw, out, reason) == BadKind::invalid_utf8);
+    CHECK_THAT(reason, Catch::Contains("caption"));
+
+    // A text sample after an image one carries no stale image.
+    RawSample text;
+    text.kind = SampleKind::text;
+    text.text = "hi";
+    REQUIRE(transform.apply(text, out, reason) == BadKind::none);
+    CHECK(out.image.patches == 0);
+    CHECK(out.image.pixels.empty());
+    CHECK(out.positions() == 2);
+  }
+  CHECK(transform.state_bytes() > 0);
+  std::filesystem::remove(vocab);
+}
