@@ -58,7 +58,7 @@ TextGenerator::TextGenerator(uint64_t seed, size_t lexicon_words) {
   Rng rng(derive_seed(seed, {0x6c6578}));
   std::unordered_set<std::string> seen;
   struct Candidate {
-    double rank_key;  // shorter words tend to be more frequent, as in real languages
+    double rank_key;  // shorter words tend to be more frequent, as in real languages (Zipf's law of abbreviation)
     std::string word;
   };
   std::vector<Candidate> candidates;
@@ -74,7 +74,7 @@ TextGenerator::TextGenerator(uint64_t seed, size_t lexicon_words) {
     }
     if (word.size() < 2 && !rng.chance(0.2)) continue;
     if (!seen.insert(word).second) continue;
-    const double key = static_cast<double>(syllables) + 2.0 * rng.unit();
+    const double key = 0.4 * static_cast<double>(word.size()) + 2.0 * rng.unit();
     candidates.push_back({key, std::move(word)});
   }
   std::stable_sort(candidates.begin(), candidates.end(),
