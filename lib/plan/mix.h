@@ -62,7 +62,7 @@ class Schedule {
 //     back what such a source holds: clamping may hand out more than the batch,
 //     the excess is taken back from the sources that would end furthest ahead,
 //     and a source can end behind by more than one sample — by less than the
-X
+//     sum of the others' leads, so always T_s(t) - R_s(t) < max(1, sources() - 1)
 //     (tested; e.g. sources dropping to weight 0 while ahead).
 //   * Each quota is within 1 of batch * w_s(t) whenever the first choice is
 //     taken (in tests: at every step while the weights are constant), and
