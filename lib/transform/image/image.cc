@@ -142,10 +142,18 @@ ImageSize resized_size(const ImageOptions& options, uint32_t width, uint32_t hei
 
 namespace {
 
+// The filters are built twice, for AVX2 and for the baseline, and picked at
+// load time: baseline x86-64 (SSE2) has no 32-bit vector multiply.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MSD_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define MSD_VECTOR_CLONES
+#endif
+
 // One vertically filtered row: out[i] = sum_k w[k] * rows[k][i]. Blocks of 16
 // bytes with a fixed inner trip count, so the compiler vectorizes them even
 // at -O2; the accumulators stay in registers across the taps.
-void filter_vertical(const uint8_t* first, size_t stride, const int16_t* weights, uint32_t taps, size_t bytes,
+MSD_VECTOR_CLONES void filter_vertical(const uint8_t* first, size_t stride, const int16_t* weights, uint32_t taps, size_t bytes,
                      uint8_t* out) {
   constexpr size_t kBlock = 16;
   size_t i = 0;
@@ -167,7 +175,7 @@ void filter_vertical(const uint8_t* first, size_t stride, const int16_t* weights
   }
 }
 
-void filter_horizontal(const uint8_t* in, const AxisWeights& h, uint8_t* out) {
+MSD_VECTOR_CLONES void filter_horizontal(const uint8_t* in, const AxisWeights& h, uint8_t* out) {
   for (uint32_t x = 0; x < h.out; ++x) {
     const int16_t* w = &h.weights[static_cast<size_t>(x) * h.stride];
     const uint8_t* p = in + static_cast<size_t>(h.first[x]) * 3;
