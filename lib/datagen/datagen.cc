@@ -6,11 +6,9 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <mutex>
-#include <set>
 #include <sstream>
 #include <thread>
 
@@ -115,6 +113,19 @@ void parallel_for(uint64_t items, unsigned workers, const std::function<void(uin
 
 void write_bytes(const std::string& path, std::string_view bytes) {
   write_file_atomic(path, {reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()});
+}
+
+// std::filesystem reports failures as its own exception; the error model wants IoError.
+void make_directory(const std::string& path) {
+  std::error_code error;
+  fs::create_directories(path, error);
+  if (error) throw IoError(str("cannot create directory ", path, ": ", error.message()));
+}
+
+void remove_path(const std::string& path) {
+  std::error_code error;
+  fs::remove_all(path, error);
+  if (error) throw IoError(str("cannot remove ", path, ": ", error.message()));
 }
 
 double megabytes(uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
@@ -300,7 +311,7 @@ class Generator {
     const auto start = Clock::now();
     const uint64_t shards = shard_count(records, sharding);
     if (shards == 0) return;
-    fs::create_directories(path(part));
+    make_directory(path(part));
     PartSummary summary;
     summary.shards.resize(shards);
     const auto& damage = damage_of(damage_, part);
@@ -389,7 +400,7 @@ class Generator {
     const auto start = Clock::now();
     const uint64_t shards = shard_count(counts_.images, images_sharding);
     if (shards == 0) return;
-    fs::create_directories(path("images"));
+    make_directory(path("images"));
     PartSummary summary;
     summary.shards.resize(shards);
     std::vector<JpegEncoder> encoders(std::min<uint64_t>(workers_, shards));
@@ -438,7 +449,7 @@ class Generator {
     const auto start = Clock::now();
     const uint64_t shards = shard_count(counts_.indexed_docs, corpus_sharding);
     if (shards == 0) return;
-    fs::create_directories(path("corpus"));
+    make_directory(path("corpus"));
     const std::string vocab_path = path("vocab.tiktoken");
     std::vector<std::optional<Tokenizer>> tokenizers(workers_);
     uint64_t total_tokens = 0;
@@ -538,8 +549,9 @@ std::vector<BadRecord> read_bad_records(const std::string& path) {
 
 void remove_previous_output(const std::string& out_dir) {
   // MANIFEST first: an interrupted regeneration must not look complete.
-  for (const char* name : {manifest_name, "vocab.tiktoken", "bad_samples.txt"}) fs::remove(join_path(out_dir, name));
-  for (const char* part : {"web", "books", "images", "corpus"}) fs::remove_all(join_path(out_dir, part));
+  for (const char* name : {manifest_name, "vocab.tiktoken", "bad_samples.txt", "web", "books", "images", "corpus"}) {
+    remove_path(join_path(out_dir, name));
+  }
 }
 
 }  // namespace
@@ -592,7 +604,7 @@ DatagenResult generate_dataset(const DatagenOptions& options) {
     log_warn(options.out_dir, ": the dataset is incomplete or was changed since its MANIFEST; generating it again");
   }
 
-  fs::create_directories(options.out_dir);
+  make_directory(options.out_dir);
   remove_previous_output(options.out_dir);
   log_info("generating the ", options.scale, " dataset in ", options.out_dir, " (seed ", options.seed, ")");
   Generator(options, counts).run(result);
