@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "plan/cost.h"
+
 namespace msd {
 
 // A document of the step as the planner sees it: metadata only.
@@ -49,10 +51,30 @@ struct PackOptions {
   LongDocs long_docs = LongDocs::split;
 };
 
-// Deterministic for the same input. Every document appears exactly once (in
-// pieces when split; truncated documents keep their first seq_len positions).
-// The split across buckets evens out positions (tokens); attention-cost
-// balancing is a separate balancer.
-std::vector<BucketPlan> distribute_and_pack(const std::vector<PlanDoc>& docs, const PackOptions& options);
+// Plans one step. Deterministic: the result depends only on the documents'
+// (id, positions, fixed) multiset, not on their order in `docs` (ids are
+// unique within a step).
+//
+// 1. Pieces. A document of at most seq_len positions is one piece. A longer
+//    one is cut into pieces of at most seq_len (long_docs = split) or keeps
+//    its first seq_len positions (truncate). Its `fixed` leading positions
+//    (image patches) are never split: an image-text document longer than
+//    seq_len keeps its patches and the text that fits, in both modes.
+//    REQUIRES: 0 < positions, fixed <= min(positions, seq_len) (configuration
+//    validation guarantees the second).
+// 2. Distribute. Pieces go to `dp` buckets longest first (ties: doc id, then
+//    begin), each to the bucket with the fewest positions so far (ties: lower
+//    index): bucket totals differ by at most the longest piece.
+// 3. Pack. Each bucket's pieces fill seq_len sequences first-fit decreasing;
+//    within a sequence pieces are ordered by (doc, begin).
+// 4. Micro-batches. The bucket's sequences (in packing order) are cut into
+//    `micro_batches` contiguous runs minimizing the largest run's positions;
+//    a run is empty only when the bucket has fewer sequences than runs.
+//
+// BucketPlan::positions is the positions placed; BucketPlan::cost the sum of
+// cost.document(piece length, piece patches) over its pieces.
+// O(pieces * log(pieces)) time; no pass over all buckets per piece.
+std::vector<BucketPlan> distribute_and_pack(const std::vector<PlanDoc>& docs, const PackOptions& options,
+                                            const CostModel& cost = CostModel{});
 
 }  // namespace msd

@@ -1,1 +1,262 @@
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "plan/pack.h"
+
+using msd::BucketPlan;
+using msd::LongDocs;
+using msd::PackOptions;
+using msd::Piece;
+using msd::PlanDoc;
+
+namespace {
+
+// Heavy-tailed lengths (log-normal, many short, a few far over seq_len); about
+// a quarter are image-text documents with up to `max_patches` fixed patches.
+std::vector<PlanDoc> random_docs(std::mt19937_64& rng, size_t count, uint32_t seq_len, uint32_t max_patches) {
+  std::lognormal_distribution<double> length(std::log(seq_len / 8.0), 1.2);
+  std::uniform_int_distribution<uint32_t> patches(1, std::max(1u, max_patches));
+  std::uniform_int_distribution<int> kind(0, 3);
+  std::vector<PlanDoc> docs;
+  for (size_t i = 0; i < count; ++i) {
+    PlanDoc doc;
+    doc.id = static_cast<uint32_t>(i);
+    doc.positions = std::clamp<uint32_t>(static_cast<uint32_t>(length(rng)), 1, 20 * seq_len);
+    if (max_patches > 0 && kind(rng) == 0) {
+      doc.fixed = patches(rng);
+      doc.positions += doc.fixed;
+    }
+    docs.push_back(doc);
+  }
+  return docs;
+}
+
+std::vector<Piece> all_pieces(const std::vector<BucketPlan>& plans) {
+  std::vector<Piece> pieces;
+  for (const auto& plan : plans)
+    for (const auto& mb : plan.micro_batches)
+      for (const auto& sequence : mb.sequences) pieces.insert(pieces.end(), sequence.pieces.begin(), sequence.pieces.end());
+  return pieces;
+}
+
+bool same_plan(const std::vector<BucketPlan>& a, const std::vector<BucketPlan>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].positions != b[i].positions || a[i].cost != b[i].cost) return false;
+    if (a[i].micro_batches.size() != b[i].micro_batches.size()) return false;
+    for (size_t m = 0; m < a[i].micro_batches.size(); ++m) {
+      const auto& x = a[i].micro_batches[m].sequences;
+      const auto& y = b[i].micro_batches[m].sequences;
+      if (x.size() != y.size()) return false;
+      for (size_t s = 0; s < x.size(); ++s) {
+        if (x[s].used != y[s].used || x[s].pieces.size() != y[s].pieces.size()) return false;
+        for (size_t p = 0; p < x[s].pieces.size(); ++p) {
+          const Piece &u = x[s].pieces[p], &v = y[s].pieces[p];
+          if (u.doc != v.doc || u.begin != v.begin || u.length != v.length) return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+// Structural checks every plan must pass.
+void check_plan(const std::vector<PlanDoc>& docs, const PackOptions& options, const std::vector<BucketPlan>& plans) {
+  REQUIRE(plans.size() == options.dp);
+  std::map<uint32_t, std::vector<Piece>> by_doc;
+  for (const auto& plan : plans) {
+    REQUIRE(plan.micro_batches.size() == options.micro_batches);
+    uint64_t positions = 0;
+    size_t sequences = 0;
+    for (const auto& mb : plan.micro_batches) sequences += mb.sequences.size();
+    for (const auto& mb : plan.micro_batches) {
+      // Empty only when there are fewer sequences than micro-batches.
+      if (mb.sequences.empty()) REQUIRE(sequences < options.micro_batches);
+      for (const auto& sequence : mb.sequences) {
+        REQUIRE(!sequence.pieces.empty());
+        uint32_t used = 0;
+        for (const Piece& piece : sequence.pieces) {
+          used += piece.length;
+          by_doc[piece.doc].push_back(piece);
+        }
+        REQUIRE(sequence.used == used);
+        REQUIRE(used <= options.seq_len);
+        positions += used;
+      }
+    }
+    REQUIRE(plan.positions == positions);
+  }
+  for (const PlanDoc& doc : docs) {
+    auto pieces = by_doc[doc.id];
+    REQUIRE(!pieces.empty());
+    std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.begin < b.begin; });
+    uint32_t covered = 0;
+    for (const Piece& piece : pieces) {
+      REQUIRE(piece.begin == covered);  // no gap, no overlap
+      REQUIRE(piece.length > 0);
+      covered += piece.length;
+    }
+    // Patches stay together in the first piece.
+    REQUIRE(pieces.front().length >= doc.fixed);
+    const bool split = options.long_docs == LongDocs::split && doc.fixed == 0;
+    REQUIRE(covered == (split ? doc.positions : std::min(doc.positions, options.seq_len)));
+    by_doc.erase(doc.id);
+  }
+  REQUIRE(by_doc.empty());  // nothing placed that was not asked for
+}
+
+}  // namespace
+
+TEST_CASE("pack: a small step by hand", "[pack]") {
+  PackOptions options;
+  options.seq_len = 100;
+  options.dp = 2;
+  options.micro_batches = 2;
+  const std::vector<PlanDoc> docs = {{0, 250, 0, 0}, {1, 50, 0, 0}, {2, 40, 0, 0}, {3, 130, 30, 0}};
+  const msd::CostModel cost;
+  const auto plans = msd::distribute_and_pack(docs, options, cost);
+  check_plan(docs, options, plans);
+  // Pieces, longest first: 0:[0,100) 0:[100,200) 3:[0,100) (patches kept,
+  // text cut) 0:[200,250) 1:[0,50) 2:[0,40).
+  // LPT: 100->b0, 100->b1, 100->b0, 50->b1, 50->b1, 40->b0 (tie: lower index).
+  CHECK(plans[0].positions == 240);
+  CHECK(plans[1].positions == 200);
+  CHECK(plans[0].cost == Approx(cost.document(100, 0) + cost.document(100, 30) + cost.document(40, 0)));
+  // b1 packs [100,200) of doc 0 alone, then the two 50s together; one
+  // sequence per micro-batch.
+  REQUIRE(plans[1].micro_batches[0].sequences.size() == 1);
+  REQUIRE(plans[1].micro_batches[1].sequences.size() == 1);
+  const auto& shared = plans[1].micro_batches[1].sequences[0];
+  REQUIRE(shared.pieces.size() == 2);
+  CHECK(shared.pieces[0].doc == 0);  // ordered by (doc, begin)
+  CHECK(shared.pieces[0].begin == 200);
+  CHECK(shared.pieces[1].doc == 1);
+}
+
+TEST_CASE("pack: random heavy-tailed steps keep every invariant", "[pack]") {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 60; ++round) {
+    PackOptions options;
+    options.seq_len = std::uniform_int_distribution<uint32_t>(16, 4096)(rng);
+    options.dp = std::uniform_int_distribution<uint32_t>(1, 64)(rng);
+    options.micro_batches = std::uniform_int_distribution<uint32_t>(1, 8)(rng);
+    options.long_docs = round % 2 == 0 ? LongDocs::split : LongDocs::truncate;
+    const size_t count = std::uniform_int_distribution<size_t>(0, 3000)(rng);
+    const auto docs = random_docs(rng, count, options.seq_len, options.seq_len - 1);
+    const auto plans = msd::distribute_and_pack(docs, options);
+    check_plan(docs, options, plans);
+
+    // LPT: bucket totals differ by at most the longest piece (<= seq_len).
+    uint64_t low = UINT64_MAX, high = 0;
+    for (const auto& plan : plans) {
+      low = std::min(low, plan.positions);
+      high = std::max(high, plan.positions);
+    }
+    REQUIRE(high - low <= options.seq_len);
+
+    // Micro-batches: no run is above the best contiguous split by more than a
+    // sequence (a loose bound the optimal split always meets).
+    for (const auto& plan : plans) {
+      uint64_t largest = 0;
+      for (const auto& mb : plan.micro_batches) {
+        uint64_t load = 0;
+        for (const auto& sequence : mb.sequences) load += sequence.used;
+        largest = std::max(largest, load);
+      }
+      REQUIRE(largest <= (plan.positions + options.micro_batches - 1) / options.micro_batches + options.seq_len);
+    }
+  }
+}
+
+TEST_CASE("pack: deterministic and independent of the documents' order", "[pack]") {
+  std::mt19937_64 rng(3);
+  PackOptions options;
+  options.seq_len = 512;
+  options.dp = 16;
+  options.micro_batches = 4;
+  auto docs = random_docs(rng, 5000, options.seq_len, 200);
+  const auto first = msd::distribute_and_pack(docs, options);
+  CHECK(same_plan(first, msd::distribute_and_pack(docs, options)));
+  std::shuffle(docs.begin(), docs.end(), rng);
+  CHECK(same_plan(first, msd::distribute_and_pack(docs, options)));
+  options.long_docs = LongDocs::truncate;
+  CHECK_FALSE(same_plan(first, msd::distribute_and_pack(docs, options)));
+}
+
+TEST_CASE("pack: long documents in split and truncate modes", "[pack]") {
+  PackOptions options;
+  options.seq_len = 64;
+  const std::vector<PlanDoc> docs = {{7, 200, 0, 0}, {8, 100, 64, 0}};
+  for (LongDocs mode : {LongDocs::split, LongDocs::truncate}) {
+    options.long_docs = mode;
+    const auto pieces = all_pieces(msd::distribute_and_pack(docs, options));
+    uint32_t doc7 = 0, doc8 = 0;
+    for (const Piece& piece : pieces) {
+      (piece.doc == 7 ? doc7 : doc8) += piece.length;
+      if (piece.doc == 8) CHECK(piece.begin == 0);  // all patches, no text fits
+    }
+    CHECK(doc7 == (mode == LongDocs::split ? 200u : 64u));
+    CHECK(doc8 == 64u);
+  }
+}
+
+TEST_CASE("pack: micro-batches", "[pack]") {
+  PackOptions options;
+  options.seq_len = 100;
+  options.micro_batches = 4;
+  SECTION("fewer sequences than micro-batches leaves the last ones empty") {
+    const auto plans = msd::distribute_and_pack({{0, 100, 0, 0}, {1, 90, 0, 0}}, options);
+    const auto& mbs = plans[0].micro_batches;
+    REQUIRE(mbs.size() == 4);
+    CHECK(mbs[0].sequences.size() == 1);
+    CHECK(mbs[1].sequences.size() == 1);
+    CHECK(mbs[2].sequences.empty());
+    CHECK(mbs[3].sequences.empty());
+  }
+  SECTION("every micro-batch gets a sequence when there are enough") {
+    // One long sequence and four short ones: the long one alone, the short
+    // ones spread so that none of the four runs is empty.
+    const auto plans = msd::distribute_and_pack(
+        {{0, 100, 0, 0}, {1, 100, 0, 0}, {2, 100, 0, 0}, {3, 100, 0, 0}, {4, 10, 0, 0}}, options);
+    size_t total = 0;
+    for (const auto& mb : plans[0].micro_batches) {
+      CHECK_FALSE(mb.sequences.empty());
+      total += mb.sequences.size();
+    }
+    CHECK(total == 5);
+  }
+  SECTION("an empty step") {
+    options.dp = 3;
+    const auto plans = msd::distribute_and_pack({}, options);
+    REQUIRE(plans.size() == 3);
+    for (const auto& plan : plans) {
+      CHECK(plan.positions == 0);
+      CHECK(plan.micro_batches.size() == 4);
+    }
+  }
+}
+
+TEST_CASE("pack: 4096 DP buckets and 100k documents plan in milliseconds", "[pack]") {
+  std::mt19937_64 rng(1);
+  PackOptions options;
+  options.seq_len = 4096;
+  options.dp = 4096;
+  options.micro_batches = 4;
+  const auto docs = random_docs(rng, 100000, options.seq_len, 1024);
+  std::vector<BucketPlan> plans;
+  double best_ms = 1e9;
+  for (int i = 0; i < 3; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    plans = msd::distribute_and_pack(docs, options);
+    best_ms = std::min(best_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  check_plan(docs, options, plans);
+  // Generous for sanitizer and debug builds on a shared machine; a release
+  // build takes a few milliseconds.
+  CHECK(best_ms < 1000.0);
+}
