@@ -81,6 +81,7 @@ JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(c
   ctx.world = Comm::duplicate(world, "duplicating the world communicator");
   ctx.rank = ctx.world.rank();
   role = ctx.layout.role(ctx.rank);
+  set_log_level(parse_log_level(config.output.log_level));
   set_log_prefix(role == Role::planner ? "planner"
                  : role == Role::loader ? str("loader ", ctx.layout.loader_index(ctx.rank))
                                         : str("client ", ctx.layout.client_index(ctx.rank)));

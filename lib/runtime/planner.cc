@@ -125,7 +125,7 @@ bool PlannerRole::try_plan_step() {
     const auto& m = samples[i];
     docs[i] = PlanDoc{static_cast<uint32_t>(i), m.positions(), m.patches, cost_.document(m.positions(), m.patches)};
   }
-  std::vector<BucketPlan> buckets = distribute_and_pack(docs, pack_);
+  std::vector<BucketPlan> buckets = distribute_and_pack(docs, pack_, cost_);
   MSD_CHECK_EQ(buckets.size(), static_cast<size_t>(job_.tree.data_groups()));
 
   InFlightStep record;

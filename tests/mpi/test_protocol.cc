@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "msd/client.h"
 #include "plan/mix.h"
 #include "source/permutation.h"
