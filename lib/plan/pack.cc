@@ -1,6 +1,8 @@
 #include "plan/pack.h"
 
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <span>
 
 #include "common/error.h"
@@ -13,13 +15,33 @@ struct PlacedPiece {
   uint32_t patches = 0;  // leading image patches inside this piece
 };
 
-// Longest first; ties by doc id, then begin: a total order, so the plan does
-// not depend on the order documents arrive in.
-constexpr auto longer_first = [](const PlacedPiece& a, const PlacedPiece& b) {
-  if (a.piece.length != b.piece.length) return a.piece.length > b.piece.length;
-  if (a.piece.doc != b.piece.doc) return a.piece.doc < b.piece.doc;
-  return a.piece.begin < b.piece.begin;
-};
+// Sorts pieces longest first, ties by doc id, then begin: a total order, so the
+// plan does not depend on the order documents arrive in. An LSD radix sort on
+// the key (seq_len - length, doc), byte by byte, skipping bytes all keys share:
+// several times faster than a comparison sort at 100k pieces a step. It is
+// stable, and cut_into_pieces emits a document's pieces in begin order, so one
+// document's equal-length pieces stay in begin order.
+void sort_longest_first(std::vector<PlacedPiece>& pieces, uint32_t seq_len) {
+  const auto key = [seq_len](const PlacedPiece& p) {
+    return (static_cast<uint64_t>(seq_len - p.piece.length) << 32) | p.piece.doc;
+  };
+  constexpr int kBytes = 8;
+  std::vector<std::array<size_t, 256>> counts(kBytes);
+  for (auto& count : counts) count.fill(0);
+  for (const PlacedPiece& piece : pieces) {
+    const uint64_t k = key(piece);
+    for (int byte = 0; byte < kBytes; ++byte) ++counts[byte][(k >> (8 * byte)) & 0xff];
+  }
+  std::vector<PlacedPiece> buffer(pieces.size());
+  for (int byte = 0; byte < kBytes; ++byte) {
+    auto& count = counts[byte];
+    if (std::any_of(count.begin(), count.end(), [&](size_t c) { return c == pieces.size(); })) continue;
+    size_t offset = 0;
+    for (size_t& c : count) offset += std::exchange(c, offset);
+    for (const PlacedPiece& piece : pieces) buffer[count[(key(piece) >> (8 * byte)) & 0xff]++] = piece;
+    pieces.swap(buffer);
+  }
+}
 
 std::vector<PlacedPiece> cut_into_pieces(const std::vector<PlanDoc>& docs, const PackOptions& options) {
   const uint32_t seq_len = options.seq_len;
@@ -174,7 +196,7 @@ std::vector<BucketPlan> distribute_and_pack(const std::vector<PlanDoc>& docs, co
   MSD_CHECK_LE(1u, options.dp);
   MSD_CHECK_LE(1u, options.micro_batches);
   std::vector<PlacedPiece> pieces = cut_into_pieces(docs, options);
-  std::sort(pieces.begin(), pieces.end(), longer_first);
+  sort_longest_first(pieces, options.seq_len);
   std::vector<size_t> offsets;
   const std::vector<PlacedPiece> grouped = distribute(pieces, options.dp, offsets);
 
