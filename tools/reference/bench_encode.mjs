@@ -1,0 +1,95 @@
+// Reference tokenizer speed for `msd-bench transforms`: times the npm package
+// tiktoken's encode_ordinary (its WASM build of the Rust tokenizer) over the
+// documents of a JSON-lines file, one {"text": ...} object per line.
+//
+// Usage: node tools/reference/bench_encode.mjs --vocab FILE.tiktoken --pattern NAME|REGEX
+//          --input DOCS.jsonl [--seconds S] [--min-passes N]
+//   NAME: cl100k, o200k, gpt2 (= r50k), p50k, as in encode.mjs.
+//
+// Reading and parsing the file is not timed; each pass encodes every document
+// once and is timed whole. Prints one JSON object:
+//   {"bytes": UTF-8 bytes per pass, "documents": N, "passes": P,
+//    "seconds": median pass seconds, "tokens": [count per document],
+//    "digests": [FNV-1a of the ids per document]}
+// The digest folds each 32-bit id into h = (h ^ id) * 16777619 mod 2^32 from
+// 2166136261, so the benchmark can compare ids without printing them all.
+// Packages: tools/reference/install.sh (<repo>/.cache/node), or $MSD_REFERENCE_DIR.
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const referenceDir = process.env.MSD_REFERENCE_DIR || path.join(here, "..", "..", ".cache", "node");
+const require = createRequire(path.join(referenceDir, "package.json"));
+const { Tiktoken } = require("tiktoken/lite");
+
+function parseArgs(argv) {
+  const args = { seconds: "2", "min-passes": "3" };
+  for (let i = 0; i < argv.length; i += 2) {
+    if (!argv[i].startsWith("--") || i + 1 >= argv.length) {
+      throw new Error(`expected --name value pairs, got '${argv[i]}'`);
+    }
+    args[argv[i].slice(2)] = argv[i + 1];
+  }
+  for (const required of ["vocab", "pattern", "input"]) {
+    if (!(required in args)) throw new Error(`missing --${required}`);
+  }
+  return args;
+}
+
+const encoderFiles = { cl100k: "cl100k_base", o200k: "o200k_base", gpt2: "gpt2", r50k: "r50k_base", p50k: "p50k_base" };
+
+function resolvePattern(nameOrRegex) {
+  const encoder = encoderFiles[nameOrRegex.replace(/_base$/, "")];
+  if (encoder === undefined) return nameOrRegex;
+  return require(`tiktoken/encoders/${encoder}.json`).pat_str;
+}
+
+function digest(ids) {
+  let h = 2166136261;
+  for (const id of ids) h = Math.imul(h ^ id, 16777619);
+  return h >>> 0;
+}
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+const args = parseArgs(process.argv.slice(2));
+const encoding = new Tiktoken(readFileSync(args.vocab, "utf8"), {}, resolvePattern(args.pattern));
+const documents = readFileSync(args.input, "utf8")
+  .split("\n")
+  .filter((line) => line.length > 0)
+  .map((line) => JSON.parse(line).text);
+let bytes = 0;
+for (const text of documents) bytes += Buffer.byteLength(text, "utf8");
+
+const minSeconds = Number(args.seconds);
+const minPasses = Math.max(1, Number(args["min-passes"]));
+const passSeconds = [];
+let total = 0;
+let lastIds = [];
+while (passSeconds.length < minPasses || total < minSeconds) {
+  const ids = new Array(documents.length);
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < documents.length; ++i) ids[i] = encoding.encode_ordinary(documents[i]);
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  passSeconds.push(seconds);
+  total += seconds;
+  lastIds = ids;
+}
+encoding.free();
+
+process.stdout.write(
+  JSON.stringify({
+    bytes,
+    documents: documents.length,
+    passes: passSeconds.length,
+    seconds: median(passSeconds),
+    tokens: lastIds.map((ids) => ids.length),
+    digests: lastIds.map(digest),
+  }) + "\n",
+);
