@@ -41,6 +41,10 @@ uint64_t mix(uint64_t h) {
   return h;
 }
 
+size_t two_byte_index(std::string_view key) {
+  return (size_t{static_cast<unsigned char>(key[0])} << 8) | static_cast<unsigned char>(key[1]);
+}
+
 uint64_t hash_bytes(std::string_view key) {
   uint64_t h = 0x9E3779B97F4A7C15ULL * (key.size() + 1);
   const char* p = key.data();
@@ -147,6 +151,9 @@ struct Tokenizer::Impl {
   std::vector<uint32_t> token_length;  // by rank; kNoToken for a gap
   std::vector<Slot> slots;             // open addressing, power-of-two size
   uint64_t slot_mask = 0;
+  // Every merge starts by looking up all adjacent byte pairs: a direct table
+  // for two-byte keys skips hashing for most lookups.
+  std::vector<uint32_t> two_byte_ranks;  // 65536 entries, kNoRank when absent
 
   PreTokenizer splitter;
   const icu::Normalizer2* normalizer;  // null: no normalization; owned by ICU
@@ -176,6 +183,7 @@ void Tokenizer::Impl::insert(std::string_view key, uint32_t rank, const std::str
 }
 
 uint32_t Tokenizer::Impl::rank_of(std::string_view key) const {
+  if (key.size() == 2) return two_byte_ranks[two_byte_index(key)];
   const uint64_t h = hash_bytes(key);
   const auto tag = static_cast<uint32_t>(h >> 32);
   for (uint64_t i = h & slot_mask;; i = (i + 1) & slot_mask) {
@@ -244,6 +252,7 @@ void Tokenizer::Impl::load(const std::string& path) {
   const size_t slot_count = std::bit_ceil(entries.size() * 2);
   slots.assign(slot_count, Slot{});
   slot_mask = slot_count - 1;
+  two_byte_ranks.assign(size_t{1} << 16, kNoRank);
   for (const Entry& entry : entries) {
     if (token_length[entry.rank] != kNoToken) {
       throw IoError(str(path, ":", entry.line, ": rank ", entry.rank, " given twice"));
@@ -251,7 +260,9 @@ void Tokenizer::Impl::load(const std::string& path) {
     if (entry.length == 0) throw IoError(str(path, ":", entry.line, ": a token has no bytes"));
     token_offset[entry.rank] = entry.offset;
     token_length[entry.rank] = entry.length;
-    insert(std::string_view(arena).substr(entry.offset, entry.length), entry.rank, path, entry.line);
+    const std::string_view bytes = std::string_view(arena).substr(entry.offset, entry.length);
+    insert(bytes, entry.rank, path, entry.line);
+    if (bytes.size() == 2) two_byte_ranks[two_byte_index(bytes)] = entry.rank;
   }
   // Byte-level BPE must be able to fall back to single bytes for any input.
   for (int byte = 0; byte < 256; ++byte) {
@@ -425,6 +436,7 @@ int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(impl_->token
 
 uint64_t Tokenizer::state_bytes() const {
   return impl_->arena.capacity() + impl_->slots.capacity() * sizeof(Slot) +
+         impl_->two_byte_ranks.capacity() * sizeof(uint32_t) +
          (impl_->token_offset.capacity() + impl_->token_length.capacity()) * sizeof(uint32_t);
 }
 
