@@ -3,6 +3,7 @@
 #include <turbojpeg.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -21,6 +22,12 @@ constexpr int32_t kWeightHalf = 1 << (kWeightBits - 1);
 // libjpeg decompress struct and its permanent pool (tables, marker reader)
 // come to a few tens of KiB.
 constexpr uint64_t kDecoderHandleBytes = 32 << 10;
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 template <typename T>
 void grow(std::vector<T>& buffer, size_t elements) {
@@ -205,7 +212,8 @@ ImageResizer::ImageResizer(ImageResizer&&) noexcept = default;
 ImageResizer& ImageResizer::operator=(ImageResizer&&) noexcept = default;
 
 void ImageResizer::resize(const uint8_t* src, uint32_t src_width, uint32_t src_height, size_t src_stride_bytes,
-                          uint8_t* dst, uint32_t out_width, uint32_t out_height, uint32_t patch) {
+                          uint8_t* dst, uint32_t out_width, uint32_t out_height, uint32_t patch,
+                          ImageTiming* timing) {
   MSD_CHECK(src_width > 0 && src_height > 0 && out_width > 0 && out_height > 0);
   MSD_CHECK_LE(static_cast<size_t>(src_width) * 3, src_stride_bytes);
   if (patch > 0) {
@@ -227,6 +235,8 @@ void ImageResizer::resize(const uint8_t* src, uint32_t src_width, uint32_t src_h
   // Vertical pass first, one output row at a time: downscaling, it leaves the
   // (scalar) horizontal pass only the output rows, and no intermediate image
   // is kept. An axis that keeps its size is not filtered at all.
+  const Clock::time_point start = timing != nullptr ? Clock::now() : Clock::time_point{};
+  double scatter_seconds = 0;
   for (uint32_t y = 0; y < out_height; ++y) {
     const uint8_t* line = src + static_cast<size_t>(y) * src_stride_bytes;
     if (scale_y) {
@@ -244,7 +254,17 @@ void ImageResizer::resize(const uint8_t* src, uint32_t src_width, uint32_t src_h
       filter_horizontal(line, s.horizontal, s.out_row.data());
       line = s.out_row.data();
     }
-    emit_row(line, y, dst, out_width, patch);
+    if (timing != nullptr) {
+      const Clock::time_point scatter_start = Clock::now();
+      emit_row(line, y, dst, out_width, patch);
+      scatter_seconds += seconds_since(scatter_start);
+    } else {
+      emit_row(line, y, dst, out_width, patch);
+    }
+  }
+  if (timing != nullptr) {
+    timing->resize_seconds += seconds_since(start) - scatter_seconds;
+    timing->patchify_seconds += scatter_seconds;
   }
 }
 
@@ -343,8 +363,9 @@ bool ImageTransform::probe(std::string_view jpeg, uint32_t& width, uint32_t& hei
   return true;
 }
 
-bool ImageTransform::apply(std::string_view jpeg, PatchedImage& out, std::string& error) {
+bool ImageTransform::apply(std::string_view jpeg, PatchedImage& out, std::string& error, ImageTiming* timing) {
   Impl& s = *impl_;
+  const Clock::time_point start = timing != nullptr ? Clock::now() : Clock::time_point{};
   if (jpeg.empty()) {
     error = "empty image (0 bytes)";
     return false;
@@ -407,8 +428,10 @@ bool ImageTransform::apply(std::string_view jpeg, PatchedImage& out, std::string
   out.height = target.height;
   out.patches = (target.width / patch) * (target.height / patch);
   out.pixels.resize(static_cast<size_t>(target.width) * target.height * 3);
+  if (timing != nullptr) timing->decode_seconds += seconds_since(start);
   s.resizer.resize(s.decoded.data(), out.decoded_width, out.decoded_height, static_cast<size_t>(decoded_width) * 3,
-                   out.pixels.data(), target.width, target.height, patch);
+                   out.pixels.data(), target.width, target.height, patch, timing);
+  if (timing != nullptr) ++timing->images;
   return true;
 }
 

@@ -33,6 +33,16 @@ struct PatchedImage {
   std::vector<uint8_t> pixels;
 };
 
+// Where ImageTransform::apply spends its wall time, summed over the calls it
+// is passed to (the benchmark's split). Measuring reads the clock a few times
+// per output row; apply without one reads no clock at all.
+struct ImageTiming {
+  double decode_seconds = 0;    // header, DCT-scaled decode, CMYK conversion
+  double resize_seconds = 0;    // both filter passes
+  double patchify_seconds = 0;  // writing finished rows in patch-major order
+  uint64_t images = 0;          // successful apply calls measured
+};
+
 // Largest patch count an image can have under `options`.
 uint32_t max_patches(const ImageOptions& options);
 
@@ -61,9 +71,11 @@ class ImageResizer {
   // into `dst`, out_width x out_height. patch == 0: `dst` is row-major RGB.
   // patch > 0: `dst` is patch-major as PatchedImage::pixels; REQUIRES the out
   // sizes be multiples of patch. REQUIRES every size >= 1; `dst` holds
-  // out_width*out_height*3 bytes.
+  // out_width*out_height*3 bytes. With `timing`, adds the filtering time to
+  // its resize_seconds and the row scatter to its patchify_seconds.
   void resize(const uint8_t* src, uint32_t src_width, uint32_t src_height, size_t src_stride_bytes,
-              uint8_t* dst, uint32_t out_width, uint32_t out_height, uint32_t patch);
+              uint8_t* dst, uint32_t out_width, uint32_t out_height, uint32_t patch,
+              ImageTiming* timing = nullptr);
 
   uint64_t state_bytes() const;
 
@@ -100,8 +112,8 @@ class ImageTransform {
   // is smaller), so the resize only ever shrinks what the source allows. Returns false and sets `error` (the decoder's message) for
   // data libjpeg-turbo cannot decode, or decodes only with a warning; `out`
   // is then unspecified. Throws Error only when a TurboJPEG handle cannot be
-  // created (out of memory).
-  bool apply(std::string_view jpeg, PatchedImage& out, std::string& error);
+  // created (out of memory). With `timing`, adds where the time went.
+  bool apply(std::string_view jpeg, PatchedImage& out, std::string& error, ImageTiming* timing = nullptr);
 
   // Header only: the stored size. Returns false for data that is not a JPEG.
   bool probe(std::string_view jpeg, uint32_t& width, uint32_t& height, std::string& error);

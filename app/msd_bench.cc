@@ -1,0 +1,121 @@
+// msd-bench: benchmark programs, one subcommand each; the measuring lives in
+// lib/bench/. A subcommand is a function that parses its own options and a
+// line in `subcommands` below.
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "bench/transforms.h"
+#include "common/error.h"
+#include "common/log.h"
+
+namespace po = boost::program_options;
+
+namespace {
+
+// Returns the exit code; `argv[0]` is the subcommand's name.
+int transforms_main(int argc, char** argv) {
+  msd::bench::TransformsBenchOptions options;
+  bool json = false;
+  po::options_description described(
+      "Usage: msd-bench transforms [options]\n\n"
+      "Speed of the loader's CPU work against the reference implementations, measured\n"
+      "in this run on the same inputs, one core each:\n"
+      "  tokenizer  MB/s of UTF-8 text: msd's tokenizer vs the npm package tiktoken under\n"
+      "             Node.js (tools/reference/install.sh installs it; without it the\n"
+      "             reference is reported unavailable), and documents whose ids differ;\n"
+      "  jpeg       source megapixels/s: msd's image transform (decode + resize + patchify)\n"
+      "             vs a plain full-size TurboJPEG decode, with the transform's time split;\n"
+      "             on the dataset's images (or --images) and on large synthetic photos.\n"
+      "Inputs default to a dataset made by msd-datagen (web and books text, image shards,\n"
+      "vocabulary). Rates are medians over passes over all inputs.\n\n"
+      "Options");
+  described.add_options()
+      ("help,h", "print this help and exit")
+      ("data", po::value(&options.data_dir)->default_value(options.data_dir),
+       "dataset directory (msd-datagen --out DIR) giving the default inputs")
+      ("text", po::value(&options.text), "text file instead of the dataset's: plain UTF-8 (a document per line) or .jsonl")
+      ("images", po::value(&options.images), "JPEG files instead of the dataset's images (comma-separated globs)")
+      ("vocab", po::value(&options.vocab), "tiktoken vocabulary (default: DATA/vocab.tiktoken)")
+      ("pattern", po::value(&options.pattern)->default_value(options.pattern),
+       "pre-tokenization pattern: cl100k, o200k, gpt2, r50k, p50k or a regex")
+      ("seconds", po::value(&options.seconds)->default_value(options.seconds), "least measured seconds per rate")
+      ("min-passes", po::value(&options.min_passes)->default_value(options.min_passes), "least passes per rate")
+      ("max-side", po::value(&options.max_side)->default_value(options.max_side), "longest image side after resizing, pixels")
+      ("patch", po::value(&options.patch)->default_value(options.patch), "image patch side, pixels")
+      ("large-photos", po::value(&options.large_photos)->default_value(options.large_photos),
+       "synthetic 6-12 megapixel photos for the large-photo row; 0 leaves it out")
+      ("max-text-mb", po::value<double>()->default_value(static_cast<double>(options.max_text_bytes) / (1 << 20)),
+       "text to tokenize, MiB (whole documents)")
+      ("max-images", po::value(&options.max_images)->default_value(options.max_images), "images to decode, at most")
+      ("reference-dir", po::value(&options.reference_dir), "folder of bench_encode.mjs (default: the source tree's tools/reference)")
+      ("node", po::value(&options.node)->default_value(options.node), "the Node.js executable")
+      ("json", po::bool_switch(&json), "print one JSON object instead of text");
+  po::variables_map values;
+  po::store(po::command_line_parser(argc - 1, argv + 1).options(described).run(), values);
+  po::notify(values);
+  if (values.count("help")) {
+    std::cout << described << '\n';
+    return 0;
+  }
+  const double max_text_mb = values["max-text-mb"].as<double>();
+  if (!(max_text_mb > 0)) throw msd::ConfigError("--max-text-mb must be above 0");
+  options.max_text_bytes = static_cast<uint64_t>(max_text_mb * (1 << 20));
+  if (options.patch == 0 || options.max_side < options.patch)
+    throw msd::ConfigError("--patch must be at least 1 and at most --max-side");
+  const msd::bench::TransformsReport report = msd::bench::run_transforms_bench(options);
+  if (json) {
+    std::cout << msd::bench::transforms_json(report) << '\n';
+  } else {
+    msd::bench::write_transforms_text(report, std::cout);
+  }
+  return 0;
+}
+
+struct Subcommand {
+  const char* name;
+  const char* summary;
+  int (*main)(int argc, char** argv);
+};
+
+constexpr Subcommand subcommands[] = {
+    {"transforms", "tokenizer and JPEG speed against tiktoken and TurboJPEG", transforms_main},
+};
+
+void print_usage(std::ostream& out) {
+  out << "Usage: msd-bench <subcommand> [options]\n"
+         "       msd-bench <subcommand> --help\n\n"
+         "Subcommands:\n";
+  for (const Subcommand& subcommand : subcommands) {
+    out << "  " << subcommand.name << std::string(12 - std::min<size_t>(11, std::strlen(subcommand.name)), ' ')
+        << subcommand.summary << '\n';
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  msd::set_log_prefix("bench");
+  msd::set_log_level(msd::LogLevel::warn);
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    print_usage(std::cout);
+    return argc < 2 ? 2 : 0;
+  }
+  for (const Subcommand& subcommand : subcommands) {
+    if (std::strcmp(argv[1], subcommand.name) != 0) continue;
+    try {
+      return subcommand.main(argc - 1, argv + 1);
+    } catch (const po::error& error) {
+      std::cerr << "msd-bench " << subcommand.name << ": " << error.what() << " (see --help)\n";
+    } catch (const msd::Error& error) {
+      std::cerr << "msd-bench " << subcommand.name << ": " << error.what() << '\n';
+    }
+    return 2;
+  }
+  std::cerr << "msd-bench: unknown subcommand '" << argv[1] << "'\n";
+  print_usage(std::cerr);
+  return 2;
+}
