@@ -48,9 +48,21 @@ namespace msd {
 
 class ClientImpl;
 
+// What a client records about every batch it hands out, for the summary:
+// digests, the wait, and the batch's cost (per micro-batch and its largest
+// document piece) under the configuration's cost model.
+struct ClientLog {
+  std::vector<uint64_t> step_digests;
+  std::vector<double> step_costs;  // per step: micro_batches costs, then the largest piece's cost
+  uint64_t tokens = 0;             // non-padding positions received
+  double wait_seconds = 0.0;
+  std::vector<uint64_t> source_samples;  // per source: documents received (first pieces)
+  std::vector<uint64_t> source_tokens;   // per source: positions received
+};
+
 class Client {
  public:
-  explicit Client(std::unique_ptr<ClientImpl> impl);
+  Client(std::unique_ptr<ClientImpl> impl, const Config& config);
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -58,19 +70,19 @@ class Client {
   // The next step's batch, or nullptr when the job's steps are done.
   const Batch* next();
   uint64_t steps() const;  // job.steps
+  const ClientLog& log() const { return log_; }
 
  private:
   std::unique_ptr<ClientImpl> impl_;
+  const Config& config_;
+  ClientLog log_;
 };
 
 // What a client rank's trainer reports to the summary.
 struct TrainerStats {
   uint64_t steps = 0;
   double compute_seconds = 0.0;  // emulated or real compute
-  double wait_seconds = 0.0;     // time blocked in Client::next()
   double wall_seconds = 0.0;     // first next() to the end of the last step
-  uint64_t tokens = 0;           // non-padding positions received
-  std::vector<uint64_t> step_digests;  // Batch::digest per step
 };
 
 // The job's final numbers, complete on world rank 0 (see docs/summary.md).

@@ -1,6 +1,9 @@
 #include "runtime/client_impl.h"
 
+#include <algorithm>
 #include <chrono>
+
+#include "plan/cost.h"
 
 namespace msd {
 
@@ -16,11 +19,11 @@ class WindowFetcher : public ByteFetcher {
 };
 }  // namespace
 
-ClientImpl::ClientImpl(JobContext& job, int32_t image_token_id) : job_(job) {
+DisaggregatedClient::DisaggregatedClient(JobContext& job, int32_t image_token_id) : job_(job) {
   options_.image_token_id = image_token_id;
 }
 
-const Batch* ClientImpl::next() {
+const Batch* DisaggregatedClient::next() {
   if (next_step_ >= job_.config.job.steps) return nullptr;
   const auto start = std::chrono::steady_clock::now();
   const int planner = job_.layout.planner_rank();
@@ -38,9 +41,35 @@ const Batch* ClientImpl::next() {
   return &batch_;
 }
 
-Client::Client(std::unique_ptr<ClientImpl> impl) : impl_(std::move(impl)) {}
+Client::Client(std::unique_ptr<ClientImpl> impl, const Config& config) : impl_(std::move(impl)), config_(config) {}
 Client::~Client() = default;
-const Batch* Client::next() { return impl_->next(); }
 uint64_t Client::steps() const { return impl_->steps(); }
+
+const Batch* Client::next() {
+  const Batch* batch = impl_->next();
+  if (batch == nullptr) return nullptr;
+  const CostModel cost = CostModel::from(config_.model);
+  double largest = 0.0;
+  log_.step_digests.push_back(batch->digest);
+  log_.wait_seconds += batch->wait_seconds;
+  log_.source_samples.resize(config_.sources.size());
+  log_.source_tokens.resize(config_.sources.size());
+  for (const MicroBatch& mb : batch->micro_batches) {
+    double units = 0.0;
+    for (const DocSpan& doc : mb.docs) {
+      const double c = cost.document(doc.length, doc.patches);
+      units += c;
+      largest = std::max(largest, c);
+      log_.tokens += doc.length;
+      log_.source_tokens.at(doc.source) += doc.length;
+      if (doc.begin == 0) log_.source_samples.at(doc.source)++;
+    }
+    log_.step_costs.push_back(units);
+  }
+  // Plans always hold job.micro_batches micro-batches; keep the layout fixed.
+  for (size_t m = batch->micro_batches.size(); m < config_.job.micro_batches; ++m) log_.step_costs.push_back(0.0);
+  log_.step_costs.push_back(largest);
+  return batch;
+}
 
 }  // namespace msd

@@ -1,6 +1,7 @@
-// The client (data-constructor) role behind msd::Client: receives its data
-// group's plan for each step, builds the batch from loader windows, and
-// acknowledges it so the planner can release the slots.
+// The client (data-constructor) role behind msd::Client. ClientImpl is what
+// both modes implement; DisaggregatedClient receives its data group's plan for
+// each step, builds the batch from loader windows, and acknowledges it so the
+// planner can release the slots (the colocated baseline is in colocated.h).
 #pragma once
 
 #include <cstdint>
@@ -13,10 +14,17 @@ namespace msd {
 
 class ClientImpl {
  public:
+  virtual ~ClientImpl() = default;
+  virtual const Batch* next() = 0;
+  virtual uint64_t steps() const = 0;
+};
+
+class DisaggregatedClient : public ClientImpl {
+ public:
   // image_token_id: the token id placed at image-patch positions.
-  ClientImpl(JobContext& job, int32_t image_token_id);
-  const Batch* next();
-  uint64_t steps() const { return job_.config.job.steps; }
+  DisaggregatedClient(JobContext& job, int32_t image_token_id);
+  const Batch* next() override;
+  uint64_t steps() const override { return job_.config.job.steps; }
   uint64_t bytes_fetched() const { return bytes_fetched_; }
 
  private:

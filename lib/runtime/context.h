@@ -54,13 +54,7 @@ struct PlannerReport {
   uint64_t steps = 0;
   uint64_t tokens = 0;  // non-padding positions over all data groups
   double wall_seconds = 0.0;
-  std::vector<double> mix_target_samples;     // running targets per source
-  std::vector<double> mix_target_share;       // mean scheduled weight per source
-  std::vector<uint64_t> mix_realized_samples;
-  std::vector<uint64_t> mix_realized_tokens;
-  std::vector<uint64_t> bad_samples;          // per BadKind
-  std::vector<uint64_t> source_samples;       // size of each source
-  std::vector<uint64_t> tokens_per_step;
+  std::vector<uint64_t> bad_samples;  // per BadKind
 };
 
 }  // namespace msd

@@ -25,9 +25,6 @@ TrainerStats run_trainer_emulator(Job& job) {
   std::vector<float> gradient(1024, 1.0f), reduced(1024);
   const auto start = Clock::now();
   while (const Batch* batch = client.next()) {
-    stats.wait_seconds += batch->wait_seconds;
-    for (const MicroBatch& mb : batch->micro_batches) stats.tokens += mb.tokens_used();
-    stats.step_digests.push_back(batch->digest);
     const double compute = emulated_compute_seconds(*batch, job.config());
     stats.compute_seconds += compute;
     std::this_thread::sleep_for(std::chrono::duration<double>(compute));

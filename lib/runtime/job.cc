@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "msd/client.h"
 #include "runtime/client_impl.h"
+#include "runtime/colocated.h"
 #include "runtime/context.h"
 #include "runtime/loader.h"
 #include "runtime/planner.h"
@@ -39,7 +40,7 @@ class JobImpl {
   std::unique_ptr<LoaderRole> loader;
   std::unique_ptr<PlannerRole> planner;
   std::unique_ptr<Client> client;
-  ClientImpl* client_impl = nullptr;
+  ColocatedClient* colocated = nullptr;
   Comm clients, dp, tp, cp, pp;
   int client_index = -1;
   RoleStats stats;
@@ -69,15 +70,15 @@ JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(c
   // Every rank checks alone, so a wrong launch fails on every rank at once
   // without any communication that could hang.
   if (size != ctx.layout.world_size()) {
-    throw ConfigError(str("this configuration needs ", ctx.layout.world_size(), " MPI ranks (1 planner + ",
-                          ctx.layout.loaders, " loaders (topology.loaders) + ", ctx.layout.clients,
-                          " clients (dp*pp*cp*tp = ", config.topology.dp, "*", config.topology.pp, "*",
-                          config.topology.cp, "*", config.topology.tp, ")), but the job has ", size,
-                          "; launch with mpirun -n ", ctx.layout.world_size(),
-                          " or use msd-run --print-world-size"));
+    const std::string parts =
+        ctx.layout.colocated
+            ? str(ctx.layout.clients, " clients")
+            : str("1 planner + ", ctx.layout.loaders, " loaders (topology.loaders) + ", ctx.layout.clients, " clients");
+    throw ConfigError(str("this configuration needs ", ctx.layout.world_size(), " MPI ranks (", parts,
+                          "; clients = dp*pp*cp*tp = ", config.topology.dp, "*", config.topology.pp, "*",
+                          config.topology.cp, "*", config.topology.tp, "), but the job has ", size,
+                          "; launch with mpirun -n ", ctx.layout.world_size(), " or use msd-run --print-world-size"));
   }
-  if (ctx.layout.colocated)
-    throw ConfigError("job.mode: 'colocated' (the baseline) is not available in this version; use 'disaggregated'");
   ctx.world = Comm::duplicate(world, "duplicating the world communicator");
   ctx.rank = ctx.world.rank();
   role = ctx.layout.role(ctx.rank);
@@ -105,37 +106,52 @@ JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(c
   cp = axis_comm(Axis::cp);
   pp = axis_comm(Axis::pp);
 
-  const uint64_t window_bytes = role == Role::loader ? config.loader.window_mb << 20 : 0;
-  ctx.windows = Window(ctx.world.get(), window_bytes, "allocating loader windows");
-
-  // Loaders open their sources; everyone agrees whether start-up worked before
-  // any work begins, so a bad source fails the job cleanly on every rank.
+  // Loaders (or, colocated, every client) open their sources; everyone agrees
+  // whether start-up worked before any work begins, so a bad source fails the
+  // job cleanly on every rank.
   std::vector<HelloMessage> hellos;
+  std::string local_error;
   int32_t local[2] = {0, -1};  // failed, vocabulary size
-  if (role == Role::loader) {
-    loader = std::make_unique<LoaderRole>(ctx);
-    send_bytes(ctx.world.get(), ctx.layout.planner_rank(), kTagHello, encode(loader->hello()), "sending hello");
-    local[0] = loader->hello().error.empty() ? 0 : 1;
-    local[1] = loader->vocab_size();
-  } else if (role == Role::planner) {
-    for (int i = 0; i < ctx.layout.loaders; ++i)
-      hellos.push_back(decode_hello(receive(ctx.world.get(), MPI_ANY_SOURCE, kTagHello, "waiting for loader hellos").bytes));
-    for (const auto& hello : hellos) local[0] |= hello.error.empty() ? 0 : 1;
+  if (ctx.layout.colocated) {
+    try {
+      auto impl = std::make_unique<ColocatedClient>(ctx, client_index);
+      colocated = impl.get();
+      stats.state_bytes = impl->state_bytes();
+      local[1] = impl->vocab_size();
+      client = std::make_unique<Client>(std::move(impl), ctx.config);
+    } catch (const std::exception& e) {
+      local_error = e.what();
+      local[0] = 1;
+    }
+  } else {
+    const uint64_t window_bytes = role == Role::loader ? config.loader.window_mb << 20 : 0;
+    ctx.windows = Window(ctx.world.get(), window_bytes, "allocating loader windows");
+    if (role == Role::loader) {
+      loader = std::make_unique<LoaderRole>(ctx);
+      send_bytes(ctx.world.get(), ctx.layout.planner_rank(), kTagHello, encode(loader->hello()), "sending hello");
+      local[0] = loader->hello().error.empty() ? 0 : 1;
+      local[1] = loader->vocab_size();
+    } else if (role == Role::planner) {
+      for (int i = 0; i < ctx.layout.loaders; ++i)
+        hellos.push_back(
+            decode_hello(receive(ctx.world.get(), MPI_ANY_SOURCE, kTagHello, "waiting for loader hellos").bytes));
+      std::set<std::string> errors;
+      for (const auto& hello : hellos)
+        if (!hello.error.empty()) errors.insert(hello.error);
+      for (const auto& e : errors) local_error += (local_error.empty() ? "" : "\n") + e;
+      local[0] = errors.empty() ? 0 : 1;
+    }
   }
   int32_t global[2] = {0, 0};
   MPI_Request request;
   MSD_MPI(MPI_Iallreduce(local, global, 2, MPI_INT32_T, MPI_MAX, ctx.world.get(), &request), "agreeing on start-up");
   wait(request, "agreeing on start-up");
   if (global[0] != 0) {
-    std::string message;
-    if (role == Role::planner) {
-      std::set<std::string> errors;
-      for (const auto& hello : hellos)
-        if (!hello.error.empty()) errors.insert(hello.error);
-      for (const auto& e : errors) message += (message.empty() ? "" : "\n") + e;
-    }
-    throw ConfigError(role == Role::planner ? message : std::string("start-up failed on another rank"));
+    // Rank 0 (the planner, or the first colocated client) has the message.
+    throw ConfigError(ctx.rank == 0 ? local_error : std::string("start-up failed on another rank"));
   }
+  const int32_t token_id =
+      config.image.token_id >= 0 ? static_cast<int32_t>(config.image.token_id) : std::max(global[1], 0);
   if (role == Role::planner) {
     std::vector<SourceInfo> infos;
     std::set<uint32_t> seen;
@@ -144,12 +160,10 @@ JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(c
         if (seen.insert(info.source).second) infos.push_back(info);
     planner = std::make_unique<PlannerRole>(ctx, infos);
   }
-  if (role == Role::client) {
-    const int32_t token_id = config.image.token_id >= 0 ? static_cast<int32_t>(config.image.token_id)
-                                                        : std::max(global[1], 0);
-    auto impl = std::make_unique<ClientImpl>(ctx, token_id);
-    client_impl = impl.get();
-    client = std::make_unique<Client>(std::move(impl));
+  if (colocated) {
+    colocated->start(token_id);
+  } else if (role == Role::client) {
+    client = std::make_unique<Client>(std::make_unique<DisaggregatedClient>(ctx, token_id), ctx.config);
   }
 }
 
@@ -190,17 +204,25 @@ void Job::serve() {
 
 Summary Job::finish(const TrainerStats& trainer) {
   JobImpl& job = *impl_;
+  SummaryInput input;
   if (job.role == Role::client) {
+    const ClientLog& log = job.client->log();
     job.stats.role = static_cast<int32_t>(Role::client);
     job.stats.steps = trainer.steps;
-    job.stats.tokens = trainer.tokens;
-    job.stats.wait_seconds = trainer.wait_seconds;
+    job.stats.tokens = log.tokens;
+    job.stats.wait_seconds = log.wait_seconds;
     job.stats.compute_seconds = trainer.compute_seconds;
     job.stats.wall_seconds = trainer.wall_seconds;
+    input.log = &log;
+    // Colocated: each data group's first rank counts its bad samples (its
+    // peers loaded the same ones).
+    if (job.colocated && job.ctx.tree.group_members(job.ctx.tree.data_group(job.client_index)).front() == job.client_index)
+      input.bad_samples = job.colocated->bad_samples();
   }
+  if (job.role == Role::planner) input.bad_samples = job.report.bad_samples;
   job.stats.peak_rss_bytes = peak_rss_bytes();
-  return gather_summary(job.ctx, job.stats, job.role == Role::client ? trainer.step_digests : std::vector<uint64_t>{},
-                        job.report);
+  input.stats = job.stats;
+  return gather_summary(job.ctx, input);
 }
 
 }  // namespace msd

@@ -33,10 +33,6 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
   pack_.micro_batches = job.config.job.micro_batches;
   pack_.long_docs = job.config.job.long_docs == "truncate" ? LongDocs::truncate : LongDocs::split;
   report_.bad_samples.assign(bad_kind_count, 0);
-  report_.mix_realized_samples.assign(sources_.size(), 0);
-  report_.mix_realized_tokens.assign(sources_.size(), 0);
-  report_.mix_target_share.assign(sources_.size(), 0.0);
-  for (const auto& s : sources_) report_.source_samples.push_back(s.samples);
 }
 
 // Keeps enough load requests outstanding for every step the planner may plan
@@ -111,7 +107,6 @@ bool PlannerRole::try_plan_step() {
         src.bad_in_flight--;
       } else {
         samples.push_back(it->second);
-        report_.mix_realized_samples[s]++;
       }
       src.resolved.erase(it);
     }
@@ -146,7 +141,6 @@ bool PlannerRole::try_plan_step() {
           auto [it, inserted] = local.try_emplace(piece.doc, static_cast<uint32_t>(plan.samples.size()));
           if (inserted) plan.samples.push_back(samples[piece.doc]);
           wire_seq.pieces.push_back({it->second, piece.begin, piece.length});
-          report_.mix_realized_tokens[samples[piece.doc].source] += piece.length;
           record.tokens += piece.length;
         }
         wire_mb.sequences.push_back(std::move(wire_seq));
@@ -157,8 +151,6 @@ bool PlannerRole::try_plan_step() {
     for (int client : job_.tree.group_members(group))
       send_bytes(job_.world.get(), job_.layout.client_rank(client), kTagPlan, bytes, "sending a step plan");
   }
-  const auto weights = mixer_.schedule().weights(step);
-  for (size_t s = 0; s < weights.size(); ++s) report_.mix_target_share[s] += weights[s];
   report_.tokens += record.tokens;
   in_flight_[step] = std::move(record);
   return true;
@@ -177,7 +169,6 @@ void PlannerRole::on_ack(int client_rank, uint64_t step, double wait_seconds) {
     send_bytes(job_.world.get(), loader, kTagRelease, encode_release(offsets), "releasing slots");
   MSD_CHECK_EQ(step, acked_steps_);  // clients consume steps in order
   ++acked_steps_;
-  report_.tokens_per_step.push_back(it->second.tokens);
   report_progress(it->second);
   in_flight_.erase(it);
 }
@@ -229,10 +220,6 @@ PlannerReport PlannerRole::serve() {
 
   report_.steps = acked_steps_;
   report_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  for (size_t s = 0; s < sources_.size(); ++s) {
-    report_.mix_target_samples.push_back(mixer_.target()[s]);
-    report_.mix_target_share[s] /= std::max<uint64_t>(1, next_step_);
-  }
   return report_;
 }
 

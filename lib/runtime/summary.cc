@@ -5,6 +5,7 @@
 
 #include "common/digest.h"
 #include "common/json_writer.h"
+#include "plan/mix.h"
 #include "source/source.h"
 
 namespace msd {
@@ -16,47 +17,128 @@ std::string format_bytes(uint64_t bytes) {
   else std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / double(1ull << 20));
   return buf;
 }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+double max_of(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); }
+
+// Gathers a variable-length array from every rank to rank 0 (Igatherv with
+// backoff). Returns per-rank arrays on rank 0.
+template <typename T>
+std::vector<std::vector<T>> gather_arrays(MPI_Comm comm, int size, bool root, const std::vector<T>& mine,
+                                          MPI_Datatype type, const char* what) {
+  const int count = static_cast<int>(mine.size());
+  std::vector<int> counts(root ? static_cast<size_t>(size) : 0);
+  MPI_Request request;
+  MSD_MPI(MPI_Igather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm, &request), what);
+  wait(request, what);
+  std::vector<int> displs(counts.size(), 0);
+  for (size_t i = 1; i < counts.size(); ++i) displs[i] = displs[i - 1] + counts[i - 1];
+  std::vector<T> flat(root ? static_cast<size_t>(displs.back() + counts.back()) : 0);
+  MSD_MPI(MPI_Igatherv(mine.data(), count, type, flat.data(), counts.data(), displs.data(), type, 0, comm, &request),
+          what);
+  wait(request, what);
+  std::vector<std::vector<T>> out;
+  for (size_t r = 0; r < counts.size(); ++r)
+    out.emplace_back(flat.begin() + displs[r], flat.begin() + displs[r] + counts[r]);
+  return out;
+}
 }  // namespace
 
-Summary gather_summary(JobContext& job, const RoleStats& stats, const std::vector<uint64_t>& step_digests,
-                       const PlannerReport& report) {
+Summary gather_summary(JobContext& job, const SummaryInput& input) {
   const MPI_Comm world = job.world.get();
   const int size = job.world.size();
   const bool root = job.rank == 0;
+  const Config& config = job.config;
+  const size_t sources = config.sources.size();
+  const uint32_t micro = config.job.micro_batches;
+  const bool client = job.layout.role(job.rank) == Role::client;
+  const int client_index = client ? job.layout.client_index(job.rank) : -1;
+  // One rank per data group speaks for it: the group's first member.
+  const bool group_leader =
+      client && job.tree.group_members(job.tree.data_group(client_index)).front() == client_index;
+
   std::vector<RoleStats> all(root ? static_cast<size_t>(size) : 0);
   MPI_Request request;
-  MSD_MPI(MPI_Igather(&stats, sizeof stats, MPI_BYTE, all.data(), sizeof stats, MPI_BYTE, 0, world, &request),
+  MSD_MPI(MPI_Igather(&input.stats, sizeof(RoleStats), MPI_BYTE, all.data(), sizeof(RoleStats), MPI_BYTE, 0, world,
+                      &request),
           "gathering role statistics");
   wait(request, "gathering role statistics");
 
-  const int count = static_cast<int>(step_digests.size());
-  std::vector<int> counts(root ? static_cast<size_t>(size) : 0);
-  MSD_MPI(MPI_Igather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, world, &request), "gathering digest counts");
-  wait(request, "gathering digest counts");
-  std::vector<int> displs(counts.size(), 0);
-  for (size_t i = 1; i < counts.size(); ++i) displs[i] = displs[i - 1] + counts[i - 1];
-  std::vector<uint64_t> digests(root && size > 0 ? static_cast<size_t>(displs.back() + counts.back()) : 0);
-  MSD_MPI(MPI_Igatherv(step_digests.data(), count, MPI_UINT64_T, digests.data(), counts.data(), displs.data(),
-                       MPI_UINT64_T, 0, world, &request),
-          "gathering step digests");
-  wait(request, "gathering step digests");
+  // Realized mix per source (group leaders) and bad samples per kind.
+  std::vector<uint64_t> counters(2 * sources + bad_kind_count, 0), totals(counters.size(), 0);
+  if (group_leader && input.log) {
+    for (size_t s = 0; s < sources && s < input.log->source_samples.size(); ++s) {
+      counters[s] = input.log->source_samples[s];
+      counters[sources + s] = input.log->source_tokens[s];
+    }
+  }
+  for (size_t k = 0; k < input.bad_samples.size() && k < static_cast<size_t>(bad_kind_count); ++k)
+    counters[2 * sources + k] += input.bad_samples[k];
+  MSD_MPI(MPI_Ireduce(counters.data(), totals.data(), static_cast<int>(counters.size()), MPI_UINT64_T, MPI_SUM, 0,
+                      world, &request),
+          "summing the realized mix");
+  wait(request, "summing the realized mix");
+
+  const std::vector<uint64_t> no_digests;
+  const std::vector<double> no_costs;
+  auto digests = gather_arrays(world, size, root, input.log ? input.log->step_digests : no_digests, MPI_UINT64_T,
+                               "gathering step digests");
+  auto costs = gather_arrays(world, size, root, group_leader && input.log ? input.log->step_costs : no_costs,
+                             MPI_DOUBLE, "gathering step costs");
   if (!root) return {};
 
-  const Config& config = job.config;
   // Per step, the clients' digests in client order; the batch digest over all.
-  const uint64_t steps = report.steps;
+  uint64_t steps = config.job.steps;
+  for (int c = 0; c < job.layout.clients; ++c)
+    steps = std::min<uint64_t>(steps, digests[static_cast<size_t>(job.layout.client_rank(c))].size());
   std::vector<uint64_t> per_step(steps, 0);
   Digest batch_digest;
   for (uint64_t t = 0; t < steps; ++t) {
     Digest d;
     d.update_u64(t);
-    for (int c = 0; c < job.layout.clients; ++c) {
-      const int rank = job.layout.client_rank(c);
-      MSD_CHECK_LT(t, static_cast<uint64_t>(counts[static_cast<size_t>(rank)]));
-      d.update_u64(digests[static_cast<size_t>(displs[static_cast<size_t>(rank)]) + t]);
-    }
+    for (int c = 0; c < job.layout.clients; ++c) d.update_u64(digests[static_cast<size_t>(job.layout.client_rank(c))][t]);
     per_step[t] = d.value();
     batch_digest.update_u64(per_step[t]);
+  }
+
+  // Balance: per step, each DP rank's cost (sum over its micro-batches) and
+  // each micro-batch index's cost, max over mean across DP ranks.
+  std::vector<double> dp_ratio, mb_ratio, bound_ratio;
+  const size_t stride = micro + 1;
+  for (uint64_t t = 0; t < steps; ++t) {
+    std::vector<double> rank_cost;
+    std::vector<std::vector<double>> mb_cost(micro);
+    double largest = 0.0;
+    for (int g = 0; g < job.tree.data_groups(); ++g) {
+      const int leader = job.tree.group_members(g).front();
+      const auto& v = costs[static_cast<size_t>(job.layout.client_rank(leader))];
+      if (v.size() < (t + 1) * stride) continue;
+      double sum = 0.0;
+      for (uint32_t m = 0; m < micro; ++m) {
+        sum += v[t * stride + m];
+        mb_cost[m].push_back(v[t * stride + m]);
+      }
+      largest = std::max(largest, v[t * stride + micro]);
+      rank_cost.push_back(sum);
+    }
+    if (rank_cost.empty()) continue;
+    double mean = 0.0;
+    for (double c : rank_cost) mean += c;
+    mean /= static_cast<double>(rank_cost.size());
+    if (mean <= 0) continue;
+    dp_ratio.push_back(max_of(rank_cost) / mean);
+    bound_ratio.push_back(std::max(largest, mean) / mean);
+    for (const auto& per_mb : mb_cost) {
+      double m_mean = 0.0;
+      for (double c : per_mb) m_mean += c;
+      m_mean /= static_cast<double>(per_mb.size());
+      if (m_mean > 0) mb_ratio.push_back(max_of(per_mb) / m_mean);
+    }
   }
 
   double client_wall = 0, wait_sum = 0, wait_max = 0, compute_sum = 0, transform = 0;
@@ -82,17 +164,28 @@ Summary gather_summary(JobContext& job, const RoleStats& stats, const std::vecto
         wait_sum += s.wait_seconds;
         wait_max = std::max(wait_max, s.wait_seconds);
         compute_sum += s.compute_seconds;
+        state_bytes += s.state_bytes;
         break;
     }
   }
-  const double tokens_per_s = client_wall > 0 ? report.tokens / client_wall : 0.0;
+  uint64_t tokens = 0, realized_total = 0, bad_total = 0;
+  for (size_t s = 0; s < sources; ++s) {
+    realized_total += totals[s];
+    tokens += totals[sources + s];
+  }
+  for (int k = 1; k < bad_kind_count; ++k) bad_total += totals[2 * sources + static_cast<size_t>(k)];
+  const double tokens_per_s = client_wall > 0 ? tokens / client_wall : 0.0;
   const double wait_mean = clients ? wait_sum / clients : 0.0;
-  uint64_t bad_total = 0;
-  for (uint64_t b : report.bad_samples) bad_total += b;
-  uint64_t realized_total = 0, realized_tokens_total = 0;
-  for (size_t s = 0; s < config.sources.size(); ++s) {
-    realized_total += report.mix_realized_samples[s];
-    realized_tokens_total += report.mix_realized_tokens[s];
+
+  // The target mix: the schedule's running targets over the steps run.
+  std::vector<std::vector<WeightPoint>> curves;
+  for (const auto& s : config.sources) curves.push_back(s.weight);
+  Mixer mixer(Schedule(config.schedule, curves), config.job.global_batch);
+  std::vector<double> share(sources, 0.0);
+  for (uint64_t t = 0; t < steps; ++t) {
+    const auto w = mixer.schedule().weights(t);
+    for (size_t s = 0; s < sources; ++s) share[s] += w[s] / static_cast<double>(steps);
+    mixer.next();
   }
 
   JsonWriter w;
@@ -104,11 +197,11 @@ Summary gather_summary(JobContext& job, const RoleStats& stats, const std::vecto
       .value("pp", config.topology.pp)
       .value("cp", config.topology.cp)
       .value("tp", config.topology.tp)
-      .value("loaders", config.topology.loaders)
+      .value("loaders", job.layout.colocated ? 0 : config.topology.loaders)
       .end_object();
   w.value("steps", steps);
   w.value("first_step", uint64_t{0});
-  w.value("tokens", report.tokens);
+  w.value("tokens", tokens);
   w.value("wall_s", client_wall);
   w.value("tokens_per_s", tokens_per_s);
   w.value("data_wait_s", wait_mean);
@@ -118,24 +211,25 @@ Summary gather_summary(JobContext& job, const RoleStats& stats, const std::vecto
   w.begin_array("step_digests");
   for (uint64_t d : per_step) w.value("", hex64(d));
   w.end_array();
+  w.begin_object("dp_max_over_mean").value("median", median(dp_ratio)).value("max", max_of(dp_ratio)).end_object();
+  w.begin_object("microbatch_max_over_mean").value("median", median(mb_ratio)).value("max", max_of(mb_ratio)).end_object();
+  w.begin_object("lower_bound").value("median", median(bound_ratio)).value("max", max_of(bound_ratio)).end_object();
   w.begin_object("mix_target");
-  for (size_t s = 0; s < config.sources.size(); ++s)
-    w.begin_object(config.sources[s].name)
-        .value("share", report.mix_target_share[s])
-        .value("samples", report.mix_target_samples[s])
-        .end_object();
+  for (size_t s = 0; s < sources; ++s)
+    w.begin_object(config.sources[s].name).value("share", share[s]).value("samples", mixer.target()[s]).end_object();
   w.end_object();
   w.begin_object("mix_realized");
-  for (size_t s = 0; s < config.sources.size(); ++s)
+  for (size_t s = 0; s < sources; ++s)
     w.begin_object(config.sources[s].name)
-        .value("share", realized_total ? double(report.mix_realized_samples[s]) / realized_total : 0.0)
-        .value("samples", report.mix_realized_samples[s])
-        .value("tokens", report.mix_realized_tokens[s])
-        .value("token_share", realized_tokens_total ? double(report.mix_realized_tokens[s]) / realized_tokens_total : 0.0)
+        .value("share", realized_total ? double(totals[s]) / realized_total : 0.0)
+        .value("samples", totals[s])
+        .value("tokens", totals[sources + s])
+        .value("token_share", tokens ? double(totals[sources + s]) / tokens : 0.0)
         .end_object();
   w.end_object();
   w.begin_object("bad_samples");
-  for (int k = 1; k < bad_kind_count; ++k) w.value(bad_kind_name(static_cast<BadKind>(k)), report.bad_samples[static_cast<size_t>(k)]);
+  for (int k = 1; k < bad_kind_count; ++k)
+    w.value(bad_kind_name(static_cast<BadKind>(k)), totals[2 * sources + static_cast<size_t>(k)]);
   w.value("total", bad_total);
   w.end_object();
   w.begin_object("memory_peak_bytes")
@@ -155,39 +249,50 @@ Summary gather_summary(JobContext& job, const RoleStats& stats, const std::vecto
 
   std::string text;
   char line[512];
-  std::snprintf(line, sizeof line,
-                "msd-run summary (%s, %d ranks: 1 planner, %d loaders, %d clients = dp %d x pp %d x cp %d x tp %d)\n",
-                config.job.mode.c_str(), job.layout.world_size(), config.topology.loaders, job.layout.clients,
-                config.topology.dp, config.topology.pp, config.topology.cp, config.topology.tp);
+  if (job.layout.colocated)
+    std::snprintf(line, sizeof line, "msd-run summary (colocated, %d ranks = dp %d x pp %d x cp %d x tp %d clients)\n",
+                  job.layout.world_size(), config.topology.dp, config.topology.pp, config.topology.cp,
+                  config.topology.tp);
+  else
+    std::snprintf(line, sizeof line,
+                  "msd-run summary (%s, %d ranks: 1 planner, %d loaders, %d clients = dp %d x pp %d x cp %d x tp %d)\n",
+                  config.job.mode.c_str(), job.layout.world_size(), config.topology.loaders, job.layout.clients,
+                  config.topology.dp, config.topology.pp, config.topology.cp, config.topology.tp);
   text += line;
   std::snprintf(line, sizeof line, "  steps %llu, tokens %llu in %.2f s: %.0f tokens/s\n",
-                static_cast<unsigned long long>(steps), static_cast<unsigned long long>(report.tokens), client_wall,
+                static_cast<unsigned long long>(steps), static_cast<unsigned long long>(tokens), client_wall,
                 tokens_per_s);
   text += line;
   std::snprintf(line, sizeof line, "  data wait per client: mean %.3f s, max %.3f s (%.1f%% of wall)\n", wait_mean,
                 wait_max, client_wall > 0 ? 100.0 * wait_mean / client_wall : 0.0);
   text += line;
+  std::snprintf(line, sizeof line,
+                "  balance, max/mean cost over DP ranks per step: median %.3f, worst %.3f (lower bound median %.3f)\n",
+                median(dp_ratio), max_of(dp_ratio), median(bound_ratio));
+  text += line;
   text += "  mix (samples: target share -> realized share; tokens):\n";
-  for (size_t s = 0; s < config.sources.size(); ++s) {
+  for (size_t s = 0; s < sources; ++s) {
     std::snprintf(line, sizeof line, "    %-12s %6.3f -> %6.3f  (%llu samples, %llu tokens)\n",
-                  config.sources[s].name.c_str(), report.mix_target_share[s],
-                  realized_total ? double(report.mix_realized_samples[s]) / realized_total : 0.0,
-                  static_cast<unsigned long long>(report.mix_realized_samples[s]),
-                  static_cast<unsigned long long>(report.mix_realized_tokens[s]));
+                  config.sources[s].name.c_str(), share[s], realized_total ? double(totals[s]) / realized_total : 0.0,
+                  static_cast<unsigned long long>(totals[s]), static_cast<unsigned long long>(totals[sources + s]));
     text += line;
   }
   text += "  bad samples replaced: " + std::to_string(bad_total);
   if (bad_total) {
     std::string parts;
     for (int k = 1; k < bad_kind_count; ++k)
-      if (report.bad_samples[static_cast<size_t>(k)])
+      if (totals[2 * sources + static_cast<size_t>(k)])
         parts += (parts.empty() ? "" : ", ") + std::string(bad_kind_name(static_cast<BadKind>(k))) + " " +
-                 std::to_string(report.bad_samples[static_cast<size_t>(k)]);
+                 std::to_string(totals[2 * sources + static_cast<size_t>(k)]);
     text += " (" + parts + ")";
   }
   text += "\n";
-  text += "  peak memory: planner " + format_bytes(mem_planner) + ", loader " + format_bytes(mem_loader_max) +
-          " (max), client " + format_bytes(mem_client_max) + " (max)\n";
+  if (job.layout.colocated)
+    text += "  peak memory: client " + format_bytes(mem_client_max) + " (max), " + format_bytes(mem_client_total) +
+            " (all clients)\n";
+  else
+    text += "  peak memory: planner " + format_bytes(mem_planner) + ", loader " + format_bytes(mem_loader_max) +
+            " (max), client " + format_bytes(mem_client_max) + " (max)\n";
   text += "  batch digest " + hex64(batch_digest.value()) + "\n";
   return {w.str(), text};
 }

@@ -1,5 +1,8 @@
 // The job's final summary (docs/summary.md): per-role numbers gathered to
-// world rank 0 and written as JSON and as text.
+// world rank 0 and written as JSON and as text. The same code serves both
+// modes: batch contents, costs and the realized mix come from the clients'
+// logs; bad-sample counts from whoever loaded (the planner's tally, or each
+// colocated data group's first rank).
 #pragma once
 
 #include <vector>
@@ -9,10 +12,14 @@
 
 namespace msd {
 
-// Collective over the world. `step_digests` are a client's Batch::digest per
-// step (empty on other ranks); `report` matters on the planner only. The
-// returned Summary is complete on world rank 0 and empty elsewhere.
-Summary gather_summary(JobContext& job, const RoleStats& stats, const std::vector<uint64_t>& step_digests,
-                       const PlannerReport& report);
+struct SummaryInput {
+  RoleStats stats;
+  const ClientLog* log = nullptr;     // client ranks
+  std::vector<uint64_t> bad_samples;  // per BadKind, from the ranks that count them (else empty)
+};
+
+// Collective over the world. The returned Summary is complete on world rank 0
+// and empty elsewhere.
+Summary gather_summary(JobContext& job, const SummaryInput& input);
 
 }  // namespace msd

@@ -202,7 +202,6 @@ int main(int argc, char** argv) {
         digests.push_back(batch->digest);
         for (const MicroBatch& mb : batch->micro_batches)
           for (const DocSpan& d : mb.docs) spans.push_back({batch->step, d.source, d.index, d.begin, d.length});
-        trainer.step_digests.push_back(batch->digest);
         ++trainer.steps;
       }
       if (digests.size() != config.job.steps) fail("client got ", digests.size(), " steps, expected ", config.job.steps);

@@ -1,0 +1,189 @@
+#include "runtime/colocated.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "common/digest.h"
+#include "common/log.h"
+#include "plan/baseline.h"
+#include "source/permutation.h"
+#include "transport/slot.h"
+
+namespace msd {
+
+namespace {
+Schedule schedule_of(const Config& config) {
+  std::vector<std::vector<WeightPoint>> curves;
+  for (const auto& source : config.sources) curves.push_back(source.weight);
+  return Schedule(config.schedule, std::move(curves));
+}
+
+uint32_t local_batch(const Config& config, int data_group) {
+  const uint32_t dp = static_cast<uint32_t>(config.topology.dp);
+  return config.job.global_batch / dp + (static_cast<uint32_t>(data_group) < config.job.global_batch % dp ? 1 : 0);
+}
+
+// Reads from the rank's own memory, laid out like a loader window.
+class ArenaFetcher : public ByteFetcher {
+ public:
+  explicit ArenaFetcher(const std::vector<uint8_t>& arena) : arena_(arena) {}
+  void get(int, uint64_t offset, void* out, uint64_t bytes) override {
+    MSD_CHECK_LE(offset + bytes, arena_.size());
+    std::memcpy(out, arena_.data() + offset, bytes);
+  }
+  void complete() override {}
+
+ private:
+  const std::vector<uint8_t>& arena_;
+};
+}  // namespace
+
+ColocatedClient::ColocatedClient(JobContext& job, int client_index)
+    : job_(job),
+      data_group_(job.tree.data_group(client_index)),
+      mixer_(schedule_of(job.config), local_batch(job.config, job.tree.data_group(client_index))) {
+  const Config& config = job.config;
+  SourceOptions options;
+  options.cache_dir = config.loader.cache_dir;
+  bool text = false;
+  for (const auto& source : config.sources) {
+    sources_.push_back(open_source(source, options));
+    state_bytes_ += sources_.back()->state_bytes();
+    text = text || source.format != "indexed";
+  }
+  if (text) {
+    tokenizer_ = std::make_unique<Tokenizer>(config.tokenizer.vocab,
+                                             TokenizerOptions{config.tokenizer.pattern, config.tokenizer.normalize});
+    state_bytes_ += tokenizer_->state_bytes();
+  }
+  transform_ = std::make_unique<SampleTransform>(tokenizer_.get(), ImageOptions{config.image.max_side, config.image.patch});
+  shard_cursor_.assign(sources_.size(), 0);
+  bad_.assign(bad_kind_count, 0);
+}
+
+ColocatedClient::~ColocatedClient() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  room_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+void ColocatedClient::start(int32_t image_token_id) {
+  options_.image_token_id = image_token_id;
+  worker_ = std::thread([this] { prefetch_loop(); });
+}
+
+ColocatedClient::Prepared ColocatedClient::prepare(uint64_t step) {
+  const Config& config = job_.config;
+  const uint64_t dp = static_cast<uint64_t>(config.topology.dp);
+  const uint32_t patch_bytes = config.image.patch * config.image.patch * 3;
+  Prepared out;
+  out.plan.step = step;
+  out.plan.seq_len = config.job.seq_len;
+  const std::vector<uint32_t> quota = mixer_.next();
+  TransformedSample sample;
+  for (uint32_t s = 0; s < quota.size(); ++s) {
+    Source& source = *sources_[s];
+    uint64_t failures_in_a_row = 0;
+    for (uint32_t taken = 0; taken < quota[s];) {
+      // This rank's shard of the source's stream: every dp-th position.
+      const uint64_t cursor = shard_cursor_[s]++ * dp + static_cast<uint64_t>(data_group_);
+      const StreamPosition pos = stream_position(config.job.seed, s, source.size(), cursor);
+      RawSample raw;
+      source.read(pos.index, raw);
+      std::string reason = raw.reason;
+      BadKind bad = raw.bad != BadKind::none ? raw.bad : transform_->apply(raw, sample, reason);
+      if (bad != BadKind::none) {
+        bad_[static_cast<size_t>(bad)]++;
+        log_warn("bad sample in source '", config.sources[s].name, "': ", raw.where.file, " offset ",
+                 raw.where.offset, " (sample ", pos.index, "): ", bad_kind_name(bad), ": ", reason);
+        if (++failures_in_a_row >= 2 * source.size())
+          throw IoError(str("source '", config.sources[s].name, "': none of its samples can be loaded"));
+        continue;
+      }
+      failures_in_a_row = 0;
+      SampleMeta meta;
+      meta.source = s;
+      meta.cursor = cursor;
+      meta.index = pos.index;
+      meta.loader_rank = 0;
+      meta.text_tokens = static_cast<uint32_t>(sample.tokens.size());
+      meta.patches = sample.image.patches;
+      meta.patch_bytes = meta.patches > 0 ? patch_bytes : 0;
+      const uint64_t bytes = SlotLayout::bytes(meta.text_tokens, meta.patches, patch_bytes);
+      meta.slot_offset = (out.arena.size() + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
+      meta.slot_bytes = static_cast<uint32_t>(bytes);
+      out.arena.resize(meta.slot_offset + bytes);
+      uint8_t* slot = out.arena.data() + meta.slot_offset;
+      std::memcpy(slot + SlotLayout::tokens_offset(), sample.tokens.data(), sample.tokens.size() * sizeof(int32_t));
+      if (meta.patches > 0)
+        std::memcpy(slot + SlotLayout::patches_offset(meta.text_tokens), sample.image.pixels.data(),
+                    sample.image.pixels.size());
+      out.plan.samples.push_back(meta);
+      ++taken;
+    }
+  }
+  // Arrival order: the sources' samples interleaved as a shuffled data
+  // loader delivers them (seeded: the baseline is deterministic too).
+  auto& samples = out.plan.samples;
+  uint64_t rng = mix64(config.job.seed ^ mix64(step * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(data_group_)));
+  for (size_t i = samples.size(); i > 1; --i) {
+    rng = mix64(rng + 0x9e3779b97f4a7c15ULL);
+    std::swap(samples[i - 1], samples[rng % i]);
+  }
+  std::vector<PlanDoc> docs;
+  for (uint32_t i = 0; i < samples.size(); ++i)
+    docs.push_back({i, samples[i].positions(), samples[i].patches, 0.0});
+  const LongDocs long_docs = config.job.long_docs == "truncate" ? LongDocs::truncate : LongDocs::split;
+  for (const MicroBatchPlan& mb : baseline_micro_batches(docs, config.job.micro_batches, config.job.seq_len, long_docs)) {
+    MicroBatchWire wire;
+    for (const PackedSequence& seq : mb.sequences) {
+      SequencePlan wire_seq;
+      for (const Piece& p : seq.pieces) wire_seq.pieces.push_back({p.doc, p.begin, p.length});
+      wire.sequences.push_back(std::move(wire_seq));
+    }
+    out.plan.micro_batches.push_back(std::move(wire));
+  }
+  return out;
+}
+
+void ColocatedClient::prefetch_loop() {
+  const uint32_t depth = std::max<uint32_t>(1, job_.config.job.prefetch_steps);
+  try {
+    for (uint64_t step = 0; step < job_.config.job.steps; ++step) {
+      Prepared prepared = prepare(step);
+      std::unique_lock lock(mutex_);
+      room_.wait(lock, [&] { return stopping_ || queue_.size() < depth; });
+      if (stopping_) return;
+      queue_.push_back(std::move(prepared));
+      ready_.notify_one();
+    }
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    error_ = std::current_exception();
+    ready_.notify_one();
+  }
+}
+
+const Batch* ColocatedClient::next() {
+  if (next_step_ >= job_.config.job.steps) return nullptr;
+  const auto start = std::chrono::steady_clock::now();
+  Prepared prepared;
+  {
+    std::unique_lock lock(mutex_);
+    ready_.wait(lock, [&] { return !queue_.empty() || error_; });
+    if (queue_.empty() && error_) std::rethrow_exception(error_);
+    prepared = std::move(queue_.front());
+    queue_.pop_front();
+  }
+  room_.notify_one();
+  ArenaFetcher fetcher(prepared.arena);
+  build_batch(prepared.plan, fetcher, options_, batch_);
+  batch_.wait_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ++next_step_;
+  return &batch_;
+}
+
+}  // namespace msd

@@ -1,0 +1,65 @@
+// The colocated baseline (DESIGN.md "Baseline mode"), run by the same binary
+// for side-by-side measurement: no planner and no loader ranks. Every client
+// opens every source, takes its DP shard of each source's stream, transforms
+// in-process (on a prefetch thread, as data-loader workers do), fills
+// micro-batches by sample count with the same mixing weights, and packs them
+// next-fit in arrival order. TP/CP/PP peers load the same data redundantly.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "plan/mix.h"
+#include "runtime/client_impl.h"
+#include "source/source.h"
+#include "transform/transform.h"
+
+namespace msd {
+
+class ColocatedClient : public ClientImpl {
+ public:
+  // Opens every source; throws ConfigError/IoError like a loader would.
+  ColocatedClient(JobContext& job, int client_index);
+  ~ColocatedClient() override;
+
+  const Batch* next() override;
+  uint64_t steps() const override { return job_.config.job.steps; }
+  int32_t vocab_size() const { return tokenizer_ ? tokenizer_->vocab_size() : -1; }
+  void start(int32_t image_token_id);  // starts the prefetch thread
+  uint64_t state_bytes() const { return state_bytes_; }
+  const std::vector<uint64_t>& bad_samples() const { return bad_; }
+
+ private:
+  struct Prepared {
+    StepPlan plan;
+    std::vector<uint8_t> arena;  // slots, laid out as in a loader window
+  };
+  Prepared prepare(uint64_t step);
+  void prefetch_loop();
+
+  JobContext& job_;
+  int data_group_;
+  std::vector<std::unique_ptr<Source>> sources_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<SampleTransform> transform_;
+  Mixer mixer_;
+  std::vector<uint64_t> shard_cursor_;  // per source: next position in this rank's shard
+  std::vector<uint64_t> bad_;           // per BadKind
+  uint64_t state_bytes_ = 0;
+  BuildOptions options_;
+  Batch batch_;
+  uint64_t next_step_ = 0;
+
+  std::mutex mutex_;
+  std::condition_variable ready_, room_;
+  std::deque<Prepared> queue_;
+  std::exception_ptr error_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace msd
