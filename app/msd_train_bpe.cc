@@ -97,7 +97,10 @@ int main(int argc, char** argv) {
       }
       msd::log_info("msd-train-bpe: read ", path, " (", bytes >> 20, " MiB so far)");
     }
-    if (skipped > 0) msd::log_warn("msd-train-bpe: skipped ", skipped, " records without a string '", text_field, "'");
+    if (skipped > 0) {
+      msd::log_warn("msd-train-bpe: skipped ", skipped, " JSON lines records (not a JSON object with a string '",
+                    text_field, "', or not valid UTF-8)");
+    }
     const uint32_t tokens = msd::train_bpe(documents, options, out_path);
     msd::log_info("msd-train-bpe: wrote ", tokens, " tokens to ", out_path);
     if (tokens < options.vocab_size) {

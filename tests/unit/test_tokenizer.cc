@@ -172,6 +172,24 @@ TEST_CASE("decode inverts encode on random valid UTF-8", "[tokenizer]") {
   }
 }
 
+TEST_CASE("invalid UTF-8 still encodes every byte", "[tokenizer]") {
+  // Outside the contract, but a caller's mistake must not crash or lose bytes.
+  std::mt19937 rng(7);
+  msd::Tokenizer tokenizer(kSmallVocab, {.pattern = "o200k"});
+  constexpr std::string_view kPieces[] = {"a", "b", " ", "\xC3\xA9", "\xF0\x9F\x98\x80", "'", "\r", "\n", "1"};
+  for (int i = 0; i < 3000; ++i) {
+    std::string text;
+    for (uint32_t k = rng() % 30; k > 0; --k) {
+      if (rng() % 4 == 0) {
+        text += static_cast<char>(rng() % 256);
+      } else {
+        text += kPieces[rng() % std::size(kPieces)];
+      }
+    }
+    REQUIRE(tokenizer.decode(tokenizer.encode(text)) == text);
+  }
+}
+
 TEST_CASE("pieces long and short merge lowest rank first, leftmost on ties", "[tokenizer]") {
   // With "zz" (256) and "zzzz" (257), a run of n 'z' pairs up from the left,
   // then the pairs pair up from the left: n/4 x "zzzz", then "zz" if n%4 >= 2,
@@ -204,6 +222,7 @@ TEST_CASE("named patterns resolve to tiktoken's regexes", "[tokenizer]") {
   CHECK(msd::resolve_pattern("o200k").find("[\\r\\n/]*") != std::string::npos);
   CHECK(msd::resolve_pattern("gpt2") == msd::resolve_pattern("r50k"));
   CHECK(msd::resolve_pattern("p50k") == msd::resolve_pattern("r50k"));
+  CHECK(msd::resolve_pattern("cl100k_base") == msd::resolve_pattern("cl100k"));
   CHECK(msd::resolve_pattern("\\S+") == "\\S+");
   // A custom regex: whitespace-separated words, spaces dropped.
   msd::Tokenizer words(kSmallVocab, {.pattern = "\\S+"});
@@ -216,6 +235,9 @@ TEST_CASE("bad options and vocabularies fail with a clear error", "[tokenizer]")
                     Catch::Contains("tokenizer.pattern") && Catch::Contains("(unclosed"));
   CHECK_THROWS_AS(msd::Tokenizer(kSmallVocab, {.pattern = "(unclosed"}), msd::ConfigError);
   CHECK_THROWS_AS(msd::Tokenizer(kSmallVocab, {.pattern = ""}), msd::ConfigError);
+  CHECK_THROWS_WITH(msd::Tokenizer(kSmallVocab, {.pattern = "cl100K"}),
+                    Catch::Contains("tokenizer.pattern") && Catch::Contains("not a known name"));
+  CHECK_THROWS_AS(msd::resolve_pattern("o200"), msd::ConfigError);
   CHECK_THROWS_AS(msd::Tokenizer(kSmallVocab, {.normalize = "nfx"}), msd::ConfigError);
   CHECK_THROWS_WITH(msd::Tokenizer(kSmallVocab, {.normalize = "nfx"}), Catch::Contains("tokenizer.normalize"));
   CHECK_THROWS_AS(msd::Tokenizer(temp_path("does_not_exist"), {}), msd::IoError);

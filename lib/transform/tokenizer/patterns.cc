@@ -6,7 +6,9 @@
 // and (?i:...) folds the same letters ('ſ' matches 's' in both).
 #include <unicode/utext.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <utility>
 
 #include "common/error.h"
@@ -33,14 +35,16 @@ constexpr std::string_view kO200k =
 constexpr std::string_view kGpt2 =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
-constexpr std::array<NamedPattern, 7> kNamedPatterns = {{
+constexpr std::array<NamedPattern, 9> kNamedPatterns = {{
     {"cl100k", kCl100k},
     {"cl100k_base", kCl100k},
     {"o200k", kO200k},
     {"o200k_base", kO200k},
     {"gpt2", kGpt2},
     {"r50k", kGpt2},
+    {"r50k_base", kGpt2},
     {"p50k", kGpt2},
+    {"p50k_base", kGpt2},
 }};
 
 }  // namespace
@@ -49,19 +53,39 @@ std::string resolve_pattern(const std::string& name_or_regex) {
   for (const auto& named : kNamedPatterns) {
     if (named.name == name_or_regex) return std::string(named.regex);
   }
+  // A regex of only word characters matches just that literal text, and
+  // tiktoken drops what no match covers: almost surely a mistyped name.
+  const bool looks_like_name =
+      !name_or_regex.empty() && std::all_of(name_or_regex.begin(), name_or_regex.end(), [](unsigned char c) {
+        return std::isalnum(c) != 0 || c == '_';
+      });
+  if (looks_like_name) {
+    throw ConfigError(str("pattern '", name_or_regex, "' is not a known name (cl100k, o200k, gpt2, r50k, p50k)"));
+  }
+  if (name_or_regex.empty()) throw ConfigError("the pre-tokenization pattern is empty");
   return name_or_regex;
 }
 
+namespace {
+
+std::string resolve_for(const std::string& name_or_regex, const std::string& option) {
+  try {
+    return resolve_pattern(name_or_regex);
+  } catch (const ConfigError& e) {
+    throw ConfigError(str(option, ": ", e.what()));
+  }
+}
+
+}  // namespace
+
 PreTokenizer::PreTokenizer(const std::string& name_or_regex, const std::string& option)
-    : regex_(resolve_pattern(name_or_regex)) {
-  if (regex_.empty()) throw ConfigError(str(option, ": the pre-tokenization pattern is empty"));
+    : regex_(resolve_for(name_or_regex, option)) {
   UErrorCode status = U_ZERO_ERROR;
   UParseError parse_error{};
   pattern_.reset(icu::RegexPattern::compile(icu::UnicodeString::fromUTF8(regex_), 0, parse_error, status));
   if (U_FAILURE(status)) {
-    throw ConfigError(str(option, ": pattern '", name_or_regex, "' is neither a known name (cl100k, o200k, gpt2, r50k, ",
-                          "p50k) nor a regex ICU compiles: ", u_errorName(status), " at offset ",
-                          parse_error.offset));
+    throw ConfigError(str(option, ": pattern '", name_or_regex, "' is not a regex ICU compiles: ",
+                          u_errorName(status), " at offset ", parse_error.offset));
   }
   matcher_.reset(pattern_->matcher(status));
   if (U_FAILURE(status)) throw ConfigError(str(option, ": cannot build a matcher: ", u_errorName(status)));

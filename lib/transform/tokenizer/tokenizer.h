@@ -1,8 +1,12 @@
 // Byte-level BPE over the tiktoken vocabulary format: one line per token,
 // "<base64 bytes> <rank>". Encoding follows tiktoken's encode_ordinary: the
-// text is split by the pre-tokenization regex (ICU), each piece is looked up
-// whole, else merged pairwise by lowest rank. For a given vocabulary and
-// pattern the ids equal tiktoken's on any valid UTF-8 text.
+// text is split by the pre-tokenization regex (ICU, run over the UTF-8 bytes),
+// each piece is looked up whole, else merged pairwise, lowest rank first and
+// leftmost on ties (tiktoken's _byte_pair_merge). For a given vocabulary and
+// pattern the ids equal tiktoken's on any valid UTF-8 text whose characters
+// were assigned by Unicode 15.0 (ICU 72's tables; tools/reference/ checks
+// this against the tiktoken npm package). Special tokens are not recognized:
+// "<|endoftext|>" in the text is encoded as ordinary text.
 #pragma once
 
 #include <cstdint>
@@ -15,30 +19,47 @@
 namespace msd {
 
 struct TokenizerOptions {
-  std::string pattern = "cl100k";  // cl100k | o200k | gpt2 | r50k | p50k | a regex (ICU syntax)
-  std::string normalize = "none";  // none | nfc | nfkc | nfd | nfkd: applied before splitting
+  // Default "cl100k". A name (cl100k, o200k, gpt2 = r50k, p50k) or a regex in
+  // ICU syntax; text no match covers is dropped, as tiktoken does.
+  std::string pattern = "cl100k";
+  // Default "none". none | nfc | nfkc | nfd | nfkd: applied before splitting.
+  std::string normalize = "none";
 };
 
-// The regex of a named pattern, or `name_or_regex` itself when it is not a name.
+// The regex of a named pattern (cl100k, o200k, gpt2 = r50k, p50k; the
+// "_base" spellings too), or `name_or_regex` itself when it is not a name. The
+// named regexes are tiktoken's pat_str strings verbatim. Throws ConfigError for
+// an empty string and for one made only of letters, digits and '_' that is not
+// a known name (as a regex it would match only itself: a mistyped name).
 std::string resolve_pattern(const std::string& name_or_regex);
 
-// The vocabulary is immutable after construction, but encode() uses scratch
-// state (the regex matcher): not thread-safe on one object; use one Tokenizer
-// per thread.
+// A vocabulary plus the scratch state of encoding. The vocabulary is immutable
+// after construction, but encode() reuses scratch state (the regex matcher,
+// merge buffers): not thread-safe on one object; use one Tokenizer per thread.
+// decode(), vocab_size() and state_bytes() are const and may run concurrently.
 class Tokenizer {
  public:
-  // Reads a tiktoken-format vocabulary. Throws ConfigError (bad pattern or
-  // normalization name) or IoError (unreadable file, malformed line: names the
-  // file and line).
+  // Reads a tiktoken-format vocabulary. Blank lines and "\r\n" endings are
+  // accepted. Throws ConfigError (bad pattern or normalization name, a regex
+  // ICU does not compile; the message names the option) or IoError
+  // (unreadable file; a malformed line, invalid base64, a rank outside
+  // 0..2^31-2, a rank or token bytes given twice: the message names the file
+  // and line; a missing single-byte token: every byte must have a rank).
   Tokenizer(const std::string& vocab_path, const TokenizerOptions& options);
   ~Tokenizer();
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;
 
-  // Appends the ids of `text` to `out`. REQUIRES: is_valid_utf8(text) (common/utf8.h).
+  // Appends the ids of `text` to `out`; no allocation per piece.
+  // REQUIRES: is_valid_utf8(text) (common/utf8.h); the readers check it, and
+  // a line that fails is a bad sample. Invalid input is not detected here:
+  // its ids are unspecified (tiktoken cannot take it) but every byte is still
+  // encoded, so decode() returns it. Throws Error only when ICU gives up on
+  // the regex (backtracking beyond 256 MiB of stack).
   void encode(std::string_view text, std::vector<int32_t>& out);
   std::vector<int32_t> encode(std::string_view text);
-  // Concatenated bytes of the tokens; throws Error for an id outside the vocabulary.
+  // Concatenated bytes of the tokens; throws Error for an id outside the
+  // vocabulary (negative, >= vocab_size(), or a gap in the ranks).
   std::string decode(std::span<const int32_t> ids) const;
 
   // One more than the largest rank in the vocabulary.
@@ -52,16 +73,21 @@ class Tokenizer {
 };
 
 struct BpeTrainOptions {
-  uint32_t vocab_size = 4096;  // including the 256 byte tokens
-  std::string pattern = "cl100k";
+  uint32_t vocab_size = 4096;  // including the 256 byte tokens; at least 256
+  std::string pattern = "cl100k";  // as TokenizerOptions::pattern
   uint64_t max_corpus_bytes = 64ull << 20;  // read at most this much of the corpus
 };
 
 // Learns byte-level BPE merges from UTF-8 text (pieces split by the pattern,
 // counted, then the most frequent adjacent pair merged until vocab_size) and
-// writes them in tiktoken format: ranks 0..255 are the single bytes, then one
-// rank per merge in the order learned. Deterministic: ties break by the pair's
-// bytes. Returns the number of tokens written.
+// writes them in tiktoken format, atomically: ranks 0..255 are the single
+// bytes, then one rank per merge in the order learned. Deterministic: ties
+// break by the pair's bytes (left token's bytes, then the right's, in byte
+// order). A merge whose bytes already form a token (two pairs can spell the
+// same bytes) reuses that token. Documents that are not valid UTF-8 are
+// skipped (counted in a warning). Returns the number of tokens written: fewer
+// than vocab_size when the corpus runs out of pairs. Throws ConfigError
+// (vocab_size < 256, bad pattern) or IoError (cannot write out_path).
 uint32_t train_bpe(std::span<const std::string> documents, const BpeTrainOptions& options,
                    const std::string& out_path);
 
