@@ -56,7 +56,7 @@ struct AxisWeights {
   std::vector<uint32_t> first;   // first source index per output index
   std::vector<uint32_t> count;   // taps per output index
   std::vector<int16_t> weights;  // out x stride, each row summing to kWeightOne
-  uint32_t pair_stride = 0;      // stride / 2 rounded up
+  uint32_t pair_stride = 0;      // pairs per output index: taps / 2, rounded up to even
   std::vector<int32_t> pairs;    // the weights two by two (weight_pair), out x pair_stride
 
   // Pillow's antialiased triangle filter: the support widens with the
@@ -70,7 +70,7 @@ struct AxisWeights {
     first.assign(out_size, 0);
     count.assign(out_size, 0);
     weights.assign(static_cast<size_t>(out_size) * stride, 0);
-    pair_stride = (stride + 1) / 2;
+    pair_stride = (stride + 3) / 4 * 2;  // whole groups of four taps, for the horizontal pass
     pairs.assign(static_cast<size_t>(out_size) * pair_stride, 0);
     std::vector<double> exact(stride);
     for (uint32_t o = 0; o < out_size; ++o) {
@@ -240,10 +240,10 @@ void filter_vertical(const uint8_t* first, size_t stride, const int16_t* weights
   }
 }
 
-// One horizontally filtered row. `in` is RGBX (4 bytes a pixel) with one
-// spare pixel past the end, so that a pair of taps may always read two
-// pixels (an odd count's partner has weight 0). `out` gets RGB and one spare
-// byte: each pixel is stored as 4 bytes, the next overwriting the fourth.
+// One horizontally filtered row. `in` is RGBX (4 bytes a pixel) with three
+// spare pixels past the end, so that taps go four at a time (the weights past
+// an output's count are 0). `out` gets RGB and one spare byte: each pixel is
+// stored as 4 bytes, the next overwriting the fourth.
 void filter_horizontal(const uint8_t* in, const AxisWeights& h, uint8_t* out) {
 #if MSD_RESIZE_SSE2
   const __m128i zero = _mm_setzero_si128();
@@ -251,11 +251,15 @@ void filter_horizontal(const uint8_t* in, const AxisWeights& h, uint8_t* out) {
     const int32_t* pairs = &h.pairs[static_cast<size_t>(x) * h.pair_stride];
     const uint8_t* p = in + static_cast<size_t>(h.first[x]) * 4;
     __m128i sum = _mm_set1_epi32(kWeightHalf);
-    for (uint32_t k = 0, n = h.count[x]; k < n; k += 2, p += 8) {
-      // r0 g0 b0 x0 r1 g1 b1 x1 -> 16-bit r0 r1 g0 g1 b0 b1 x0 x1
-      const __m128i two = _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), zero);
-      const __m128i interleaved = _mm_unpacklo_epi16(two, _mm_srli_si128(two, 8));
-      sum = _mm_add_epi32(sum, _mm_madd_epi16(interleaved, _mm_set1_epi32(pairs[k / 2])));
+    for (uint32_t k = 0, n = h.count[x]; k < n; k += 4, p += 16) {
+      const __m128i four = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      // Pixels 0,1 and 2,3 as 16 bits, then each pair's channels side by side:
+      // r0 r1 g0 g1 b0 b1 x0 x1, for pmaddwd against (w0, w1).
+      const __m128i lo = _mm_unpacklo_epi8(four, zero), hi = _mm_unpackhi_epi8(four, zero);
+      const __m128i first_two = _mm_unpacklo_epi16(lo, _mm_srli_si128(lo, 8));
+      const __m128i last_two = _mm_unpacklo_epi16(hi, _mm_srli_si128(hi, 8));
+      sum = _mm_add_epi32(sum, _mm_madd_epi16(first_two, _mm_set1_epi32(pairs[k / 2])));
+      sum = _mm_add_epi32(sum, _mm_madd_epi16(last_two, _mm_set1_epi32(pairs[k / 2 + 1])));
     }
     const __m128i bytes = _mm_srai_epi32(sum, kWeightBits);
     const auto rgbx = static_cast<uint32_t>(_mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(bytes, zero), zero)));
@@ -278,7 +282,7 @@ void filter_horizontal(const uint8_t* in, const AxisWeights& h, uint8_t* out) {
 #endif
 }
 
-// RGB to RGBX (X = 0) for the horizontal pass, plus the spare zero pixel.
+// RGB to RGBX (X = 0) for the horizontal pass, plus the three spare zero pixels.
 void widen_rgb(const uint8_t* rgb, uint32_t pixels, uint8_t* rgbx) {
   for (uint32_t i = 0; i < pixels; ++i, rgb += 3, rgbx += 4) {
     rgbx[0] = rgb[0];
@@ -286,7 +290,7 @@ void widen_rgb(const uint8_t* rgb, uint32_t pixels, uint8_t* rgbx) {
     rgbx[2] = rgb[2];
     rgbx[3] = 0;
   }
-  std::memset(rgbx, 0, 4);
+  std::memset(rgbx, 0, 12);
 }
 
 }  // namespace
@@ -294,7 +298,7 @@ void widen_rgb(const uint8_t* rgb, uint32_t pixels, uint8_t* rgbx) {
 struct ImageResizer::Impl {
   AxisWeights horizontal, vertical;
   std::vector<uint8_t> column_row;  // one vertically filtered row, source width, RGB
-  std::vector<uint8_t> wide_row;    // the row the horizontal pass reads: RGBX, source width + 1
+  std::vector<uint8_t> wide_row;    // the row the horizontal pass reads: RGBX, source width + 3
   std::vector<uint8_t> out_row;     // one finished row, output width, RGB + 1 spare byte
 };
 
@@ -319,7 +323,7 @@ void ImageResizer::resize(const uint8_t* src, uint32_t src_width, uint32_t src_h
   const size_t src_row_bytes = static_cast<size_t>(src_width) * 3;
   if (scale_x) {
     s.horizontal.build(src_width, out_width);
-    grow(s.wide_row, (static_cast<size_t>(src_width) + 1) * 4);
+    grow(s.wide_row, (static_cast<size_t>(src_width) + 3) * 4);
     grow(s.out_row, static_cast<size_t>(out_width) * 3 + 1);
   }
   if (scale_y) {
