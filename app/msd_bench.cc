@@ -16,7 +16,8 @@ namespace po = boost::program_options;
 
 namespace {
 
-// Returns the exit code; `argv[0]` is the subcommand's name.
+// Returns the exit code; `argv[0]` is the subcommand's name, which the
+// parser skips as it would a program name.
 int transforms_main(int argc, char** argv) {
   msd::bench::TransformsBenchOptions options;
   bool json = false;
@@ -55,7 +56,7 @@ int transforms_main(int argc, char** argv) {
       ("node", po::value(&options.node)->default_value(options.node), "the Node.js executable")
       ("json", po::bool_switch(&json), "print one JSON object instead of text");
   po::variables_map values;
-  po::store(po::command_line_parser(argc - 1, argv + 1).options(described).run(), values);
+  po::store(po::command_line_parser(argc, argv).options(described).run(), values);
   po::notify(values);
   if (values.count("help")) {
     std::cout << described << '\n';
