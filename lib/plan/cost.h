@@ -1,7 +1,8 @@
 // cost(model): the compute a document costs a training step, from metadata.
 // Text: a*L + L^2 per document under document masking, with a = 6 * hidden
-// (linear layers against attention); image-text adds the vision encoder's
-// cost on its patch count.
+// (linear layers against attention) or a value given directly; image-text adds
+// the vision encoder's cost on its patch count. docs/cost-and-balance.md
+// derives it and says how the trainer emulator turns it into time.
 #pragma once
 
 #include <cstdint>
@@ -10,16 +11,30 @@
 
 namespace msd {
 
+// Immutable after construction; thread-safe to share.
 struct CostModel {
-  double a = 6.0 * 1024;         // linear-term weight per token
-  double vision_a = 6.0 * 768;   // vision encoder's linear-term weight per patch
-  double vision_scale = 0.0;     // vision encoder cost relative to the LM per unit
+  double a = 6.0 * 1024;         // linear-term weight per position. Default: 6 * hidden
+  double vision_a = 6.0 * 768;   // vision encoder's linear-term weight per patch. Default: 6 * vision_hidden
+  double vision_scale = 0.0;     // a vision-encoder unit in LM units. Default: 0 (patches cost like text)
+  double flops_per_unit = 0.0;   // FLOPs of one unit of cost (all layers, fwd + bwd). Default: 0 (unset)
 
-  static CostModel from(const ModelConfig& model);
-  // Cost of a document of `length` positions of which `patches` are image patches.
+  // The model's cost: a = 6 * hidden, or `a_override` when it is > 0 (a
+  // measured or fitted linear weight, e.g. for a model whose MLP is not 4x
+  // hidden or that has MoE layers). 0 means derive. The override changes only
+  // the ratio of linear to attention work: flops_per_unit (set by the
+  // attention term, 12 * hidden * layers) is the same either way.
+  // Throws ConfigError when a_override is negative or not finite.
+  static CostModel from(const ModelConfig& model, double a_override = 0.0);
+
+  // Cost of a document (or of one piece of a split document: each piece is
+  // its own document under document masking) of `length` positions of which
+  // the first `patches` are image patches:
+  //   a*L + L^2 + vision_scale * (vision_a*P + P^2).
   double document(uint32_t length, uint32_t patches) const;
-  // FLOPs of one unit of cost for the emulated model (all layers, fwd + bwd).
-  double flops_per_unit = 0.0;
+
+  // Seconds `units` of cost take on a device sustaining `tflops` (1e12 FLOP/s):
+  // units * flops_per_unit / (tflops * 1e12). REQUIRES tflops > 0.
+  double seconds(double units, double tflops) const;
 };
 
 }  // namespace msd

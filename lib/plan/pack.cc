@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <array>
-#include <utility>
+#include <bit>
+#include <functional>
 #include <span>
+#include <utility>
 
 #include "common/error.h"
 
@@ -13,27 +15,22 @@ namespace {
 struct PlacedPiece {
   Piece piece;
   uint32_t patches = 0;  // leading image patches inside this piece
+  double cost = 0.0;     // cost.document(length, patches)
 };
 
-// Sorts pieces longest first, ties by doc id, then begin: a total order, so the
-// plan does not depend on the order documents arrive in. An LSD radix sort on
-// the key (seq_len - length, doc), byte by byte, skipping bytes all keys share:
-// several times faster than a comparison sort at 100k pieces a step. It is
-// stable, and cut_into_pieces emits a document's pieces in begin order, so one
-// document's equal-length pieces stay in begin order.
-void sort_longest_first(std::vector<PlacedPiece>& pieces, uint32_t seq_len) {
-  const auto key = [seq_len](const PlacedPiece& p) {
-    return (static_cast<uint64_t>(seq_len - p.piece.length) << 32) | p.piece.doc;
-  };
-  constexpr int kBytes = 8;
-  std::vector<std::array<size_t, 256>> counts(kBytes);
+// A stable LSD radix sort of `pieces` by the low `bytes` bytes of key(piece),
+// ascending, skipping bytes all keys share: several times faster than a
+// comparison sort at 100k pieces a step.
+template <typename Key>
+void radix_sort(std::vector<PlacedPiece>& pieces, Key key, int bytes) {
+  std::vector<std::array<size_t, 256>> counts(static_cast<size_t>(bytes));
   for (auto& count : counts) count.fill(0);
   for (const PlacedPiece& piece : pieces) {
     const uint64_t k = key(piece);
-    for (int byte = 0; byte < kBytes; ++byte) ++counts[byte][(k >> (8 * byte)) & 0xff];
+    for (int byte = 0; byte < bytes; ++byte) ++counts[byte][(k >> (8 * byte)) & 0xff];
   }
   std::vector<PlacedPiece> buffer(pieces.size());
-  for (int byte = 0; byte < kBytes; ++byte) {
+  for (int byte = 0; byte < bytes; ++byte) {
     auto& count = counts[byte];
     if (std::any_of(count.begin(), count.end(), [&](size_t c) { return c == pieces.size(); })) continue;
     size_t offset = 0;
@@ -43,7 +40,25 @@ void sort_longest_first(std::vector<PlacedPiece>& pieces, uint32_t seq_len) {
   }
 }
 
-std::vector<PlacedPiece> cut_into_pieces(const std::vector<PlanDoc>& docs, const PackOptions& options) {
+// Longest first, ties by doc id, then begin: a total order, so the plan does
+// not depend on the order documents arrive in. Stable, and cut_into_pieces
+// emits a document's pieces in begin order, so one document's equal-length
+// pieces stay in begin order.
+void sort_longest_first(std::vector<PlacedPiece>& pieces, uint32_t seq_len) {
+  radix_sort(pieces, [seq_len](const PlacedPiece& p) {
+    return (static_cast<uint64_t>(seq_len - p.piece.length) << 32) | p.piece.doc;
+  }, 8);
+}
+
+// Heaviest first, ties by doc id, then begin. Costs are non-negative doubles,
+// whose bit patterns order like their values; complemented, descending.
+void sort_heaviest_first(std::vector<PlacedPiece>& pieces) {
+  radix_sort(pieces, [](const PlacedPiece& p) { return static_cast<uint64_t>(p.piece.doc); }, 4);
+  radix_sort(pieces, [](const PlacedPiece& p) { return ~std::bit_cast<uint64_t>(p.cost); }, 8);
+}
+
+std::vector<PlacedPiece> cut_into_pieces(const std::vector<PlanDoc>& docs, const PackOptions& options,
+                                         const CostModel& cost) {
   const uint32_t seq_len = options.seq_len;
   std::vector<PlacedPiece> pieces;
   pieces.reserve(docs.size());
@@ -58,45 +73,22 @@ std::vector<PlacedPiece> cut_into_pieces(const std::vector<PlanDoc>& docs, const
     for (uint32_t begin = 0; begin < kept; begin += seq_len) {
       const uint32_t length = std::min(seq_len, kept - begin);
       const uint32_t patches = begin < doc.fixed ? std::min(doc.fixed - begin, length) : 0;
-      pieces.push_back({Piece{doc.id, begin, length}, patches});
+      pieces.push_back({Piece{doc.id, begin, length}, patches, cost.document(length, patches)});
     }
   }
   return pieces;
 }
 
-// LPT: each piece, longest first, to the bucket with the fewest positions.
-// Returns the pieces grouped by bucket (each group still longest first) and
-// the groups' offsets: bucket b holds [offsets[b], offsets[b + 1]).
-std::vector<PlacedPiece> distribute(const std::vector<PlacedPiece>& pieces, uint32_t dp,
-                                    std::vector<size_t>& offsets) {
-  std::vector<uint32_t> bucket_of(pieces.size());
-  offsets.assign(dp + 1, 0);
-  // A binary min-heap of (positions, bucket); ties go to the lower index. The
-  // least loaded bucket only ever grows, so each piece is one sift-down of the
-  // root rather than a pop and a push.
-  using Load = std::pair<uint64_t, uint32_t>;
-  std::vector<Load> heap(dp);
-  for (uint32_t b = 0; b < dp; ++b) heap[b] = {0, b};  // sorted, so already a heap
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    const uint32_t bucket = heap[0].second;
-    bucket_of[i] = bucket;
-    ++offsets[bucket + 1];
-    const Load grown{heap[0].first + pieces[i].piece.length, bucket};
-    size_t at = 0;
-    while (true) {
-      size_t child = 2 * at + 1;
-      if (child >= dp) break;
-      if (child + 1 < dp && heap[child + 1] < heap[child]) ++child;
-      if (!(heap[child] < grown)) break;
-      heap[at] = heap[child];
-      at = child;
-    }
-    heap[at] = grown;
-  }
-  for (uint32_t b = 0; b < dp; ++b) offsets[b + 1] += offsets[b];
+// Groups `pieces` by bin, keeping their order within a bin: bin b holds
+// [offsets[b], offsets[b + 1]) of the result.
+std::vector<PlacedPiece> group(std::span<const PlacedPiece> pieces, const std::vector<uint32_t>& bin_of, uint32_t bins,
+                               std::vector<size_t>& offsets) {
+  offsets.assign(bins + 1, 0);
+  for (uint32_t bin : bin_of) ++offsets[bin + 1];
+  for (uint32_t b = 0; b < bins; ++b) offsets[b + 1] += offsets[b];
   std::vector<PlacedPiece> grouped(pieces.size());
   std::vector<size_t> next(offsets.begin(), offsets.end() - 1);
-  for (size_t i = 0; i < pieces.size(); ++i) grouped[next[bucket_of[i]]++] = pieces[i];
+  for (size_t i = 0; i < pieces.size(); ++i) grouped[next[bin_of[i]]++] = pieces[i];
   return grouped;
 }
 
@@ -104,8 +96,10 @@ std::vector<PlacedPiece> distribute(const std::vector<PlacedPiece>& pieces, uint
 // the free space of every bin that could be opened (one per piece at most)
 // finds the first bin with room in O(log n); unopened bins have seq_len free,
 // so "first with room" opens a new bin exactly when no open one fits.
+// sequence_cost[i] is the cost of sequence i.
 std::vector<PackedSequence> pack(std::span<const PlacedPiece> pieces, uint32_t seq_len,
-                                 std::vector<uint32_t>& free_space) {
+                                 std::vector<uint32_t>& free_space, std::vector<double>& sequence_cost) {
+  sequence_cost.clear();
   const size_t n = pieces.size();
   if (n == 0) return {};
   size_t leaves = 1;
@@ -124,7 +118,9 @@ std::vector<PackedSequence> pack(std::span<const PlacedPiece> pieces, uint32_t s
     if (bin >= sequences.size()) {
       MSD_CHECK_EQ(bin, sequences.size());
       sequences.emplace_back();
+      sequence_cost.push_back(0.0);
     }
+    sequence_cost[bin] += placed.cost;
     sequences[bin].pieces.push_back(placed.piece);
     sequences[bin].used += length;
     free_space[node] -= length;
@@ -155,7 +151,8 @@ uint32_t runs_needed(const std::vector<PackedSequence>& sequences, uint64_t capa
 // Contiguous runs of `sequences` into `count` micro-batches minimizing the
 // largest run (binary search on that maximum), then cut greedily under it,
 // cutting early only to leave one sequence for each micro-batch still empty.
-std::vector<MicroBatchPlan> deal(std::vector<PackedSequence> sequences, uint32_t count) {
+std::vector<MicroBatchPlan> deal(std::vector<PackedSequence> sequences, const std::vector<double>& sequence_cost,
+                                 uint32_t count) {
   std::vector<MicroBatchPlan> micro_batches(count);
   if (sequences.empty()) return micro_batches;
   uint64_t low = 0, high = 0;
@@ -183,35 +180,154 @@ std::vector<MicroBatchPlan> deal(std::vector<PackedSequence> sequences, uint32_t
     }
     MSD_CHECK_LT(run, static_cast<size_t>(count));
     load += sequences[i].used;
+    micro_batches[run].positions += sequences[i].used;
+    micro_batches[run].cost += sequence_cost[i];
     micro_batches[run].sequences.push_back(std::move(sequences[i]));
   }
   return micro_batches;
 }
 
+
+// The position-count split: LPT on positions, pack, contiguous runs.
+std::vector<BucketPlan> plan_by_tokens(const std::vector<PlacedPiece>& pieces, const PackOptions& options) {
+  std::vector<double> positions(pieces.size());
+  for (size_t i = 0; i < pieces.size(); ++i) positions[i] = pieces[i].piece.length;
+  std::vector<size_t> offsets;
+  const std::vector<PlacedPiece> grouped =
+      group(pieces, balance(positions, options.dp, BalanceMethod::greedy), options.dp, offsets);
+  std::vector<BucketPlan> plans(options.dp);
+  std::vector<uint32_t> scratch;
+  std::vector<double> sequence_cost;
+  for (uint32_t b = 0; b < options.dp; ++b) {
+    const std::span<const PlacedPiece> bucket(grouped.data() + offsets[b], offsets[b + 1] - offsets[b]);
+    std::vector<PackedSequence> sequences = pack(bucket, options.seq_len, scratch, sequence_cost);
+    plans[b].micro_batches = deal(std::move(sequences), sequence_cost, options.micro_batches);
+  }
+  return plans;
+}
+
+// Cost balance: buckets, then micro-batches within each, then packing.
+std::vector<BucketPlan> plan_by_cost(const std::vector<PlacedPiece>& pieces, const PackOptions& options) {
+  std::vector<double> costs(pieces.size());
+  for (size_t i = 0; i < pieces.size(); ++i) costs[i] = pieces[i].cost;
+  std::vector<size_t> offsets, mb_offsets;
+  const std::vector<PlacedPiece> grouped =
+      group(pieces, balance(costs, options.dp, options.balance), options.dp, offsets);
+  const uint32_t count = options.micro_batches;
+  std::vector<BucketPlan> plans(options.dp);
+  std::vector<uint32_t> scratch, order(count), rank(count);
+  std::vector<double> mb_cost(count), weights, sequence_cost;
+  for (uint32_t b = 0; b < options.dp; ++b) {
+    const std::span<const PlacedPiece> bucket(grouped.data() + offsets[b], offsets[b + 1] - offsets[b]);
+    weights.resize(bucket.size());
+    for (size_t i = 0; i < bucket.size(); ++i) weights[i] = bucket[i].cost;
+    std::vector<uint32_t> mb_of = balance(weights, count, options.balance);
+    std::fill(mb_cost.begin(), mb_cost.end(), 0.0);
+    for (size_t i = 0; i < bucket.size(); ++i) mb_cost[mb_of[i]] += weights[i];
+    // Heaviest micro-batch first, so index i is comparable across ranks.
+    for (uint32_t m = 0; m < count; ++m) order[m] = m;
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return mb_cost[x] > mb_cost[y]; });
+    for (uint32_t m = 0; m < count; ++m) rank[order[m]] = m;
+    for (uint32_t& m : mb_of) m = rank[m];
+    std::vector<PlacedPiece> by_mb = group(bucket, mb_of, count, mb_offsets);
+    BucketPlan& plan = plans[b];
+    plan.micro_batches.resize(count);
+    for (uint32_t m = 0; m < count; ++m) {
+      const auto first = by_mb.begin() + static_cast<ptrdiff_t>(mb_offsets[m]);
+      const auto last = by_mb.begin() + static_cast<ptrdiff_t>(mb_offsets[m + 1]);
+      std::sort(first, last, [](const PlacedPiece& x, const PlacedPiece& y) {
+        if (x.piece.length != y.piece.length) return x.piece.length > y.piece.length;
+        return x.piece.doc != y.piece.doc ? x.piece.doc < y.piece.doc : x.piece.begin < y.piece.begin;
+      });
+      MicroBatchPlan& mb = plan.micro_batches[m];
+      mb.sequences = pack(std::span<const PlacedPiece>(by_mb.data() + mb_offsets[m], mb_offsets[m + 1] - mb_offsets[m]),
+                          options.seq_len, scratch, sequence_cost);
+      for (size_t i = 0; i < mb.sequences.size(); ++i) {
+        mb.positions += mb.sequences[i].used;
+        mb.cost += sequence_cost[i];
+      }
+    }
+  }
+  return plans;
+}
+
 }  // namespace
 
-std::vector<BucketPlan> distribute_and_pack(const std::vector<PlanDoc>& docs, const PackOptions& options,
-                                            const CostModel& cost) {
+PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& options, const CostModel& cost) {
   MSD_CHECK_LE(1u, options.seq_len);
   MSD_CHECK_LE(1u, options.dp);
   MSD_CHECK_LE(1u, options.micro_batches);
-  std::vector<PlacedPiece> pieces = cut_into_pieces(docs, options);
-  sort_longest_first(pieces, options.seq_len);
-  std::vector<size_t> offsets;
-  const std::vector<PlacedPiece> grouped = distribute(pieces, options.dp, offsets);
-
-  std::vector<BucketPlan> plans(options.dp);
-  std::vector<uint32_t> scratch;
-  for (uint32_t b = 0; b < options.dp; ++b) {
-    const std::span<const PlacedPiece> bucket(grouped.data() + offsets[b], offsets[b + 1] - offsets[b]);
-    BucketPlan& plan = plans[b];
-    for (const PlacedPiece& placed : bucket) {
-      plan.positions += placed.piece.length;
-      plan.cost += cost.document(placed.piece.length, placed.patches);
-    }
-    plan.micro_batches = deal(pack(bucket, options.seq_len, scratch), options.micro_batches);
+  std::vector<PlacedPiece> pieces = cut_into_pieces(docs, options, cost);
+  PackedStep step;
+  if (options.balance == BalanceMethod::tokens) {
+    sort_longest_first(pieces, options.seq_len);
+    step.buckets = plan_by_tokens(pieces, options);
+  } else {
+    sort_heaviest_first(pieces);
+    step.buckets = plan_by_cost(pieces, options);
   }
-  return plans;
+  std::vector<double> costs(pieces.size());
+  for (size_t i = 0; i < pieces.size(); ++i) costs[i] = pieces[i].cost;
+  std::sort(costs.begin(), costs.end(), std::greater<>());  // tokens: sorted by length, not cost
+  for (BucketPlan& bucket : step.buckets) {
+    for (const MicroBatchPlan& mb : bucket.micro_batches) {
+      bucket.positions += mb.positions;
+      bucket.cost += mb.cost;
+    }
+  }
+  step.stats = plan_stats(step.buckets, costs);
+  return step;
+}
+
+std::vector<BucketPlan> distribute_and_pack(const std::vector<PlanDoc>& docs, const PackOptions& options,
+                                            const CostModel& cost) {
+  return pack_step(docs, options, cost).buckets;
+}
+
+PlanStats plan_stats(const std::vector<BucketPlan>& buckets, std::span<const double> piece_costs) {
+  PlanStats stats;
+  const double largest_piece_cost = piece_costs.empty() ? 0.0 : piece_costs.front();
+  stats.largest_piece_cost = largest_piece_cost;
+  if (buckets.empty()) return stats;
+  const size_t count = buckets.front().micro_batches.size();
+  const double dp = static_cast<double>(buckets.size());
+  double total = 0.0, max_positions = 0.0, total_positions = 0.0;
+  stats.micro_batch_mean_cost.assign(count, 0.0);
+  stats.micro_batch_max_cost.assign(count, 0.0);
+  for (const BucketPlan& bucket : buckets) {
+    MSD_CHECK_EQ(bucket.micro_batches.size(), count);
+    total += bucket.cost;
+    stats.max_cost = std::max(stats.max_cost, bucket.cost);
+    total_positions += static_cast<double>(bucket.positions);
+    max_positions = std::max(max_positions, static_cast<double>(bucket.positions));
+    for (size_t m = 0; m < count; ++m) {
+      stats.micro_batch_mean_cost[m] += bucket.micro_batches[m].cost;
+      stats.micro_batch_max_cost[m] = std::max(stats.micro_batch_max_cost[m], bucket.micro_batches[m].cost);
+    }
+  }
+  const auto ratio = [](double high, double mean) { return mean > 0.0 ? high / mean : 1.0; };
+  stats.mean_cost = total / dp;
+  stats.imbalance = ratio(stats.max_cost, stats.mean_cost);
+  stats.lower_bound = ratio(std::max(largest_piece_cost, stats.mean_cost), stats.mean_cost);
+  const size_t k = buckets.size();
+  double pigeonhole = std::max(largest_piece_cost, stats.mean_cost);
+  std::vector<double> prefix(piece_costs.size() + 1, 0.0);
+  for (size_t i = 0; i < piece_costs.size(); ++i) prefix[i + 1] = prefix[i] + piece_costs[i];
+  for (size_t t = 1; t * k < piece_costs.size(); ++t) {
+    // The t + 1 lightest of the t*k + 1 heaviest: indices [t*k - t, t*k].
+    pigeonhole = std::max(pigeonhole, prefix[t * k + 1] - prefix[t * k - t]);
+  }
+  stats.pigeonhole_bound = ratio(pigeonhole, stats.mean_cost);
+  stats.positions_imbalance = ratio(max_positions, total_positions / dp);
+  stats.micro_batch_imbalance.assign(count, 1.0);
+  for (size_t m = 0; m < count; ++m) {
+    stats.micro_batch_mean_cost[m] /= dp;
+    stats.micro_batch_imbalance[m] = ratio(stats.micro_batch_max_cost[m], stats.micro_batch_mean_cost[m]);
+    stats.worst_micro_batch_imbalance = std::max(stats.worst_micro_batch_imbalance, stats.micro_batch_imbalance[m]);
+  }
+  const double mb_mean = count > 0 ? total / (dp * static_cast<double>(count)) : 0.0;
+  stats.micro_batch_lower_bound = ratio(std::max(largest_piece_cost, mb_mean), mb_mean);
+  return stats;
 }
 
 }  // namespace msd

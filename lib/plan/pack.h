@@ -1,11 +1,15 @@
-// distribute + pack: split a step's documents across DP buckets, pack each
-// bucket's documents into seq_len sequences, and group the sequences into
-// micro-batches. MPI-free; the planner calls it, tests call it directly.
+// distribute + balance + pack: split a step's documents across DP buckets so
+// that every bucket (and every micro-batch index) costs about the same, and
+// pack each micro-batch's pieces into seq_len sequences. MPI-free; the planner
+// calls it, tests and `msd-plan simulate` call it directly.
+// docs/cost-and-balance.md explains the objectives and the methods.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
+#include "plan/balance.h"
 #include "plan/cost.h"
 
 namespace msd {
@@ -15,7 +19,7 @@ struct PlanDoc {
   uint32_t id = 0;          // index into the step's sample table
   uint32_t positions = 0;   // sequence positions it needs (tokens + patches)
   uint32_t fixed = 0;       // leading positions that cannot be split (image patches)
-  double cost = 0.0;        // cost(model) of the whole document
+  double cost = 0.0;        // cost(model) of the whole document (informational: pieces are costed on their own)
 };
 
 // A contiguous part of a document placed in a sequence: positions
@@ -33,48 +37,100 @@ struct PackedSequence {
 
 struct MicroBatchPlan {
   std::vector<PackedSequence> sequences;
+  uint64_t positions = 0;  // tokens + patches placed
+  double cost = 0.0;       // sum of its pieces' costs
 };
 
 // The plan of one DP bucket for one step.
 struct BucketPlan {
   std::vector<MicroBatchPlan> micro_batches;
   uint64_t positions = 0;  // tokens + patches placed
-  double cost = 0.0;
+  double cost = 0.0;       // sum of its micro-batches' costs
 };
 
 enum class LongDocs { split, truncate };
 
 struct PackOptions {
-  uint32_t seq_len = 2048;
-  uint32_t dp = 1;
-  uint32_t micro_batches = 1;
-  LongDocs long_docs = LongDocs::split;
+  uint32_t seq_len = 2048;                          // positions per packed sequence
+  uint32_t dp = 1;                                  // DP buckets
+  uint32_t micro_batches = 1;                       // micro-batches per bucket
+  LongDocs long_docs = LongDocs::split;             // documents longer than seq_len. Default: split
+  BalanceMethod balance = BalanceMethod::greedy;    // how pieces are balanced. Default: greedy (LPT on cost)
+};
+
+// The two balance objectives of a step, measured on its plan. "Cost" is
+// CostModel::document summed over pieces. Ratios are 1 when there is no cost.
+struct PlanStats {
+  // Over DP buckets: the step waits for the slowest data-parallel rank.
+  double mean_cost = 0.0;
+  double max_cost = 0.0;
+  double imbalance = 1.0;     // max_cost / mean_cost
+  double largest_piece_cost = 0.0;
+  // No partition of these pieces does better than this imbalance:
+  // max(largest_piece_cost, mean_cost) / mean_cost.
+  double lower_bound = 1.0;
+  // A tighter bound when pieces are few and coarse (pigeonhole): of the
+  // t*dp + 1 heaviest pieces some bucket holds t + 1, so the heaviest bucket
+  // is at least the sum of the t + 1 lightest of them, for every t >= 1.
+  // max(that, largest_piece_cost, mean_cost) / mean_cost >= lower_bound.
+  double pigeonhole_bound = 1.0;
+  // Per micro-batch index i, over DP buckets: pipeline stages wait for the
+  // slowest rank's micro-batch i.
+  std::vector<double> micro_batch_mean_cost;
+  std::vector<double> micro_batch_max_cost;
+  std::vector<double> micro_batch_imbalance;  // max / mean per index
+  double worst_micro_batch_imbalance = 1.0;   // the largest of micro_batch_imbalance
+  // max(largest_piece_cost, total / (dp * micro_batches)) over the latter.
+  double micro_batch_lower_bound = 1.0;
+  // Positions over DP buckets (memory, not time): max / mean.
+  double positions_imbalance = 1.0;
+};
+
+struct PackedStep {
+  std::vector<BucketPlan> buckets;  // one per DP rank
+  PlanStats stats;
 };
 
 // Plans one step. Deterministic: the result depends only on the documents'
-// (id, positions, fixed) multiset, not on their order in `docs` (ids are
-// unique within a step).
+// (id, positions, fixed) multiset and the options, not on their order in
+// `docs` (ids are unique within a step).
 //
 // 1. Pieces. A document of at most seq_len positions is one piece. A longer
 //    one is cut into pieces of at most seq_len (long_docs = split) or keeps
 //    its first seq_len positions (truncate). Its `fixed` leading positions
 //    (image patches) are never split: an image-text document longer than
 //    seq_len keeps its patches and the text that fits, in both modes.
+//    A piece costs cost.document(length, patches in it).
 //    REQUIRES: 0 < positions, fixed <= min(positions, seq_len) (configuration
 //    validation guarantees the second).
-// 2. Distribute. Pieces go to `dp` buckets longest first (ties: doc id, then
-//    begin), each to the bucket with the fewest positions so far (ties: lower
-//    index): bucket totals differ by at most the longest piece.
-// 3. Pack. Each bucket's pieces fill seq_len sequences first-fit decreasing;
-//    within a sequence pieces are ordered by (doc, begin).
-// 4. Micro-batches. The bucket's sequences (in packing order) are cut into
-//    `micro_batches` contiguous runs minimizing the largest run's positions;
-//    a run is empty only when the bucket has fewer sequences than runs.
+// 2. greedy / karmarkar_karp:
+//    a. Pieces, heaviest first (ties: doc id, then begin), are balanced over
+//       `dp` buckets by cost with the method (plan/balance.h).
+//    b. Each bucket's pieces are balanced the same way over `micro_batches`
+//       bins, and the bins are ordered heaviest first (ties: lower bin), so
+//       micro-batch i is the i-th heaviest on every rank.
+//    c. Each micro-batch's pieces fill seq_len sequences first-fit decreasing
+//       (longest first; ties: doc, begin). A micro-batch is empty only when
+//       its bucket has fewer pieces than micro-batches.
+//    tokens (the position-count split, for comparison):
+//    a. Pieces go to buckets longest first, each to the bucket with the
+//       fewest positions so far (ties: lower index).
+//    b. Each bucket's pieces fill sequences first-fit decreasing.
+//    c. The sequences (in packing order) are cut into `micro_batches`
+//       contiguous runs minimizing the largest run's positions; a run is
+//       empty only when the bucket has fewer sequences than runs.
+//    Within a sequence pieces are ordered by (doc, begin).
 //
-// BucketPlan::positions is the positions placed; BucketPlan::cost the sum of
-// cost.document(piece length, piece patches) over its pieces.
-// O(pieces * log(pieces)) time; no pass over all buckets per piece.
+// O(pieces * log(pieces) * log(dp)) time for karmarkar_karp, O(pieces *
+// log(pieces)) otherwise; no pass over all buckets per piece.
+PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& options, const CostModel& cost = CostModel{});
+
+// pack_step(...).buckets: the planner's call.
 std::vector<BucketPlan> distribute_and_pack(const std::vector<PlanDoc>& docs, const PackOptions& options,
                                             const CostModel& cost = CostModel{});
+
+// The statistics of a plan whose pieces cost `piece_costs` (heaviest first).
+// REQUIRES every bucket to have the same number of micro-batches.
+PlanStats plan_stats(const std::vector<BucketPlan>& buckets, std::span<const double> piece_costs);
 
 }  // namespace msd

@@ -1,0 +1,52 @@
+// balance(method): split weighted items into k bins so that the heaviest bin
+// is as light as possible (multiway number partitioning). The planner uses it
+// twice a step: pieces over DP buckets by cost, then each bucket's pieces over
+// its micro-batches (plan/pack.h). docs/cost-and-balance.md compares the
+// methods. MPI-free; no state.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace msd {
+
+enum class BalanceMethod {
+  // Even split by positions (tokens + patches), blind to attention's L^2: LPT
+  // on positions over buckets, contiguous runs of sequences as micro-batches.
+  // Kept as the comparison point.
+  tokens,
+  // LPT on cost: items heaviest first, each to the lightest bin so far.
+  // max <= (4/3 - 1/(3k)) * optimum; within one item of the mean.
+  greedy,
+  // Largest differencing (Karmarkar-Karp generalized to k bins): repeatedly
+  // combine the two partial partitions whose heaviest and lightest bins
+  // differ most, heaviest bins of one with lightest of the other.
+  karmarkar_karp,
+};
+
+// "tokens", "greedy", "karmarkar_karp" (also "karmarkar-karp", "kk").
+// Throws ConfigError naming `what` for anything else.
+BalanceMethod parse_balance_method(const std::string& name, const std::string& what = "balance");
+const char* balance_method_name(BalanceMethod method);
+
+// Assigns items to `bins` bins and returns each item's bin.
+//
+// REQUIRES: bins >= 1; weights >= 0 and sorted descending (callers sort with a
+// total order, ties broken by identity, so the result is deterministic and
+// independent of how items arrived). `method` is greedy or karmarkar_karp
+// (tokens is a weight choice, not an algorithm: pass positions to greedy).
+//
+// greedy: O(n log k). karmarkar_karp: each partial partition keeps only its
+// non-empty bins in a min-heap and a merge touches only the smaller side's
+// bins, so a run costs O(n log n log k) rather than the textbook O(n k log k):
+// 100k items into 4096 bins take milliseconds.
+//
+// Bin numbering: greedy fills bins in index order (ties: lower index); for
+// karmarkar_karp bin 0 is the heaviest bin of the final partition, then
+// descending (ties: the bin holding the lower item index first); empty bins
+// come last.
+std::vector<uint32_t> balance(std::span<const double> weights, uint32_t bins, BalanceMethod method);
+
+}  // namespace msd

@@ -1,0 +1,176 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "common/error.h"
+#include "plan/balance.h"
+#include "plan/simulate.h"
+
+using msd::BalanceMethod;
+
+namespace {
+
+std::vector<double> loads(const std::vector<double>& weights, const std::vector<uint32_t>& bin_of, uint32_t bins) {
+  std::vector<double> load(bins, 0.0);
+  REQUIRE(bin_of.size() == weights.size());
+  for (size_t i = 0; i < weights.size(); ++i) {
+    REQUIRE(bin_of[i] < bins);
+    load[bin_of[i]] += weights[i];
+  }
+  return load;
+}
+
+double max_of(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); }
+
+// Pareto weights (alpha 1.5), heaviest first: a few items dominate.
+std::vector<double> heavy_tailed(std::mt19937_64& rng, size_t count) {
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<double> weights(count);
+  for (double& w : weights) w = 1.0 / std::pow(1.0 - unit(rng), 1.0 / 1.5);
+  std::sort(weights.begin(), weights.end(), std::greater<>());
+  return weights;
+}
+
+}  // namespace
+
+TEST_CASE("balance: method names", "[balance]") {
+  for (BalanceMethod m : {BalanceMethod::tokens, BalanceMethod::greedy, BalanceMethod::karmarkar_karp})
+    CHECK(msd::parse_balance_method(msd::balance_method_name(m)) == m);
+  CHECK(msd::parse_balance_method("karmarkar-karp") == BalanceMethod::karmarkar_karp);
+  CHECK_THROWS_AS(msd::parse_balance_method("random"), msd::ConfigError);
+}
+
+TEST_CASE("balance: small cases by hand", "[balance]") {
+  const std::vector<double> weights = {8, 7, 6, 5, 4};
+  // LPT alone ends at 17 (8|7, 6->7, 5->8, 4->8) and differencing at 16
+  // ((8,7)->1, (6,5)->1, 4 against both); the swaps out of the heaviest bin
+  // reach the optimum 15 | 15 from either.
+  const auto greedy = msd::balance(weights, 2, BalanceMethod::greedy);
+  CHECK(greedy == std::vector<uint32_t>{1, 1, 0, 0, 0});
+  CHECK(max_of(loads(weights, greedy, 2)) == 15);
+  CHECK(max_of(loads(weights, msd::balance(weights, 2, BalanceMethod::karmarkar_karp), 2)) == 15);
+  // Three bins, the textbook LPT worst case (11 against the optimum 9;
+  // differencing alone reaches 10): both end at 9.
+  const std::vector<double> hard = {5, 5, 4, 4, 3, 3, 3};
+  CHECK(max_of(loads(hard, msd::balance(hard, 3, BalanceMethod::greedy), 3)) == 9);
+  CHECK(max_of(loads(hard, msd::balance(hard, 3, BalanceMethod::karmarkar_karp), 3)) == 9);
+  // The position split is plain LPT, without the swaps.
+  CHECK(max_of(loads(weights, msd::balance(weights, 2, BalanceMethod::tokens), 2)) == 17);
+  // Fewer items than bins: one item per bin, the rest empty.
+  const std::vector<double> few = {3, 2};
+  for (BalanceMethod m : {BalanceMethod::greedy, BalanceMethod::karmarkar_karp}) {
+    const auto bins = msd::balance(few, 4, m);
+    CHECK(bins[0] != bins[1]);
+    CHECK(msd::balance({}, 4, m).empty());
+  }
+}
+
+TEST_CASE("balance: random heavy-tailed weights", "[balance]") {
+  std::mt19937_64 rng(21);
+  for (int round = 0; round < 200; ++round) {
+    const uint32_t bins = std::uniform_int_distribution<uint32_t>(1, 300)(rng);
+    const size_t count = std::uniform_int_distribution<size_t>(0, 3000)(rng);
+    const std::vector<double> weights = heavy_tailed(rng, count);
+    const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
+    const double mean = total / bins;
+    const double largest = weights.empty() ? 0.0 : weights.front();
+    for (BalanceMethod m : {BalanceMethod::greedy, BalanceMethod::karmarkar_karp}) {
+      const auto bin_of = msd::balance(weights, bins, m);
+      const auto load = loads(weights, bin_of, bins);
+      REQUIRE(std::accumulate(load.begin(), load.end(), 0.0) == Approx(total));
+      REQUIRE(bin_of == msd::balance(weights, bins, m));  // deterministic
+      // Both are within one item of the mean: LPT by construction; the
+      // differencing method meets it on these inputs (asserted, not assumed).
+      REQUIRE(max_of(load) <= mean + largest + 1e-9 * total);
+      REQUIRE(max_of(load) >= std::max(mean, largest) - 1e-9 * total);
+    }
+  }
+}
+
+TEST_CASE("balance: differencing is never far behind LPT and usually ahead", "[balance]") {
+  std::mt19937_64 rng(5);
+  int kk_better = 0, greedy_better = 0;
+  double worst_ratio = 0.0;
+  for (int round = 0; round < 200; ++round) {
+    const uint32_t bins = std::uniform_int_distribution<uint32_t>(2, 64)(rng);
+    const size_t count = bins * std::uniform_int_distribution<size_t>(2, 8)(rng);
+    std::vector<double> weights(count);
+    std::uniform_real_distribution<double> unit(1.0, 100.0);
+    for (double& w : weights) w = std::floor(unit(rng));
+    std::sort(weights.begin(), weights.end(), std::greater<>());
+    const double g = max_of(loads(weights, msd::balance(weights, bins, BalanceMethod::greedy), bins));
+    const double k = max_of(loads(weights, msd::balance(weights, bins, BalanceMethod::karmarkar_karp), bins));
+    kk_better += k < g;
+    greedy_better += g < k;
+    worst_ratio = std::max(worst_ratio, k / g);
+  }
+  CHECK(kk_better > greedy_better);
+  CHECK(worst_ratio <= 1.05);
+}
+
+TEST_CASE("balance: 100k items into 4096 bins", "[balance]") {
+  std::mt19937_64 rng(9);
+  const std::vector<double> weights = heavy_tailed(rng, 100000);
+  for (BalanceMethod m : {BalanceMethod::greedy, BalanceMethod::karmarkar_karp}) {
+    const auto load = loads(weights, msd::balance(weights, 4096, m), 4096);
+    const double mean = std::accumulate(load.begin(), load.end(), 0.0) / 4096;
+    INFO(msd::balance_method_name(m) << " max/mean " << max_of(load) / mean);
+    CHECK(max_of(load) <= std::max(1.02 * mean, weights.front()));
+  }
+}
+
+// The target workload: long-context steps mixing short web text, long
+// documents split into seq_len pieces and image-text samples. Either the
+// heaviest bucket is within 2% of the mean (or at the pigeonhole bound), or
+// the step is coarse: the heaviest bucket exceeds the mean by less than its
+// own lightest piece, so no piece can leave it without that bucket ending
+// below the mean (a case by hand in docs/cost-and-balance.md shows such a
+// step whose optimum is 1.22).
+TEST_CASE("balance: long-context mix meets max/mean <= 1.02 or the bound", "[balance]") {
+  struct Shape {
+    uint32_t dp, samples_per_rank, seq_len;
+    bool fine;  // enough pieces per bucket that 1.02 (or the bound) holds on every step
+  };
+  for (const Shape shape : {Shape{8, 8, 16384, true}, Shape{8, 64, 32768, true}, Shape{16, 16, 32768, true},
+                            Shape{32, 16, 16384, true}, Shape{32, 8, 32768, false}, Shape{16, 4, 16384, false}}) {
+    msd::SimulateOptions options;
+    options.dp = shape.dp;
+    options.samples_per_gpu = shape.samples_per_rank;
+    options.seq_len = shape.seq_len;
+    const msd::CostModel cost = msd::CostModel::from(options.model);
+    msd::PackOptions pack;
+    pack.seq_len = shape.seq_len;
+    pack.dp = shape.dp;
+    pack.micro_batches = 4;
+    for (uint64_t step = 0; step < 10; ++step) {
+      const auto docs = msd::synthetic_step(options, cost, step);
+      std::vector<uint32_t> patches_of(docs.size());
+      for (const auto& doc : docs) patches_of[doc.id] = doc.fixed;
+      for (BalanceMethod m : {BalanceMethod::greedy, BalanceMethod::karmarkar_karp}) {
+        pack.balance = m;
+        const msd::PackedStep plan = msd::pack_step(docs, pack, cost);
+        const msd::PlanStats& stats = plan.stats;
+        const bool on_target = stats.imbalance <= std::max(1.02, stats.pigeonhole_bound * (1 + 1e-9));
+        INFO(msd::balance_method_name(m) << " dp " << shape.dp << " x " << shape.samples_per_rank << " seq_len "
+                                         << shape.seq_len << " step " << step << ": max/mean " << stats.imbalance
+                                         << ", lower bound " << stats.lower_bound << ", pigeonhole bound "
+                                         << stats.pigeonhole_bound);
+        if (shape.fine) {
+          CHECK(on_target);
+        } else if (!on_target) {
+          const auto heaviest = std::max_element(plan.buckets.begin(), plan.buckets.end(),
+                                                 [](const auto& a, const auto& b) { return a.cost < b.cost; });
+          double lightest = HUGE_VAL;
+          for (const auto& mb : heaviest->micro_batches)
+            for (const auto& sequence : mb.sequences)
+              for (const auto& piece : sequence.pieces)
+                lightest = std::min(lightest, cost.document(piece.length, piece.begin == 0 ? patches_of[piece.doc] : 0));
+          CHECK(heaviest->cost - stats.mean_cost < lightest);
+        }
+      }
+    }
+  }
+}
