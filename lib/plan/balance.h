@@ -35,18 +35,23 @@ const char* balance_method_name(BalanceMethod method);
 //
 // REQUIRES: bins >= 1; weights >= 0 and sorted descending (callers sort with a
 // total order, ties broken by identity, so the result is deterministic and
-// independent of how items arrived). `method` is greedy or karmarkar_karp
-// (tokens is a weight choice, not an algorithm: pass positions to greedy).
+// independent of how items arrived).
+//
+// tokens: plain LPT (pass positions as weights). greedy and karmarkar_karp
+// then improve their partition by moves and swaps out of the heaviest bin
+// against the 8 lightest (at most min(4 * bins, 2048) rounds, each lowering
+// the heaviest bin or the number of bins at its load), which makes coarse
+// steps (few pieces per bin) reach the pigeonhole bound far more often.
 //
 // greedy: O(n log k). karmarkar_karp: each partial partition keeps only its
 // non-empty bins in a min-heap and a merge touches only the smaller side's
 // bins, so a run costs O(n log n log k) rather than the textbook O(n k log k):
 // 100k items into 4096 bins take milliseconds.
 //
-// Bin numbering: greedy fills bins in index order (ties: lower index); for
-// karmarkar_karp bin 0 is the heaviest bin of the final partition, then
-// descending (ties: the bin holding the lower item index first); empty bins
-// come last.
+// Bin numbering before the swaps: greedy fills bins in index order (ties:
+// lower index); for karmarkar_karp bin 0 is the heaviest bin of the
+// differencing result, then descending (ties: the bin holding the lower item
+// index first), empty bins last.
 std::vector<uint32_t> balance(std::span<const double> weights, uint32_t bins, BalanceMethod method);
 
 }  // namespace msd
