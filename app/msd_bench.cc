@@ -8,6 +8,7 @@
 #include <iostream>
 #include <string>
 
+#include "bench/throughput.h"
 #include "bench/transforms.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -76,6 +77,49 @@ int transforms_main(int argc, char** argv) {
   return 0;
 }
 
+int throughput_main(int argc, char** argv) {
+  msd::bench::ThroughputOptions options;
+  bool json = false;
+  po::options_description described(
+      "Usage: msd-bench throughput --config FILE [options] [-- msd-run options...]\n\n"
+      "Runs the configuration twice through msd-run under mpirun, back to back: the\n"
+      "colocated baseline (--mode=colocated: every training rank loads its own shard,\n"
+      "micro-batches by sample count, greedy packing in arrival order) and msd\n"
+      "(disaggregated: planner + loaders, attention-cost balancing). Prints tokens/s of\n"
+      "each and their ratio, the per-step max/mean cost over DP ranks (median and\n"
+      "worst), the same per micro-batch index, the lower bound, and data-wait time.\n"
+      "Options after -- go to both runs (e.g. -- --job.steps=10). mpirun flags come from\n"
+      "MSD_MPIRUN_FLAGS when set (default: as tools/mpirun.sh).\n\n"
+      "Options");
+  described.add_options()
+      ("help,h", "print this help and exit")
+      ("config", po::value(&options.config)->required(), "msd-run configuration (e.g. configs/bench-longctx.ini)")
+      ("work-dir", po::value(&options.work_dir), "where summaries and logs go (default: a new /tmp/msd-bench-*)")
+      ("json", po::bool_switch(&json), "print one JSON object instead of text");
+  int own = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) {
+      own = i;
+      for (int k = i + 1; k < argc; ++k) options.overrides.emplace_back(argv[k]);
+      break;
+    }
+  }
+  po::variables_map values;
+  po::store(po::command_line_parser(own, argv).options(described).run(), values);
+  if (values.count("help")) {
+    std::cout << described << '\n';
+    return 0;
+  }
+  po::notify(values);
+  const msd::bench::ThroughputReport report = msd::bench::run_throughput_bench(options);
+  if (json) {
+    std::cout << msd::bench::throughput_json(report) << '\n';
+  } else {
+    msd::bench::write_throughput_text(report, std::cout);
+  }
+  return 0;
+}
+
 struct Subcommand {
   const char* name;
   const char* summary;
@@ -84,6 +128,7 @@ struct Subcommand {
 
 constexpr Subcommand subcommands[] = {
     {"transforms", "tokenizer and JPEG speed against tiktoken and TurboJPEG", transforms_main},
+    {"throughput", "msd against the colocated baseline on one configuration", throughput_main},
 };
 
 void print_usage(std::ostream& out) {
