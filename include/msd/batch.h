@@ -6,6 +6,11 @@
 // convention of FlashAttention and Transformer Engine); padding at the end of a
 // sequence forms its own segment. A document longer than seq_len arrives in
 // pieces (job.long_docs = split), each piece its own segment.
+//
+// A rank holds what its place in the mesh uses (docs/batch.md "Slices and
+// stages"): a context-parallel rank only its zigzag chunks of every sequence,
+// a pipeline stage only its fields; tensor-parallel peers hold identical
+// batches.
 #pragma once
 
 #include <cstdint>
@@ -29,35 +34,55 @@ struct DocSpan {
 
 struct MicroBatch {
   uint32_t sequences = 0;  // packed sequences
-  uint32_t seq_len = 0;
+  uint32_t seq_len = 0;    // positions of a whole sequence (all CP ranks together)
 
-  // [sequences * seq_len] each.
+  // The slice this rank holds. With cp_size > 1 each sequence is cut into
+  // 2 * cp_size chunks of seq_len / (2 * cp_size) positions and this rank
+  // holds chunks cp_rank and 2 * cp_size - 1 - cp_rank, in that order: the
+  // load-balanced zigzag split. Default: the whole sequence (0 of 1).
+  uint32_t cp_rank = 0;
+  uint32_t cp_size = 1;
+  // Pipeline-stage fields: the first stage holds the inputs (tokens,
+  // positions, patches), the last the targets (labels, loss_mask); a middle
+  // stage neither, only shapes, cu_seqlens and docs. Default: both (pp = 1).
+  bool has_inputs = true;
+  bool has_targets = true;
+
+  // Per held position, [sequences * local_len()] each; empty when the stage
+  // does not hold them.
   std::vector<int32_t> tokens;     // image positions hold image.token_id; padding kPadTokenId
   std::vector<int32_t> labels;     // next token of the same piece, else kIgnoreLabel
   std::vector<int32_t> positions;  // 0, 1, 2, ... restarting at every piece; 0 on padding
   std::vector<uint8_t> loss_mask;  // 1 where labels[i] != kIgnoreLabel
 
-  // Segment boundaries over the flattened positions: 0, end of segment 1, ...,
-  // sequences * seq_len. Every segment lies inside one sequence.
+  // Segment boundaries over the flattened whole sequences (not the slice):
+  // 0, end of segment 1, ..., sequences * seq_len. Every segment lies inside
+  // one sequence. The same on every rank of a data group.
   std::vector<int32_t> cu_seqlens;
 
-  // Image patches: patch_positions[k] is the flattened position of patch k,
-  // whose pixels are patches[k * patch_bytes, (k + 1) * patch_bytes): patch x
-  // patch RGB, row-major.
+  // Image patches (inputs): patch_positions[k] is the held (local) flattened
+  // position of patch k, whose pixels are patches[k * patch_bytes, (k + 1) *
+  // patch_bytes): patch x patch RGB, row-major.
   std::vector<int32_t> patch_positions;
   std::vector<uint8_t> patches;
   uint32_t patch_bytes = 0;
 
-  std::vector<DocSpan> docs;  // one per document piece, in position order
+  std::vector<DocSpan> docs;  // every document piece of the whole sequences, in position order
 
-  uint64_t tokens_used() const;  // non-padding positions
+  uint32_t local_len() const { return seq_len / cp_size; }  // held positions per sequence
+  // The flattened whole-sequence position of held position `local`
+  // (0 <= local < sequences * local_len()).
+  uint64_t global_position(uint64_t local) const;
+  uint64_t tokens_used() const;  // non-padding positions of the whole sequences
 };
 
 struct Batch {
   uint64_t step = 0;
   std::vector<MicroBatch> micro_batches;
-  uint64_t digest = 0;        // over every field above except docs
-  double wait_seconds = 0.0;  // how long next() waited for the plan and bytes
+  uint64_t digest = 0;         // over every field above except docs
+  double wait_seconds = 0.0;   // how long next() waited for the plan and bytes
+  uint64_t bytes_fetched = 0;  // sample bytes this rank read for this batch (docs/batch.md)
+  uint64_t bytes_needed = 0;   // sample bytes this batch uses, counted on TP leaders only
 };
 
 }  // namespace msd

@@ -58,6 +58,8 @@ struct ClientLog {
   double wait_seconds = 0.0;
   std::vector<uint64_t> source_samples;  // per source: documents received (first pieces)
   std::vector<uint64_t> source_tokens;   // per source: positions received
+  std::vector<uint64_t> step_bytes_fetched;  // per step: Batch::bytes_fetched
+  std::vector<uint64_t> step_bytes_needed;   // per step: Batch::bytes_needed
 };
 
 class Client {

@@ -36,6 +36,8 @@ struct TopologyConfig {
   int dp = 1, pp = 1, cp = 1, tp = 1;
   std::string order = "tp,cp,dp,pp";  // fastest-varying axis first (Megatron's)
   int loaders = 1;                    // size of the source-loader pool
+  int shadow_loaders = 0;             // spare loader ranks that take over a failed loader
+  std::string broadcast_at = "tp";    // tp: a TP group's leader fetches and shares; none: every TP rank fetches
 };
 
 struct JobConfig {
@@ -47,6 +49,7 @@ struct JobConfig {
   uint32_t prefetch_steps = 2;  // how far the planner plans ahead
   std::string mode = "disaggregated";  // | colocated
   std::string long_docs = "split";     // split | truncate: documents over seq_len
+  std::string balance = "greedy";      // greedy | karmarkar_karp | tokens (even split by positions)
 };
 
 struct TokenizerConfig {
@@ -64,6 +67,7 @@ struct ImageConfig {
 struct LoaderConfig {
   uint64_t window_mb = 256;  // RMA window per loader rank
   std::string cache_dir;     // index caches; empty: beside the data (else ~/.cache/msd)
+  uint64_t deadline_ms = 2000;  // a loader silent this long with requests pending is failed over
 };
 
 struct ModelConfig {
@@ -71,6 +75,7 @@ struct ModelConfig {
   uint32_t layers = 8;
   uint32_t vision_hidden = 768;  // vision encoder, for image patches' cost
   uint32_t vision_layers = 4;
+  double cost_a = 0.0;  // the cost model's linear weight a; 0: derived, 6 * hidden
 };
 
 struct EmulatorConfig {
@@ -81,6 +86,25 @@ struct OutputConfig {
   std::string summary_json;  // write the final summary here when set
   uint32_t progress_every = 1;  // a progress line every N steps; 0: none
   std::string log_level = "info";
+};
+
+struct CheckpointConfig {
+  std::string dir;              // checkpoints and the trace; empty: none
+  uint64_t planner_every = 10;  // planner state every N steps
+  uint64_t loader_every = 0;    // loader state every N steps; 0: never
+  uint32_t keep = 3;            // checkpoint files kept per kind
+  std::string trace;            // trace file; empty: DIR/trace.h5 when dir is set
+  bool resume = false;          // start from the latest consistent checkpoint in dir
+};
+
+// Fault injection, for testing and showing failover: from step `step` on,
+// loader `loader` hangs (stops serving), stalls (for stall_ms, then goes on)
+// or fails its reads.
+struct FaultConfig {
+  int loader = -1;  // loader index; -1: no fault
+  std::string kind = "hang";  // hang | stall | fail
+  uint64_t step = 0;
+  uint64_t stall_ms = 3000;
 };
 
 struct Config {
@@ -95,10 +119,12 @@ struct Config {
   ModelConfig model;
   EmulatorConfig emulator;
   OutputConfig output;
+  CheckpointConfig checkpoint;
+  FaultConfig fault;
 
   int clients() const { return topology.dp * topology.pp * topology.cp * topology.tp; }
-  // MPI ranks the job needs: 1 planner + loaders + clients (disaggregated), or
-  // clients alone (colocated).
+  // MPI ranks the job needs: 1 planner + loaders + shadow loaders + clients
+  // (disaggregated), or clients alone (colocated).
   int world_size() const;
 };
 
@@ -117,5 +143,13 @@ Invocation parse_command_line(int argc, const char* const* argv);
 
 // Validation on its own (parse_command_line calls it); throws ConfigError.
 void validate(const Config& config);
+
+// The configuration as canonical INI text: every option of every section, in
+// a fixed order, paths already resolved, numbers written so they read back
+// exactly. parse_command_line with `--config` of this text gives a Config
+// equal to `config` (except config_path). Checkpoints and traces store it.
+// Throws ConfigError for a value INI cannot hold (a '#', a line break, or
+// leading/trailing blanks, e.g. in a tokenizer.pattern regex).
+std::string to_ini(const Config& config);
 
 }  // namespace msd

@@ -59,19 +59,24 @@ enum class Role { planner, loader, client };
 const char* role_name(Role role);
 
 // Where each role sits in MPI_COMM_WORLD: rank 0 the planner, ranks
-// 1..loaders the source loaders, then the clients in client-index order.
+// 1..loaders the source loaders, then the shadow loaders (spares that take
+// over a failed loader), then the clients in client-index order.
 struct RoleLayout {
-  int loaders = 1;
+  int loaders = 1;  // active loaders (topology.loaders)
+  int shadows = 0;  // shadow loaders (topology.shadow_loaders)
   int clients = 1;
   bool colocated = false;  // colocated baseline: clients only
 
-  int world_size() const { return colocated ? clients : 1 + loaders + clients; }
+  int loader_ranks() const { return colocated ? 0 : loaders + shadows; }
+  int world_size() const { return colocated ? clients : 1 + loader_ranks() + clients; }
   Role role(int world_rank) const;
   int planner_rank() const { return 0; }
+  // Loader index i in [0, loaders + shadows): indexes >= loaders are shadows.
   int loader_rank(int loader_index) const { return 1 + loader_index; }
   int loader_index(int world_rank) const { return world_rank - 1; }
-  int client_rank(int client_index) const { return colocated ? client_index : 1 + loaders + client_index; }
-  int client_index(int world_rank) const { return colocated ? world_rank : world_rank - 1 - loaders; }
+  bool is_shadow(int loader_index) const { return loader_index >= loaders; }
+  int client_rank(int client_index) const { return colocated ? client_index : 1 + loader_ranks() + client_index; }
+  int client_index(int world_rank) const { return colocated ? world_rank : world_rank - 1 - loader_ranks(); }
 };
 
 }  // namespace msd

@@ -207,6 +207,9 @@ std::vector<Section> static_sections() {
        text([](Config& c) -> auto& { return c.job.mode; })},
       {"job.long_docs", "M", d.job.long_docs, "split | truncate: documents longer than seq_len",
        text([](Config& c) -> auto& { return c.job.long_docs; })},
+      {"job.balance", "M", d.job.balance,
+       "greedy | karmarkar_karp | tokens: how the planner balances DP ranks and micro-batches",
+       text([](Config& c) -> auto& { return c.job.balance; })},
   };
   Section& topology = section("topology");
   topology.options = {
@@ -226,6 +229,12 @@ std::vector<Section> static_sections() {
        }},
       {"topology.loaders", "N", text_of(d.topology.loaders), "source-loader ranks (alias --loaders)",
        count([](Config& c) -> auto& { return c.topology.loaders; })},
+      {"topology.shadow_loaders", "N", text_of(d.topology.shadow_loaders),
+       "spare loader ranks, every source open, that take over a loader missing loader.deadline_ms",
+       count([](Config& c) -> auto& { return c.topology.shadow_loaders; })},
+      {"topology.broadcast_at", "LEVEL", d.topology.broadcast_at,
+       "tp | none: tp, one rank per TP group fetches and shares the batch; none, every TP rank fetches",
+       text([](Config& c) -> auto& { return c.topology.broadcast_at; })},
   };
   Section& mix = section("mix");
   mix.options = {
@@ -261,6 +270,9 @@ std::vector<Section> static_sections() {
        count([](Config& c) -> auto& { return c.loader.window_mb; })},
       {"loader.cache_dir", "DIR", "", "index caches; empty: beside the data",
        [](Config& c, const Setting& s, const ParseContext& x) { c.loader.cache_dir = resolve_path(trim(s.text), s, x); }},
+      {"loader.deadline_ms", "MS", text_of(d.loader.deadline_ms),
+       "a loader silent this long with requests pending is handed over to a shadow",
+       count([](Config& c) -> auto& { return c.loader.deadline_ms; })},
   };
   Section& model = section("model");
   model.options = {
@@ -272,6 +284,10 @@ std::vector<Section> static_sections() {
        count([](Config& c) -> auto& { return c.model.vision_hidden; })},
       {"model.vision_layers", "N", text_of(d.model.vision_layers), "vision encoder layers",
        count([](Config& c) -> auto& { return c.model.vision_layers; })},
+      {"model.cost_a", "A", text_of(d.model.cost_a), "cost model's linear weight a in a*L + L^2; 0: 6 * hidden",
+       [](Config& c, const Setting& s, const ParseContext& x) {
+         if (!parse_double(s.text, c.model.cost_a) || c.model.cost_a < 0) bad_value(s, x, "a number >= 0");
+       }},
   };
   Section& emulator = section("emulator");
   emulator.options = {
@@ -279,6 +295,41 @@ std::vector<Section> static_sections() {
        [](Config& c, const Setting& s, const ParseContext& x) {
          if (!parse_double(s.text, c.emulator.tflops) || c.emulator.tflops <= 0) bad_value(s, x, "a positive number");
        }},
+  };
+  Section& checkpoint = section("checkpoint");
+  checkpoint.options = {
+      {"checkpoint.dir", "DIR", "", "where checkpoints and the trace go; empty: no checkpoints",
+       [](Config& c, const Setting& s, const ParseContext& x) { c.checkpoint.dir = resolve_path(trim(s.text), s, x); }},
+      {"checkpoint.planner_every", "N", text_of(d.checkpoint.planner_every), "planner state every N steps",
+       count([](Config& c) -> auto& { return c.checkpoint.planner_every; })},
+      {"checkpoint.loader_every", "N", text_of(d.checkpoint.loader_every), "loader state every N steps; 0: never",
+       count([](Config& c) -> auto& { return c.checkpoint.loader_every; })},
+      {"checkpoint.keep", "N", text_of(d.checkpoint.keep), "checkpoint files kept of each kind",
+       count([](Config& c) -> auto& { return c.checkpoint.keep; })},
+      {"checkpoint.trace", "FILE", "", "the plan trace (alias --trace); empty: DIR/trace.h5 when checkpoint.dir is set",
+       [](Config& c, const Setting& s, const ParseContext& x) { c.checkpoint.trace = resolve_path(trim(s.text), s, x); }},
+      {"checkpoint.resume", "BOOL", "false", "start from the latest consistent checkpoint in DIR (alias --resume)",
+       [](Config& c, const Setting& s, const ParseContext& x) {
+         const std::string v = trim(s.text);
+         if (v == "true" || v == "1" || v == "yes") c.checkpoint.resume = true;
+         else if (v == "false" || v == "0" || v == "no") c.checkpoint.resume = false;
+         else bad_value(s, x, "true or false");
+       }},
+  };
+  Section& fault = section("fault");
+  fault.options = {
+      {"fault.loader", "I", text_of(d.fault.loader), "inject a fault into loader I (testing failover); -1: none",
+       [](Config& c, const Setting& s, const ParseContext& x) {
+         int64_t v = 0;
+         if (!parse_integer(s.text, v) || v < -1 || v > 1000000) bad_value(s, x, "-1 or a loader index");
+         c.fault.loader = static_cast<int>(v);
+       }},
+      {"fault.kind", "K", d.fault.kind, "hang | stall | fail: stop serving, pause for stall_ms, or fail every read",
+       text([](Config& c) -> auto& { return c.fault.kind; })},
+      {"fault.step", "N", text_of(d.fault.step), "the step the fault starts at",
+       count([](Config& c) -> auto& { return c.fault.step; })},
+      {"fault.stall_ms", "MS", text_of(d.fault.stall_ms), "how long a stall lasts",
+       count([](Config& c) -> auto& { return c.fault.stall_ms; })},
   };
   Section& output = section("output");
   output.options = {
@@ -327,8 +378,9 @@ Section source_section(const std::string& name) {
 }
 
 // Command-line-only options; the aliases map to "section.key" options.
-const std::array<std::pair<const char*, const char*>, 5> kAliases = {{
+const std::array<std::pair<const char*, const char*>, 6> kAliases = {{
     {"loaders", "topology.loaders"},
+    {"trace", "checkpoint.trace"},
     {"summary-json", "output.summary_json"},
     {"mode", "job.mode"},
     {"steps", "job.steps"},
@@ -358,7 +410,9 @@ po::options_description command_line_only() {
       ("summary-json", po::value<std::string>()->value_name("FILE"), "= --output.summary_json")  //
       ("mode", po::value<std::string>()->value_name("M"), "= --job.mode")                   //
       ("steps", po::value<std::string>()->value_name("N"), "= --job.steps")                 //
-      ("seed", po::value<std::string>()->value_name("N"), "= --job.seed");
+      ("seed", po::value<std::string>()->value_name("N"), "= --job.seed")                   //
+      ("trace", po::value<std::string>()->value_name("FILE"), "= --checkpoint.trace")       //
+      ("resume", "= --checkpoint.resume=true");
   return description;
 }
 
@@ -485,6 +539,12 @@ void collect(const po::parsed_options& parsed, Origin origin, const std::string&
                             origin_text, " (options are --section.key=value)"));
     if (option.string_key == "config" || option.string_key == "help" || option.string_key == "print-world-size")
       continue;
+    if (option.string_key == "resume") {  // a switch: no value
+      if (!seen.insert("checkpoint.resume").second)
+        throw ConfigError(str("checkpoint.resume: given twice ", origin_text));
+      settings["checkpoint.resume"] = Setting{"checkpoint.resume", "true", origin};
+      continue;
+    }
     const std::string key = alias_target(option.string_key);
     const std::string written = origin == Origin::command_line ? "--" + option.string_key : option.string_key;
     if (!seen.insert(key).second)
@@ -539,7 +599,7 @@ void require_one_of(const std::string& value, std::initializer_list<const char*>
 }  // namespace
 
 int Config::world_size() const {
-  return job.mode == "colocated" ? clients() : 1 + topology.loaders + clients();
+  return job.mode == "colocated" ? clients() : 1 + topology.loaders + topology.shadow_loaders + clients();
 }
 
 void validate(const Config& config) {
@@ -547,6 +607,7 @@ void validate(const Config& config) {
   const auto& topo = config.topology;
   require_one_of(job.mode, {"disaggregated", "colocated"}, "job.mode");
   require_one_of(job.long_docs, {"split", "truncate"}, "job.long_docs");
+  require_one_of(job.balance, {"greedy", "karmarkar_karp", "tokens"}, "job.balance");
   require_at_least(job.steps, uint64_t{1}, "job.steps");
   require_at_least(topo.dp, 1, "topology.dp");
   require_at_least(topo.pp, 1, "topology.pp");
@@ -554,14 +615,19 @@ void validate(const Config& config) {
   require_at_least(topo.tp, 1, "topology.tp");
   if (job.mode == "disaggregated") require_at_least(topo.loaders, 1, "topology.loaders");
   require_at_least(topo.loaders, 0, "topology.loaders");
+  require_at_least(topo.shadow_loaders, 0, "topology.shadow_loaders");
   // The rank count is an int for MPI; a product that overflows is a typo.
-  const int64_t ranks = int64_t{topo.dp} * topo.pp * topo.cp * topo.tp + topo.loaders + 1;
+  const int64_t ranks = int64_t{topo.dp} * topo.pp * topo.cp * topo.tp + topo.loaders + topo.shadow_loaders + 1;
   require(ranks <= std::numeric_limits<int>::max(),
           str("topology: dp*pp*cp*tp + loaders + 1 = ", ranks, " ranks is more than MPI can address"));
   require(job.global_batch >= static_cast<uint32_t>(topo.dp),
           str("job.global_batch: must be at least topology.dp = ", topo.dp, " so every DP group gets a sample (got ",
               job.global_batch, ")"));
   require_at_least(job.seq_len, uint32_t{16}, "job.seq_len");
+  require(topo.cp <= 1 || job.seq_len % (2 * static_cast<uint32_t>(topo.cp)) == 0,
+          str("job.seq_len: ", job.seq_len, " must be divisible by 2 * topology.cp = ", 2 * topo.cp,
+              " (each context-parallel rank takes two equal chunks of every sequence)"));
+  require_one_of(topo.broadcast_at, {"tp", "none"}, "topology.broadcast_at");
   require_at_least(job.micro_batches, uint32_t{1}, "job.micro_batches");
   require_at_least(job.prefetch_steps, uint32_t{1}, "job.prefetch_steps");
 
@@ -633,6 +699,19 @@ void validate(const Config& config) {
   require(std::isfinite(config.emulator.tflops) && config.emulator.tflops > 0,
           str("emulator.tflops: must be positive (got ", config.emulator.tflops, ")"));
   require_one_of(config.output.log_level, {"debug", "info", "warn", "error", "quiet"}, "output.log_level");
+  require_at_least(config.loader.deadline_ms, uint64_t{1}, "loader.deadline_ms");
+
+  const auto& ckpt = config.checkpoint;
+  require_at_least(ckpt.planner_every, uint64_t{1}, "checkpoint.planner_every");
+  require_at_least(ckpt.keep, uint32_t{1}, "checkpoint.keep");
+  require(!ckpt.resume || !ckpt.dir.empty(), "checkpoint.resume: needs checkpoint.dir (where to find checkpoints)");
+  require(ckpt.loader_every == 0 || !ckpt.dir.empty(), "checkpoint.loader_every: needs checkpoint.dir");
+  require(!ckpt.resume || job.mode == "disaggregated", "checkpoint.resume: only the disaggregated mode checkpoints");
+
+  const auto& fault = config.fault;
+  require_one_of(fault.kind, {"hang", "stall", "fail"}, "fault.kind");
+  require(fault.loader < topo.loaders,
+          str("fault.loader: ", fault.loader, " is not a loader index (topology.loaders = ", topo.loaders, ")"));
 }
 
 Invocation parse_command_line(int argc, const char* const* argv) {
@@ -704,6 +783,116 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   }
   validate(config);
   return invocation;
+}
+
+namespace {
+
+// Shortest text that reads back to the same double.
+std::string exact(double value) {
+  char text[64];
+  auto [end, ec] = std::to_chars(text, text + sizeof text, value);
+  MSD_CHECK(ec == std::errc());
+  return std::string(text, end);
+}
+
+// One "key = value" line; the INI reader strips blanks around a value and
+// takes '#' as the start of a comment, so such values cannot be written.
+void ini_line(std::ostringstream& out, const std::string& section, const std::string& key, const std::string& value) {
+  const bool blank_edge = !value.empty() && (std::isspace(static_cast<unsigned char>(value.front())) ||
+                                             std::isspace(static_cast<unsigned char>(value.back())));
+  if (blank_edge || value.find_first_of("#\r\n") != std::string::npos)
+    throw ConfigError(str(section, ".", key, ": '", value,
+                          "' cannot be written to an INI file (a '#', a line break or leading/trailing blanks)"));
+  out << key << " = " << value << "\n";
+}
+
+}  // namespace
+
+std::string to_ini(const Config& config) {
+  std::ostringstream out;
+  std::string section;
+  auto begin = [&](const std::string& name) {
+    out << (section.empty() ? "" : "\n") << "[" << name << "]\n";
+    section = name;
+  };
+  auto line = [&](const std::string& key, const std::string& value) { ini_line(out, section, key, value); };
+  const auto& job = config.job;
+  begin("job");
+  line("steps", str(job.steps));
+  line("seed", str(job.seed));
+  line("global_batch", str(job.global_batch));
+  line("seq_len", str(job.seq_len));
+  line("micro_batches", str(job.micro_batches));
+  line("prefetch_steps", str(job.prefetch_steps));
+  line("mode", job.mode);
+  line("long_docs", job.long_docs);
+  line("balance", job.balance);
+  const auto& topology = config.topology;
+  begin("topology");
+  line("dp", str(topology.dp));
+  line("pp", str(topology.pp));
+  line("cp", str(topology.cp));
+  line("tp", str(topology.tp));
+  line("order", topology.order);
+  line("loaders", str(topology.loaders));
+  line("shadow_loaders", str(topology.shadow_loaders));
+  line("broadcast_at", topology.broadcast_at);
+  begin("mix");
+  std::string names;
+  for (const auto& source : config.sources) names += (names.empty() ? "" : ", ") + source.name;
+  line("sources", names);
+  line("schedule", config.schedule == ScheduleKind::constant    ? "constant"
+                   : config.schedule == ScheduleKind::piecewise ? "piecewise"
+                                                                : "linear");
+  begin("tokenizer");
+  line("vocab", config.tokenizer.vocab);
+  line("pattern", config.tokenizer.pattern);
+  line("normalize", config.tokenizer.normalize);
+  begin("image");
+  line("max_side", str(config.image.max_side));
+  line("patch", str(config.image.patch));
+  line("token_id", str(config.image.token_id));
+  begin("loader");
+  line("window_mb", str(config.loader.window_mb));
+  line("cache_dir", config.loader.cache_dir);
+  line("deadline_ms", str(config.loader.deadline_ms));
+  begin("model");
+  line("hidden", str(config.model.hidden));
+  line("layers", str(config.model.layers));
+  line("vision_hidden", str(config.model.vision_hidden));
+  line("vision_layers", str(config.model.vision_layers));
+  line("cost_a", exact(config.model.cost_a));
+  begin("emulator");
+  line("tflops", exact(config.emulator.tflops));
+  begin("output");
+  line("summary_json", config.output.summary_json);
+  line("progress_every", str(config.output.progress_every));
+  line("log_level", config.output.log_level);
+  const auto& checkpoint = config.checkpoint;
+  begin("checkpoint");
+  line("dir", checkpoint.dir);
+  line("planner_every", str(checkpoint.planner_every));
+  line("loader_every", str(checkpoint.loader_every));
+  line("keep", str(checkpoint.keep));
+  line("trace", checkpoint.trace);
+  line("resume", checkpoint.resume ? "true" : "false");
+  begin("fault");
+  line("loader", str(config.fault.loader));
+  line("kind", config.fault.kind);
+  line("step", str(config.fault.step));
+  line("stall_ms", str(config.fault.stall_ms));
+  for (const auto& source : config.sources) {
+    begin("source." + source.name);
+    line("format", source.format);
+    line("path", source.path);
+    std::string weight;
+    for (const auto& point : source.weight)
+      weight += (weight.empty() ? "" : ", ") + str(point.step) + ":" + exact(point.weight);
+    line("weight", weight);
+    line("text_field", source.text_field);
+    line("caption_field", source.caption_field);
+  }
+  return out.str();
 }
 
 }  // namespace msd

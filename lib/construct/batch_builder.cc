@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <span>
+#include <vector>
 
 #include "common/digest.h"
 #include "common/error.h"
@@ -9,92 +10,213 @@
 
 namespace msd {
 
+namespace {
+
+// A held chunk of a sequence: positions [begin, end) of the whole sequence,
+// stored from `local` on in the rank's arrays.
+struct Chunk {
+  uint32_t begin = 0, end = 0, local = 0;
+};
+
+// The chunks a rank holds of every sequence: the whole sequence, or the two
+// zigzag chunks cp_rank and 2 * cp_size - 1 - cp_rank.
+std::vector<Chunk> held_chunks(uint32_t seq_len, uint32_t cp_rank, uint32_t cp_size, uint64_t step) {
+  if (cp_size <= 1) return {{0, seq_len, 0}};
+  if (cp_rank >= cp_size || seq_len % (2 * cp_size) != 0)
+    throw ProtocolError(str("step ", step, ": seq_len ", seq_len, " cannot be split into 2 x ", cp_size,
+                            " chunks for context-parallel rank ", cp_rank));
+  const uint32_t chunk = seq_len / (2 * cp_size);
+  const uint32_t second = 2 * cp_size - 1 - cp_rank;
+  // The middle rank's chunks touch: one run, so a label at the seam is not
+  // read twice.
+  if (second == cp_rank + 1) return {{cp_rank * chunk, (second + 1) * chunk, 0}};
+  return {{cp_rank * chunk, (cp_rank + 1) * chunk, 0}, {second * chunk, (second + 1) * chunk, chunk}};
+}
+
+// One piece's positions inside one held chunk.
+struct Run {
+  uint32_t sample = 0;
+  uint32_t piece_begin = 0;  // document position where the piece starts
+  uint32_t piece_end = 0;    // one past its last document position
+  uint32_t lo = 0, hi = 0;   // document positions held: [lo, hi)
+  uint64_t local = 0;        // held flattened index of position lo
+};
+
+// The first label position of a run and one past its last: labels exist at
+// text positions whose next position is in the same piece.
+uint32_t label_lo(const Run& r, const SampleMeta& s) { return std::max(r.lo, s.patches); }
+uint32_t label_hi(const Run& r) { return std::min(r.hi, r.piece_end - 1); }
+
+}  // namespace
+
 uint64_t MicroBatch::tokens_used() const {
   uint64_t used = 0;
   for (const auto& doc : docs) used += doc.length;
   return used;
 }
 
+uint64_t MicroBatch::global_position(uint64_t local) const {
+  const uint32_t len = local_len();
+  const uint64_t sequence = local / len;
+  const uint32_t k = static_cast<uint32_t>(local % len);
+  if (cp_size <= 1) return local;
+  const uint32_t chunk = seq_len / (2 * cp_size);
+  const uint32_t index = k < chunk ? cp_rank : 2 * cp_size - 1 - cp_rank;
+  return sequence * seq_len + uint64_t{index} * chunk + k % chunk;
+}
+
 BuildStats build_batch(const StepPlan& plan, ByteFetcher& fetcher, const BuildOptions& options, Batch& out) {
   BuildStats stats;
   const uint32_t seq_len = plan.seq_len;
+  const std::vector<Chunk> chunks = held_chunks(seq_len, options.cp_rank, options.cp_size, plan.step);
+  const uint32_t local_len = options.cp_size <= 1 ? seq_len : seq_len / options.cp_size;
   out.step = plan.step;
   out.micro_batches.resize(plan.micro_batches.size());
-  // First pass: size every array and queue every read (the reads land in
-  // place, so nothing may be resized after this pass).
+  std::vector<std::vector<Run>> runs(plan.micro_batches.size());
+  // Tokens one past a held chunk that are labels of its last position, for a
+  // rank that holds both inputs and targets (its other labels are its tokens).
+  std::vector<int32_t> edge_tokens;
+  std::vector<uint64_t> edge_labels;  // held index each edge token labels
+  auto needs_edge = [&](const Run& r, const SampleMeta& s) {
+    return options.inputs && options.targets && r.hi < r.piece_end && r.hi > s.patches;
+  };
+
+  // First pass: validate, record the pieces and the held runs, size every
+  // array. The reads land in place, so nothing may be resized after it.
+  size_t edges = 0;
   for (size_t m = 0; m < plan.micro_batches.size(); ++m) {
     const auto& wire = plan.micro_batches[m];
     MicroBatch& mb = out.micro_batches[m];
     const size_t n = wire.sequences.size();
     mb.sequences = static_cast<uint32_t>(n);
     mb.seq_len = seq_len;
-    mb.tokens.assign(n * seq_len, kPadTokenId);
-    mb.labels.assign(n * seq_len, kIgnoreLabel);
-    mb.positions.assign(n * seq_len, 0);
-    mb.loss_mask.assign(n * seq_len, 0);
+    mb.cp_rank = options.cp_size <= 1 ? 0 : options.cp_rank;
+    mb.cp_size = std::max<uint32_t>(1, options.cp_size);
+    mb.has_inputs = options.inputs;
+    mb.has_targets = options.targets;
+    const size_t held = options.inputs || options.targets ? n * local_len : 0;
+    mb.tokens.assign(options.inputs ? held : 0, kPadTokenId);
+    mb.positions.assign(options.inputs ? held : 0, 0);
+    mb.labels.assign(options.targets ? held : 0, kIgnoreLabel);
+    mb.loss_mask.assign(options.targets ? held : 0, 0);
     mb.cu_seqlens.assign(1, 0);
     mb.patch_positions.clear();
     mb.docs.clear();
     mb.patch_bytes = 0;
     uint64_t patch_total = 0;
     for (size_t q = 0; q < n; ++q) {
+      uint32_t offset = 0;
       for (const auto& piece : wire.sequences[q].pieces) {
+        if (piece.sample >= plan.samples.size())
+          throw ProtocolError(str("step ", plan.step, ": piece of sample ", piece.sample, " of ", plan.samples.size()));
         const SampleMeta& s = plan.samples[piece.sample];
         const uint32_t lo = piece.begin;
         const uint32_t hi = piece.begin + piece.length;
-        if (hi > s.positions() || piece.length == 0)
+        if (hi > s.positions() || piece.length == 0 || hi < lo)
           throw ProtocolError(str("step ", plan.step, ": piece [", lo, ", ", hi, ") of a sample with ",
                                   s.positions(), " positions"));
-        if (lo < s.patches) {
+        if (offset + piece.length > seq_len)
+          throw ProtocolError(str("step ", plan.step, ": sequence ", q, " overflows seq_len ", seq_len));
+        const uint32_t patch_hi = std::min(hi, s.patches);
+        if (lo < patch_hi) {
           if (mb.patch_bytes != 0 && mb.patch_bytes != s.patch_bytes)
             throw ProtocolError(str("step ", plan.step, ": samples with different patch sizes in one micro-batch"));
           mb.patch_bytes = s.patch_bytes;
-          patch_total += std::min(hi, s.patches) - lo;
-        }
-      }
-    }
-    mb.patches.resize(patch_total * mb.patch_bytes);
-    uint64_t patch_cursor = 0;
-    for (size_t q = 0; q < n; ++q) {
-      uint32_t offset = 0;
-      for (const auto& piece : wire.sequences[q].pieces) {
-        const SampleMeta& s = plan.samples[piece.sample];
-        const uint32_t lo = piece.begin;
-        const uint32_t hi = piece.begin + piece.length;
-        if (offset + piece.length > seq_len)
-          throw ProtocolError(str("step ", plan.step, ": sequence ", q, " overflows seq_len ", seq_len));
-        const size_t base = q * seq_len + offset;
-        // Image part: positions [lo, min(hi, patches)).
-        const uint32_t patch_hi = std::min(hi, s.patches);
-        if (lo < patch_hi) {
-          const uint64_t count = patch_hi - lo;
-          const uint64_t bytes = count * s.patch_bytes;
-          fetcher.get(s.loader_rank, s.slot_offset + SlotLayout::patches_offset(s.text_tokens) + uint64_t{lo} * s.patch_bytes,
-                      mb.patches.data() + patch_cursor * mb.patch_bytes, bytes);
-          stats.bytes_fetched += bytes;
-          stats.gets++;
-          for (uint64_t k = 0; k < count; ++k) mb.patch_positions.push_back(static_cast<int32_t>(base + k));
-          patch_cursor += count;
-        }
-        // Text part: positions [max(lo, patches), hi) are tokens [.. - patches).
-        const uint32_t text_lo = std::max(lo, s.patches);
-        if (text_lo < hi) {
-          const uint64_t bytes = uint64_t{hi - text_lo} * sizeof(int32_t);
-          fetcher.get(s.loader_rank,
-                      s.slot_offset + SlotLayout::tokens_offset() + uint64_t{text_lo - s.patches} * sizeof(int32_t),
-                      mb.tokens.data() + base + (text_lo - lo), bytes);
-          stats.bytes_fetched += bytes;
-          stats.gets++;
         }
         mb.docs.push_back({s.source, s.index, lo, piece.length, static_cast<uint32_t>(q), offset,
                            patch_hi > lo ? patch_hi - lo : 0});
+        for (const Chunk& chunk : chunks) {
+          const uint32_t g0 = std::max(offset, chunk.begin);
+          const uint32_t g1 = std::min(offset + piece.length, chunk.end);
+          if (g0 >= g1 || !(options.inputs || options.targets)) continue;
+          Run run{piece.sample, lo, hi, lo + (g0 - offset), lo + (g1 - offset),
+                  q * uint64_t{local_len} + chunk.local + (g0 - chunk.begin)};
+          if (options.inputs && run.lo < s.patches) patch_total += std::min(run.hi, s.patches) - run.lo;
+          if (needs_edge(run, s)) ++edges;
+          runs[m].push_back(run);
+        }
         offset += piece.length;
+      }
+    }
+    if (!options.inputs) mb.patch_bytes = 0;
+    mb.patches.resize(patch_total * mb.patch_bytes);
+  }
+  edge_tokens.assign(edges, 0);
+  edge_labels.clear();
+
+  // Second pass: queue the reads.
+  auto get = [&](const SampleMeta& s, uint64_t offset, void* to, uint64_t bytes) {
+    fetcher.get(s.loader_rank, s.slot_offset + offset, to, bytes);
+    stats.bytes_fetched += bytes;
+    stats.gets++;
+  };
+  for (size_t m = 0; m < runs.size(); ++m) {
+    MicroBatch& mb = out.micro_batches[m];
+    uint64_t patch_cursor = 0;
+    for (const Run& r : runs[m]) {
+      const SampleMeta& s = plan.samples[r.sample];
+      const uint64_t tokens_at = SlotLayout::tokens_offset();
+      if (options.inputs) {
+        // Patches [lo, min(hi, patches)), then tokens [max(lo, patches), hi).
+        const uint32_t patch_hi = std::min(r.hi, s.patches);
+        if (r.lo < patch_hi) {
+          const uint64_t count = patch_hi - r.lo;
+          get(s, SlotLayout::patches_offset(s.text_tokens) + uint64_t{r.lo} * s.patch_bytes,
+              mb.patches.data() + patch_cursor * mb.patch_bytes, count * s.patch_bytes);
+          for (uint64_t k = 0; k < count; ++k) mb.patch_positions.push_back(static_cast<int32_t>(r.local + k));
+          patch_cursor += count;
+        }
+        const uint32_t text_lo = std::max(r.lo, s.patches);
+        if (text_lo < r.hi)
+          get(s, tokens_at + uint64_t{text_lo - s.patches} * sizeof(int32_t), mb.tokens.data() + r.local + (text_lo - r.lo),
+              uint64_t{r.hi - text_lo} * sizeof(int32_t));
+        if (needs_edge(r, s)) {
+          get(s, tokens_at + uint64_t{r.hi - s.patches} * sizeof(int32_t), edge_tokens.data() + edge_labels.size(),
+              sizeof(int32_t));
+          edge_labels.push_back(r.local + (r.hi - 1 - r.lo));
+        }
+      } else if (options.targets) {
+        // Labels alone: the tokens one past each label position, straight
+        // into the label array.
+        const uint32_t l0 = label_lo(r, s), l1 = label_hi(r);
+        if (l0 < l1)
+          get(s, tokens_at + uint64_t{l0 + 1 - s.patches} * sizeof(int32_t), mb.labels.data() + r.local + (l0 - r.lo),
+              uint64_t{l1 - l0} * sizeof(int32_t));
       }
     }
   }
   fetcher.complete();
-  // Second pass: fields derived from the layout.
-  for (MicroBatch& mb : out.micro_batches) {
+
+  // Third pass: fields derived from the layout.
+  size_t edge = 0;
+  for (size_t m = 0; m < runs.size(); ++m) {
+    MicroBatch& mb = out.micro_batches[m];
+    for (const Run& r : runs[m]) {
+      const SampleMeta& s = plan.samples[r.sample];
+      if (options.inputs) {
+        for (uint32_t j = r.lo; j < r.hi; ++j) mb.positions[r.local + (j - r.lo)] = static_cast<int32_t>(j - r.piece_begin);
+        for (uint32_t j = r.lo; j < std::min(r.hi, s.patches); ++j) mb.tokens[r.local + (j - r.lo)] = options.image_token_id;
+      }
+      if (options.targets) {
+        // A label is the next token of the same piece; patches have none, nor
+        // does the last patch predict the first text token.
+        const uint32_t l0 = label_lo(r, s), l1 = label_hi(r);
+        for (uint32_t j = l0; j < l1; ++j) {
+          const uint64_t at = r.local + (j - r.lo);
+          if (options.inputs) {
+            if (j + 1 < r.hi) {
+              mb.labels[at] = mb.tokens[at + 1];
+            } else {
+              MSD_CHECK_EQ(edge_labels.at(edge), at);
+              mb.labels[at] = edge_tokens[edge++];
+            }
+          }
+          mb.loss_mask[at] = 1;
+        }
+      }
+    }
+    // cu_seqlens over the whole sequences: every piece, then the padding at
+    // the end of a sequence as one more segment.
     uint32_t current_sequence = 0;
     uint32_t end_of_sequence = 0;  // offset of the first padding position
     auto close_sequence = [&](uint32_t q) {
@@ -106,25 +228,65 @@ BuildStats build_batch(const StepPlan& plan, ByteFetcher& fetcher, const BuildOp
         ++current_sequence;
         end_of_sequence = 0;
       }
-      const size_t base = size_t{doc.sequence} * seq_len + doc.offset;
-      for (uint32_t i = 0; i < doc.length; ++i) mb.positions[base + i] = static_cast<int32_t>(i);
-      for (uint32_t i = 0; i < doc.patches; ++i) mb.tokens[base + i] = options.image_token_id;
-      // A label is the next token of the same piece; patches have none, nor
-      // does the last patch predict the first text token.
-      for (uint32_t i = doc.patches; i + 1 < doc.length; ++i) {
-        mb.labels[base + i] = mb.tokens[base + i + 1];
-        mb.loss_mask[base + i] = 1;
-      }
       end_of_sequence = doc.offset + doc.length;
-      mb.cu_seqlens.push_back(static_cast<int32_t>(base + doc.length));
+      mb.cu_seqlens.push_back(static_cast<int32_t>(size_t{doc.sequence} * seq_len + doc.offset + doc.length));
     }
     for (; current_sequence < mb.sequences; ++current_sequence) {
       close_sequence(current_sequence);
       end_of_sequence = 0;
     }
   }
+  MSD_CHECK_EQ(edge, edge_tokens.size());
+  stats.bytes_needed = needed_bytes(plan, options);
   out.digest = batch_digest(out);
   return stats;
+}
+
+uint64_t needed_bytes(const StepPlan& plan, const BuildOptions& options) {
+  if (!options.inputs && !options.targets) return 0;
+  const uint32_t seq_len = plan.seq_len;
+  const uint32_t cp = std::max<uint32_t>(1, options.cp_size);
+  MicroBatch shape;  // global_position() of this rank's slice
+  shape.seq_len = seq_len;
+  shape.cp_rank = cp > 1 ? options.cp_rank : 0;
+  shape.cp_size = cp;
+  const uint32_t local_len = shape.local_len();
+  // used[sample][position]: that sample position's bytes are used.
+  std::vector<std::vector<bool>> used(plan.samples.size());
+  auto mark = [&](uint32_t sample, uint32_t position) {
+    auto& bits = used[sample];
+    if (bits.empty()) bits.assign(plan.samples[sample].positions(), false);
+    bits.at(position) = true;
+  };
+  std::vector<uint32_t> starts;
+  for (const auto& wire : plan.micro_batches) {
+    for (const auto& sequence : wire.sequences) {
+      starts.clear();
+      uint32_t offset = 0;
+      for (const auto& piece : sequence.pieces) {
+        starts.push_back(offset);
+        offset += piece.length;
+      }
+      for (uint32_t k = 0; k < local_len; ++k) {
+        const uint32_t g = static_cast<uint32_t>(shape.global_position(k));
+        const size_t p = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), g) - starts.begin());
+        if (p == 0) continue;
+        const PiecePlan& piece = sequence.pieces[p - 1];
+        if (g >= starts[p - 1] + piece.length) continue;  // padding
+        const uint32_t j = piece.begin + (g - starts[p - 1]);
+        if (options.inputs) mark(piece.sample, j);
+        const SampleMeta& s = plan.samples[piece.sample];
+        if (options.targets && j >= s.patches && j + 1 < piece.begin + piece.length) mark(piece.sample, j + 1);
+      }
+    }
+  }
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < used.size(); ++i) {
+    const SampleMeta& s = plan.samples[i];
+    for (uint32_t j = 0; j < used[i].size(); ++j)
+      if (used[i][j]) bytes += j < s.patches ? s.patch_bytes : sizeof(int32_t);
+  }
+  return bytes;
 }
 
 uint64_t batch_digest(const Batch& batch) {
@@ -133,6 +295,9 @@ uint64_t batch_digest(const Batch& batch) {
   for (const MicroBatch& mb : batch.micro_batches) {
     digest.update_u64(mb.sequences);
     digest.update_u64(mb.seq_len);
+    digest.update_u64(mb.cp_rank);
+    digest.update_u64(mb.cp_size);
+    digest.update_u64((mb.has_inputs ? 1u : 0u) | (mb.has_targets ? 2u : 0u));
     digest.update(std::span<const int32_t>(mb.tokens));
     digest.update(std::span<const int32_t>(mb.labels));
     digest.update(std::span<const int32_t>(mb.positions));

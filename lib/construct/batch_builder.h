@@ -1,8 +1,10 @@
-// Builds a rank's batch from its step plan: pulls exactly the bytes of every
-// planned piece from the loaders' windows (tokens straight into the batch's
-// token array, patches into its patch array), then derives labels, positions,
-// loss mask and cu_seqlens (docs/batch.md). MPI-free except through the
-// fetcher, so tests can feed it from memory.
+// Builds a rank's batch from its data group's step plan: pulls exactly the
+// bytes the rank uses from the loaders' windows (tokens straight into the
+// batch's token array, patches into its patch array), then derives labels,
+// positions, loss mask and cu_seqlens (docs/batch.md). A context-parallel rank
+// reads only its zigzag chunks of every sequence and a pipeline stage only its
+// fields. MPI-free except through the fetcher, so tests can feed it from
+// memory.
 #pragma once
 
 #include <cstdint>
@@ -20,18 +22,35 @@ class ByteFetcher {
   virtual void complete() = 0;
 };
 
+// What a rank holds of its data group's batch (MicroBatch's fields of the
+// same names). Default: everything (cp = 1, pp = 1).
 struct BuildOptions {
   int32_t image_token_id = 0;  // token id at image-patch positions
+  uint32_t cp_rank = 0;        // this rank's context-parallel index
+  uint32_t cp_size = 1;        // context-parallel ranks of the data group
+  bool inputs = true;          // first pipeline stage: tokens, positions, patches
+  bool targets = true;         // last pipeline stage: labels, loss mask
 };
 
 struct BuildStats {
-  uint64_t bytes_fetched = 0;
-  uint64_t gets = 0;
+  uint64_t bytes_fetched = 0;  // bytes requested through the fetcher
+  uint64_t bytes_needed = 0;   // needed_bytes(plan, options), counted apart
+  uint64_t gets = 0;           // reads requested
 };
 
-// Fills `out` (reusing its buffers) for `plan`. Throws ProtocolError when the
-// plan is inconsistent (a piece beyond its document, a sequence over seq_len).
+// Fills `out` (reusing its buffers) for `plan`. Every byte fetched is used
+// and fetched once, so bytes_fetched == bytes_needed. Throws ProtocolError
+// when the plan is inconsistent (a piece beyond its document, a sequence over
+// seq_len, seq_len not divisible by 2 * cp_size).
 BuildStats build_batch(const StepPlan& plan, ByteFetcher& fetcher, const BuildOptions& options, Batch& out);
+
+// The sample bytes a rank with `options` uses for `plan` (docs/batch.md
+// "Bytes needed"), computed position by position, independently of
+// build_batch's byte ranges: the token (4 bytes) or patch (patch_bytes) of
+// every held position when the rank holds inputs, and the token one past
+// every held position that has a label when it holds targets, each distinct
+// sample position once.
+uint64_t needed_bytes(const StepPlan& plan, const BuildOptions& options);
 
 // The digest of a batch's contents (Batch::digest), over every field a
 // trainer consumes, in a fixed order.

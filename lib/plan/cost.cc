@@ -37,4 +37,6 @@ double CostModel::seconds(double units, double tflops) const {
   return units * flops_per_unit / (tflops * 1e12);
 }
 
+CostModel make_cost_model(const Config& config) { return CostModel::from(config.model, config.model.cost_a); }
+
 }  // namespace msd

@@ -37,4 +37,7 @@ struct CostModel {
   double seconds(double units, double tflops) const;
 };
 
+// The cost model of a job: model.* with model.cost_a.
+CostModel make_cost_model(const Config& config);
+
 }  // namespace msd

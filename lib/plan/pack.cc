@@ -1,5 +1,7 @@
 #include "plan/pack.h"
 
+#include "plan/balance.h"
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -328,6 +330,16 @@ PlanStats plan_stats(const std::vector<BucketPlan>& buckets, std::span<const dou
   const double mb_mean = count > 0 ? total / (dp * static_cast<double>(count)) : 0.0;
   stats.micro_batch_lower_bound = ratio(std::max(largest_piece_cost, mb_mean), mb_mean);
   return stats;
+}
+
+PackOptions make_pack_options(const Config& config) {
+  PackOptions options;
+  options.seq_len = config.job.seq_len;
+  options.dp = static_cast<uint32_t>(config.topology.dp);
+  options.micro_batches = config.job.micro_batches;
+  options.long_docs = config.job.long_docs == "truncate" ? LongDocs::truncate : LongDocs::split;
+  options.balance = parse_balance_method(config.job.balance, "job.balance");
+  return options;
 }
 
 }  // namespace msd

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "plan/balance.h"
+#include "msd/config.h"
 #include "plan/cost.h"
 
 namespace msd {
@@ -123,6 +124,11 @@ struct PackedStep {
 //
 // O(pieces * log(pieces) * log(dp)) time for karmarkar_karp, O(pieces *
 // log(pieces)) otherwise; no pass over all buckets per piece.
+// The planner's packing options for a job: seq_len, dp, micro_batches,
+// long_docs and balance from the configuration. The planner and msd-replay
+// both use it, so a replay packs exactly as the run did.
+PackOptions make_pack_options(const Config& config);
+
 PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& options, const CostModel& cost = CostModel{});
 
 // pack_step(...).buckets: the planner's call.

@@ -19,21 +19,46 @@ class WindowFetcher : public ByteFetcher {
 };
 }  // namespace
 
-DisaggregatedClient::DisaggregatedClient(JobContext& job, int32_t image_token_id) : job_(job) {
-  options_.image_token_id = image_token_id;
+BuildOptions build_options_for(const ClientPlaceTree& tree, int client_index, int32_t image_token_id) {
+  BuildOptions options;
+  options.image_token_id = image_token_id;
+  options.cp_rank = static_cast<uint32_t>(tree.place(client_index).cp);
+  options.cp_size = static_cast<uint32_t>(tree.dim(Axis::cp));
+  options.inputs = tree.is_first_stage(client_index);
+  options.targets = tree.is_last_stage(client_index);
+  return options;
+}
+
+DisaggregatedClient::DisaggregatedClient(JobContext& job, int client_index, int32_t image_token_id, MPI_Comm tp_comm)
+    : job_(job), options_(build_options_for(job.tree, client_index, image_token_id)) {
+  counts_needed_ = job.tree.is_tp_leader(client_index);
+  if (job.tree.dim(Axis::tp) > 1 && job.config.topology.broadcast_at == "tp")
+    share_ = std::make_unique<TpShare>(tp_comm);
 }
 
 const Batch* DisaggregatedClient::next() {
   if (next_step_ >= job_.config.job.steps) return nullptr;
   const auto start = std::chrono::steady_clock::now();
   const int planner = job_.layout.planner_rank();
+  // Every member of the data group gets the plan (a TP follower uses it only
+  // to check the step it receives from its leader).
   Message message = receive(job_.world.get(), planner, kTagPlan, "waiting for the next step plan");
   StepPlan plan = decode_plan(message.bytes);
   if (plan.step != next_step_)
     throw ProtocolError(str("client rank ", job_.rank, " expected the plan of step ", next_step_, ", got step ", plan.step));
-  WindowFetcher fetcher(job_.windows);
-  BuildStats stats = build_batch(plan, fetcher, options_, batch_);
-  bytes_fetched_ += stats.bytes_fetched;
+  BuildStats stats;
+  if (!share_ || share_->is_leader()) {
+    WindowFetcher fetcher(job_.windows);
+    stats = build_batch(plan, fetcher, options_, batch_);
+  }
+  if (share_) {
+    share_->share(batch_);
+    if (batch_.step != plan.step)
+      throw ProtocolError(str("client rank ", job_.rank, " got step ", batch_.step, " from its TP leader, expected ",
+                              plan.step));
+  }
+  batch_.bytes_fetched = stats.bytes_fetched;
+  batch_.bytes_needed = counts_needed_ ? stats.bytes_needed : 0;  // a TP leader always builds
   batch_.wait_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   send_bytes(job_.world.get(), planner, kTagAck, encode(AckMessage{plan.step, batch_.wait_seconds}),
              "acknowledging a step");
@@ -48,9 +73,11 @@ uint64_t Client::steps() const { return impl_->steps(); }
 const Batch* Client::next() {
   const Batch* batch = impl_->next();
   if (batch == nullptr) return nullptr;
-  const CostModel cost = CostModel::from(config_.model);
+  const CostModel cost = make_cost_model(config_);
   double largest = 0.0;
   log_.step_digests.push_back(batch->digest);
+  log_.step_bytes_fetched.push_back(batch->bytes_fetched);
+  log_.step_bytes_needed.push_back(batch->bytes_needed);
   log_.wait_seconds += batch->wait_seconds;
   log_.source_samples.resize(config_.sources.size());
   log_.source_tokens.resize(config_.sources.size());

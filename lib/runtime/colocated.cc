@@ -40,6 +40,7 @@ class ArenaFetcher : public ByteFetcher {
 
 ColocatedClient::ColocatedClient(JobContext& job, int client_index)
     : job_(job),
+      client_index_(client_index),
       data_group_(job.tree.data_group(client_index)),
       mixer_(schedule_of(job.config), local_batch(job.config, job.tree.data_group(client_index))) {
   const Config& config = job.config;
@@ -71,7 +72,9 @@ ColocatedClient::~ColocatedClient() {
 }
 
 void ColocatedClient::start(int32_t image_token_id) {
-  options_.image_token_id = image_token_id;
+  // The baseline's trainer slices after loading: each rank keeps its CP
+  // slice and stage fields of the whole samples it loaded.
+  options_ = build_options_for(job_.tree, client_index_, image_token_id);
   worker_ = std::thread([this] { prefetch_loop(); });
 }
 
@@ -122,6 +125,7 @@ ColocatedClient::Prepared ColocatedClient::prepare(uint64_t step) {
         std::memcpy(slot + SlotLayout::patches_offset(meta.text_tokens), sample.image.pixels.data(),
                     sample.image.pixels.size());
       out.plan.samples.push_back(meta);
+      out.bytes_loaded += bytes - SlotLayout::tokens_offset();
       ++taken;
     }
   }
@@ -180,7 +184,9 @@ const Batch* ColocatedClient::next() {
   }
   room_.notify_one();
   ArenaFetcher fetcher(prepared.arena);
-  build_batch(prepared.plan, fetcher, options_, batch_);
+  const BuildStats stats = build_batch(prepared.plan, fetcher, options_, batch_);
+  batch_.bytes_fetched = prepared.bytes_loaded;
+  batch_.bytes_needed = job_.tree.is_tp_leader(client_index_) ? stats.bytes_needed : 0;
   batch_.wait_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++next_step_;
   return &batch_;

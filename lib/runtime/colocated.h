@@ -37,11 +37,13 @@ class ColocatedClient : public ClientImpl {
   struct Prepared {
     StepPlan plan;
     std::vector<uint8_t> arena;  // slots, laid out as in a loader window
+    uint64_t bytes_loaded = 0;   // transformed sample bytes (tokens and patches) this rank made
   };
   Prepared prepare(uint64_t step);
   void prefetch_loop();
 
   JobContext& job_;
+  int client_index_;
   int data_group_;
   std::vector<std::unique_ptr<Source>> sources_;
   std::unique_ptr<Tokenizer> tokenizer_;

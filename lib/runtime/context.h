@@ -49,8 +49,19 @@ struct RoleStats {
 uint64_t peak_rss_bytes();
 uint64_t current_rss_bytes();
 
+// A shadow loader taking over a loader that missed its deadline.
+struct Takeover {
+  int loader = 0;           // loader index that failed
+  int shadow = 0;           // loader index of the shadow
+  uint64_t step = 0;        // next step to be planned at the time
+  uint64_t requests = 0;    // outstanding requests handed over
+  double latency_s = 0.0;   // from the loader's last sign of life to the takeover
+  std::string why;
+};
+
 // What the planner knows at the end (on rank 0 only).
 struct PlannerReport {
+  std::vector<Takeover> takeovers;
   uint64_t steps = 0;
   uint64_t tokens = 0;  // non-padding positions over all data groups
   double wall_seconds = 0.0;

@@ -10,7 +10,7 @@
 namespace msd {
 
 double emulated_compute_seconds(const Batch& batch, const Config& config) {
-  const CostModel cost = CostModel::from(config.model);
+  const CostModel cost = make_cost_model(config);
   double units = 0.0;
   for (const MicroBatch& mb : batch.micro_batches)
     for (const DocSpan& doc : mb.docs) units += cost.document(doc.length, doc.patches);

@@ -52,6 +52,7 @@ namespace {
 RoleLayout layout_of(const Config& config) {
   RoleLayout layout;
   layout.loaders = config.topology.loaders;
+  layout.shadows = config.topology.shadow_loaders;
   layout.clients = config.clients();
   layout.colocated = config.job.mode == "colocated";
   return layout;
@@ -73,7 +74,8 @@ JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(c
     const std::string parts =
         ctx.layout.colocated
             ? str(ctx.layout.clients, " clients")
-            : str("1 planner + ", ctx.layout.loaders, " loaders (topology.loaders) + ", ctx.layout.clients, " clients");
+            : str("1 planner + ", ctx.layout.loaders, " loaders (topology.loaders) + ", ctx.layout.shadows,
+                  " shadow loaders (topology.shadow_loaders) + ", ctx.layout.clients, " clients");
     throw ConfigError(str("this configuration needs ", ctx.layout.world_size(), " MPI ranks (", parts,
                           "; clients = dp*pp*cp*tp = ", config.topology.dp, "*", config.topology.pp, "*",
                           config.topology.cp, "*", config.topology.tp, "), but the job has ", size,
@@ -132,7 +134,7 @@ JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(c
       local[0] = loader->hello().error.empty() ? 0 : 1;
       local[1] = loader->vocab_size();
     } else if (role == Role::planner) {
-      for (int i = 0; i < ctx.layout.loaders; ++i)
+      for (int i = 0; i < ctx.layout.loader_ranks(); ++i)
         hellos.push_back(
             decode_hello(receive(ctx.world.get(), MPI_ANY_SOURCE, kTagHello, "waiting for loader hellos").bytes));
       std::set<std::string> errors;
@@ -163,7 +165,7 @@ JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(c
   if (colocated) {
     colocated->start(token_id);
   } else if (role == Role::client) {
-    client = std::make_unique<Client>(std::make_unique<DisaggregatedClient>(ctx, token_id), ctx.config);
+    client = std::make_unique<Client>(std::make_unique<DisaggregatedClient>(ctx, client_index, token_id, tp.get()), ctx.config);
   }
 }
 
@@ -219,7 +221,10 @@ Summary Job::finish(const TrainerStats& trainer) {
     if (job.colocated && job.ctx.tree.group_members(job.ctx.tree.data_group(job.client_index)).front() == job.client_index)
       input.bad_samples = job.colocated->bad_samples();
   }
-  if (job.role == Role::planner) input.bad_samples = job.report.bad_samples;
+  if (job.role == Role::planner) {
+    input.bad_samples = job.report.bad_samples;
+    input.takeovers = job.report.takeovers;
+  }
   job.stats.peak_rss_bytes = peak_rss_bytes();
   input.stats = job.stats;
   return gather_summary(job.ctx, input);

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <thread>
 
 #include "common/log.h"
 
@@ -25,7 +26,13 @@ bool needs_tokenizer(const Config& config, const std::vector<uint32_t>& mine) {
 
 LoaderRole::LoaderRole(JobContext& job) : job_(job) {
   const int index = job.layout.loader_index(job.rank);
-  const auto& mine = job.assignment.sources_of_loader[static_cast<size_t>(index)];
+  // A shadow keeps every source open, so it can take over any loader.
+  std::vector<uint32_t> mine;
+  if (job.layout.is_shadow(index)) {
+    for (uint32_t s = 0; s < job.config.sources.size(); ++s) mine.push_back(s);
+  } else {
+    mine = job.assignment.sources_of_loader[static_cast<size_t>(index)];
+  }
   sources_.resize(job.config.sources.size());
   try {
     SourceOptions options;
@@ -64,6 +71,10 @@ bool LoaderRole::prepare(const LoadItem& item, Prepared& out) {
                             ", which it does not serve"));
   RawSample raw;
   source->read(item.index, raw);
+  if (fault_ == Fault::fail) {
+    raw.bad = BadKind::read_error;
+    raw.reason = "injected read failure (fault.kind = fail)";
+  }
   std::string reason = raw.reason;
   BadKind bad = raw.bad;
   if (bad == BadKind::none) bad = transform_->apply(raw, out.sample, reason);
@@ -147,11 +158,27 @@ RoleStats LoaderRole::serve() {
         for (uint64_t offset : decode_release(message->bytes)) slots_->release(offset);
       } else if (message->tag == kTagStop) {
         stop = true;
+      } else if (message->tag == kTagFault) {
+        const FaultMessage fault = decode_fault(message->bytes);
+        log_warn("fault injected: ", fault.kind, fault.kind == "stall" ? str(" for ", fault.stall_ms, " ms") : "");
+        if (fault.kind == "hang") {
+          fault_ = Fault::hang;
+        } else if (fault.kind == "fail") {
+          fault_ = Fault::fail;
+        } else {
+          // A stall: the process does nothing at all for a while, as with
+          // storage that stops answering; then it carries on.
+          std::this_thread::sleep_for(std::chrono::milliseconds(fault.stall_ms));
+        }
       } else {
         throw ProtocolError(str("loader rank ", job_.rank, " got unexpected tag ", message->tag));
       }
     }
     if (stop) break;
+    if (fault_ == Fault::hang) {  // hung: serve nothing, only notice the end of the job
+      backoff.idle();
+      continue;
+    }
     // Serve in request order; a full window stalls the queue until releases.
     for (int served = 0; served < 8; ++served) {
       if (!head && !pending.empty()) {

@@ -39,6 +39,8 @@ class LoaderRole {
   std::unique_ptr<SampleTransform> transform_;
   std::unique_ptr<SlotAllocator> slots_;
   RoleStats stats_;
+  enum class Fault { none, hang, fail };
+  Fault fault_ = Fault::none;  // injected for testing failover (config [fault])
 };
 
 }  // namespace msd

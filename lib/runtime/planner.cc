@@ -19,8 +19,10 @@ Schedule make_schedule(const Config& config) {
 
 PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources)
     : job_(job),
+      out_(job.world.get()),
       mixer_(make_schedule(job.config), job.config.job.global_batch),
-      cost_(CostModel::from(job.config.model)) {
+      cost_(make_cost_model(job.config)),
+      pack_(make_pack_options(job.config)) {
   sources_.resize(job.config.sources.size());
   for (const auto& info : sources) sources_.at(info.source).samples = info.samples;
   for (size_t s = 0; s < sources_.size(); ++s) {
@@ -28,11 +30,71 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
     for (int loader : job.assignment.loaders_of_source[s])
       sources_[s].loader_ranks.push_back(job.layout.loader_rank(loader));
   }
-  pack_.seq_len = job.config.job.seq_len;
-  pack_.dp = static_cast<uint32_t>(job.tree.data_groups());
-  pack_.micro_batches = job.config.job.micro_batches;
-  pack_.long_docs = job.config.job.long_docs == "truncate" ? LongDocs::truncate : LongDocs::split;
   report_.bad_samples.assign(bad_kind_count, 0);
+  const auto now = std::chrono::steady_clock::now();
+  for (int i = 0; i < job.layout.loader_ranks(); ++i) {
+    LoaderTrack& track = loaders_[job.layout.loader_rank(i)];
+    track.last_heard = now;
+    track.shadow = job.layout.is_shadow(i);
+    track.in_use = !track.shadow;
+  }
+}
+
+void PlannerRole::send_loads(int loader_rank, std::vector<LoadItem> items) {
+  if (items.empty()) return;
+  LoaderTrack& track = loaders_.at(loader_rank);
+  // Silence is measured from when a loader had something to answer.
+  if (track.outstanding.empty()) track.last_heard = std::chrono::steady_clock::now();
+  for (const auto& item : items) track.outstanding[{item.source, item.cursor}] = item;
+  out_.send(loader_rank, kTagLoad, encode_load(items), "sending load requests");
+}
+
+// Hands a failed loader's sources and unanswered requests to a free shadow.
+void PlannerRole::take_over(int loader_rank, const std::string& why) {
+  LoaderTrack& failed = loaders_.at(loader_rank);
+  if (failed.failed) return;
+  int shadow_rank = -1;
+  for (auto& [rank, track] : loaders_)
+    if (track.shadow && !track.in_use && !track.failed) {
+      shadow_rank = rank;
+      break;
+    }
+  const int index = job_.layout.loader_index(loader_rank);
+  if (shadow_rank < 0) {
+    if (!failed.outstanding.empty() && !no_shadow_warned_) {
+      log_warn("loader ", index, " ", why, ", and no shadow loader is left (topology.shadow_loaders); waiting");
+      no_shadow_warned_ = true;
+    }
+    return;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  failed.failed = true;
+  loaders_.at(shadow_rank).in_use = true;
+  for (auto& src : sources_)
+    std::replace(src.loader_ranks.begin(), src.loader_ranks.end(), loader_rank, shadow_rank);
+  std::vector<LoadItem> items;
+  for (const auto& [key, item] : failed.outstanding) items.push_back(item);
+  failed.outstanding.clear();
+  Takeover takeover;
+  takeover.loader = index;
+  takeover.shadow = job_.layout.loader_index(shadow_rank);
+  takeover.step = next_step_;
+  takeover.requests = items.size();
+  takeover.latency_s = std::chrono::duration<double>(now - failed.last_heard).count();
+  takeover.why = why;
+  log_warn("loader ", takeover.loader, " ", why, ": shadow loader ", takeover.shadow, " takes over its sources and ",
+           items.size(), " pending requests (", static_cast<int>(takeover.latency_s * 1e3), " ms after it went quiet)");
+  report_.takeovers.push_back(takeover);
+  send_loads(shadow_rank, std::move(items));
+}
+
+void PlannerRole::check_deadlines() {
+  const auto now = std::chrono::steady_clock::now();
+  const auto deadline = std::chrono::milliseconds(job_.config.loader.deadline_ms);
+  for (auto& [rank, track] : loaders_) {
+    if (track.failed || track.outstanding.empty() || now - track.last_heard < deadline) continue;
+    take_over(rank, str("missed its deadline (", job_.config.loader.deadline_ms, " ms, loader.deadline_ms)"));
+  }
 }
 
 // Keeps enough load requests outstanding for every step the planner may plan
@@ -43,6 +105,7 @@ void PlannerRole::request_ahead() {
   std::vector<uint64_t> need(sources_.size(), 0);
   for (const auto& quota : quotas_)
     for (size_t s = 0; s < quota.size(); ++s) need[s] += quota[s];
+  std::map<int, std::vector<LoadItem>> outbox;
   for (size_t s = 0; s < sources_.size(); ++s) {
     auto& src = sources_[s];
     while (src.next_request - src.consumed - src.bad_in_flight < need[s]) {
@@ -51,19 +114,33 @@ void PlannerRole::request_ahead() {
       // Spread a source's requests over its loaders; which loader serves a
       // sample never changes its content.
       const int loader = src.loader_ranks[cursor % src.loader_ranks.size()];
-      load_outbox_[loader].push_back({static_cast<uint32_t>(s), cursor, pos.index});
+      outbox[loader].push_back({static_cast<uint32_t>(s), cursor, pos.index});
     }
   }
-  for (auto& [loader, items] : load_outbox_) {
-    if (items.empty()) continue;
-    send_bytes(job_.world.get(), loader, kTagLoad, encode_load(items), "sending load requests");
-    items.clear();
-  }
+  for (auto& [loader, items] : outbox) send_loads(loader, std::move(items));
 }
 
-void PlannerRole::on_meta(const std::vector<SampleMeta>& metas) {
+void PlannerRole::on_meta(int loader_rank, const std::vector<SampleMeta>& metas) {
+  LoaderTrack& track = loaders_.at(loader_rank);
+  track.last_heard = std::chrono::steady_clock::now();
+  std::vector<uint64_t> stale_slots;
+  bool read_failed = false;
   for (const auto& meta : metas) {
     auto& src = sources_.at(meta.source);
+    const bool answered = track.outstanding.erase({meta.source, meta.cursor}) > 0;
+    // A late answer (from a loader that was handed over after a stall) for a
+    // sample a shadow already loaded: free its slot, keep the shadow's.
+    if (!answered || meta.cursor < src.consumed || src.resolved.count(meta.cursor)) {
+      if (meta.bad == 0) stale_slots.push_back(meta.slot_offset);
+      continue;
+    }
+    // Storage failing on an active loader is the loader's failure, not the
+    // sample's: a shadow retries it. Only a shadow's read error is final.
+    if (meta.bad == static_cast<uint8_t>(BadKind::read_error) && !track.shadow && job_.layout.shadows > 0) {
+      track.outstanding[{meta.source, meta.cursor}] = LoadItem{meta.source, meta.cursor, meta.index};
+      read_failed = true;
+      continue;
+    }
     if (meta.bad != 0) {
       src.bad_in_flight++;
       // A source whose every sample fails would be re-requested forever. Two
@@ -76,6 +153,9 @@ void PlannerRole::on_meta(const std::vector<SampleMeta>& metas) {
     }
     src.resolved[meta.cursor] = meta;
   }
+  if (!stale_slots.empty())
+    out_.send(loader_rank, kTagRelease, encode_release(stale_slots), "releasing stale slots");
+  if (read_failed) take_over(loader_rank, "failed to read its storage");
 }
 
 // Plans step next_step_ if, for every source, the first quota good samples
@@ -114,6 +194,10 @@ bool PlannerRole::try_plan_step() {
   }
   quotas_.pop_front();
   ++next_step_;
+  const FaultConfig& fault = job_.config.fault;
+  if (fault.loader >= 0 && step == fault.step)
+    out_.send(job_.layout.loader_rank(fault.loader), kTagFault,
+               encode(FaultMessage{fault.kind, fault.stall_ms}), "injecting a fault");
 
   std::vector<PlanDoc> docs(samples.size());
   for (size_t i = 0; i < samples.size(); ++i) {
@@ -149,7 +233,8 @@ bool PlannerRole::try_plan_step() {
     }
     const auto bytes = encode(plan);
     for (int client : job_.tree.group_members(group))
-      send_bytes(job_.world.get(), job_.layout.client_rank(client), kTagPlan, bytes, "sending a step plan");
+      out_.send(job_.layout.client_rank(client), kTagPlan, bytes, "sending a step plan");
+    out_.progress();
   }
   report_.tokens += record.tokens;
   in_flight_[step] = std::move(record);
@@ -166,7 +251,7 @@ void PlannerRole::on_ack(int client_rank, uint64_t step, double wait_seconds) {
   std::map<int, std::vector<uint64_t>> releases;
   for (const auto& [loader, offset] : it->second.slots) releases[loader].push_back(offset);
   for (const auto& [loader, offsets] : releases)
-    send_bytes(job_.world.get(), loader, kTagRelease, encode_release(offsets), "releasing slots");
+    out_.send(loader, kTagRelease, encode_release(offsets), "releasing slots");
   MSD_CHECK_EQ(step, acked_steps_);  // clients consume steps in order
   ++acked_steps_;
   report_progress(it->second);
@@ -204,7 +289,7 @@ PlannerReport PlannerRole::serve() {
     while (auto message = try_receive(job_.world.get(), MPI_ANY_SOURCE, MPI_ANY_TAG, "waiting for loaders and clients")) {
       progressed = true;
       if (message->tag == kTagMeta) {
-        on_meta(decode_meta(message->bytes));
+        on_meta(message->source, decode_meta(message->bytes));
       } else if (message->tag == kTagAck) {
         const AckMessage ack = decode_ack(message->bytes);
         on_ack(message->source, ack.step, ack.wait_seconds);
@@ -212,12 +297,15 @@ PlannerReport PlannerRole::serve() {
         throw ProtocolError(str("planner got unexpected tag ", message->tag, " from rank ", message->source));
       }
     }
+    check_deadlines();
+    out_.progress();
     if (progressed) backoff.reset();
     else backoff.idle();
   }
-  for (int loader = 0; loader < job_.layout.loaders; ++loader)
-    send_bytes(job_.world.get(), job_.layout.loader_rank(loader), kTagStop, encode_release({}), "stopping loaders");
+  for (int loader = 0; loader < job_.layout.loader_ranks(); ++loader)
+    out_.send(job_.layout.loader_rank(loader), kTagStop, encode_release({}), "stopping loaders");
 
+  out_.drain();
   report_.steps = acked_steps_;
   report_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   return report_;

@@ -33,6 +33,16 @@ class PlannerRole {
     std::map<uint64_t, SampleMeta> resolved;  // cursor -> metadata
     bool seen_good = false;
   };
+  // What the planner knows of a loader rank: the requests it has not
+  // answered, and when it was last heard from; a loader silent past
+  // loader.deadline_ms with requests pending is handed over to a shadow.
+  struct LoaderTrack {
+    std::map<std::pair<uint32_t, uint64_t>, LoadItem> outstanding;  // (source, cursor)
+    std::chrono::steady_clock::time_point last_heard;  // last metadata, or when it went busy
+    bool shadow = false;
+    bool failed = false;   // handed over: gets no new requests
+    bool in_use = true;    // shadows: taken over a loader
+  };
   struct InFlightStep {
     uint64_t step = 0;
     int acks_missing = 0;
@@ -42,12 +52,16 @@ class PlannerRole {
   };
 
   void request_ahead();
+  void send_loads(int loader_rank, std::vector<LoadItem> items);
+  void check_deadlines();
+  void take_over(int loader_rank, const std::string& why);
   bool try_plan_step();
-  void on_meta(const std::vector<SampleMeta>& metas);
+  void on_meta(int loader_rank, const std::vector<SampleMeta>& metas);
   void on_ack(int client_rank, uint64_t step, double wait_seconds);
   void report_progress(const InFlightStep& step);
 
   JobContext& job_;
+  AsyncSender out_;  // the planner never blocks on a busy or stalled peer
   std::vector<SourceState> sources_;
   Mixer mixer_;
   CostModel cost_;
@@ -56,7 +70,8 @@ class PlannerRole {
   uint64_t next_step_ = 0;   // next step to plan
   uint64_t acked_steps_ = 0;  // steps acknowledged by every client
   std::map<uint64_t, InFlightStep> in_flight_;
-  std::map<int, std::vector<LoadItem>> load_outbox_;
+  std::map<int, LoaderTrack> loaders_;  // by world rank
+  bool no_shadow_warned_ = false;
   PlannerReport report_;
   std::chrono::steady_clock::time_point start_, last_step_done_;
 };

@@ -90,6 +90,10 @@ Summary gather_summary(JobContext& job, const SummaryInput& input) {
                                "gathering step digests");
   auto costs = gather_arrays(world, size, root, group_leader && input.log ? input.log->step_costs : no_costs,
                              MPI_DOUBLE, "gathering step costs");
+  auto fetched = gather_arrays(world, size, root, input.log ? input.log->step_bytes_fetched : no_digests,
+                               MPI_UINT64_T, "gathering fetched bytes");
+  auto needed = gather_arrays(world, size, root, input.log ? input.log->step_bytes_needed : no_digests, MPI_UINT64_T,
+                              "gathering needed bytes");
   if (!root) return {};
 
   // Per step, the clients' digests in client order; the batch digest over all.
@@ -168,6 +172,33 @@ Summary gather_summary(JobContext& job, const SummaryInput& input) {
         break;
     }
   }
+  // Loader memory (docs/summary.md): what each rank grew by after start-up.
+  // The loader state lives in the planner and loaders (disaggregated) or in
+  // every client (colocated).
+  uint64_t grown[3] = {0, 0, 0};  // by Role
+  for (const RoleStats& s : all)
+    if (s.role >= 0 && s.role < 3)
+      grown[s.role] += s.peak_rss_bytes > s.startup_rss_bytes ? s.peak_rss_bytes - s.startup_rss_bytes : 0;
+  const uint64_t loader_memory = job.layout.colocated
+                                     ? grown[static_cast<int>(Role::client)]
+                                     : grown[static_cast<int>(Role::planner)] + grown[static_cast<int>(Role::loader)];
+  // Bytes each step read from loader windows (or loaded, colocated) and
+  // used, summed over clients.
+  std::vector<uint64_t> step_fetched(steps, 0), step_needed(steps, 0);
+  uint64_t fetched_total = 0, needed_total = 0;
+  for (int c = 0; c < job.layout.clients; ++c) {
+    const size_t r = static_cast<size_t>(job.layout.client_rank(c));
+    for (uint64_t t = 0; t < steps && t < fetched[r].size() && t < needed[r].size(); ++t) {
+      step_fetched[t] += fetched[r][t];
+      step_needed[t] += needed[r][t];
+    }
+  }
+  for (uint64_t t = 0; t < steps; ++t) {
+    fetched_total += step_fetched[t];
+    needed_total += step_needed[t];
+  }
+  const double redundancy = needed_total ? double(fetched_total) / double(needed_total) : 0.0;
+
   uint64_t tokens = 0, realized_total = 0, bad_total = 0;
   for (size_t s = 0; s < sources; ++s) {
     realized_total += totals[s];
@@ -198,6 +229,7 @@ Summary gather_summary(JobContext& job, const SummaryInput& input) {
       .value("cp", config.topology.cp)
       .value("tp", config.topology.tp)
       .value("loaders", job.layout.colocated ? 0 : config.topology.loaders)
+      .value("shadow_loaders", job.layout.colocated ? 0 : config.topology.shadow_loaders)
       .end_object();
   w.value("steps", steps);
   w.value("first_step", uint64_t{0});
@@ -232,6 +264,18 @@ Summary gather_summary(JobContext& job, const SummaryInput& input) {
     w.value(bad_kind_name(static_cast<BadKind>(k)), totals[2 * sources + static_cast<size_t>(k)]);
   w.value("total", bad_total);
   w.end_object();
+  w.value("takeover_count", static_cast<uint64_t>(input.takeovers.size()));
+  w.begin_array("takeovers");
+  for (const Takeover& t : input.takeovers)
+    w.begin_object()
+        .value("loader", t.loader)
+        .value("shadow", t.shadow)
+        .value("step", t.step)
+        .value("requests", t.requests)
+        .value("latency_s", t.latency_s)
+        .value("why", t.why)
+        .end_object();
+  w.end_array();
   w.begin_object("memory_peak_bytes")
       .value("planner", mem_planner)
       .value("loader", mem_loader_max)
@@ -239,6 +283,21 @@ Summary gather_summary(JobContext& job, const SummaryInput& input) {
       .value("loader_total", mem_loader_total)
       .value("client_total", mem_client_total)
       .end_object();
+  w.begin_object("loader_memory_bytes")
+      .value("planner", grown[static_cast<int>(Role::planner)])
+      .value("loader", grown[static_cast<int>(Role::loader)])
+      .value("client", grown[static_cast<int>(Role::client)])
+      .value("total", loader_memory)
+      .end_object();
+  w.begin_array("bytes_fetched");
+  for (uint64_t b : step_fetched) w.value("", b);
+  w.end_array();
+  w.begin_array("bytes_needed");
+  for (uint64_t b : step_needed) w.value("", b);
+  w.end_array();
+  w.value("bytes_fetched_total", fetched_total);
+  w.value("bytes_needed_total", needed_total);
+  w.value("fetch_redundancy", redundancy);
   w.begin_object("loaders")
       .value("samples_loaded", loaded)
       .value("transform_s", transform)
@@ -293,6 +352,16 @@ Summary gather_summary(JobContext& job, const SummaryInput& input) {
   else
     text += "  peak memory: planner " + format_bytes(mem_planner) + ", loader " + format_bytes(mem_loader_max) +
             " (max), client " + format_bytes(mem_client_max) + " (max)\n";
+  text += "  loader memory (peak RSS over start-up): " + format_bytes(loader_memory) +
+          (job.layout.colocated ? " over all clients\n" : " (planner and loaders)\n");
+  std::snprintf(line, sizeof line, "  sample bytes per step fetched/needed over clients: %.3f\n", redundancy);
+  text += line;
+  for (const Takeover& t : input.takeovers) {
+    std::snprintf(line, sizeof line, "  takeover: loader %d by shadow %d before step %llu, %llu requests, %.0f ms after it went quiet\n",
+                  t.loader, t.shadow, static_cast<unsigned long long>(t.step),
+                  static_cast<unsigned long long>(t.requests), t.latency_s * 1e3);
+    text += line;
+  }
   text += "  batch digest " + hex64(batch_digest.value()) + "\n";
   return {w.str(), text};
 }

@@ -16,6 +16,7 @@ struct SummaryInput {
   RoleStats stats;
   const ClientLog* log = nullptr;     // client ranks
   std::vector<uint64_t> bad_samples;  // per BadKind, from the ranks that count them (else empty)
+  std::vector<Takeover> takeovers;    // the planner's
 };
 
 // Collective over the world. The returned Summary is complete on world rank 0

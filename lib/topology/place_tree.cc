@@ -129,7 +129,7 @@ std::vector<int> ClientPlaceTree::axis_peers(int client_index, Axis axis) const 
 Role RoleLayout::role(int world_rank) const {
   if (colocated) return Role::client;
   if (world_rank == 0) return Role::planner;
-  if (world_rank <= loaders) return Role::loader;
+  if (world_rank <= loader_ranks()) return Role::loader;
   return Role::client;
 }
 

@@ -89,6 +89,42 @@ void send_bytes(MPI_Comm comm, int dest, int tag, std::span<const uint8_t> bytes
   MSD_MPI(MPI_Send(bytes.data(), checked_cast<int>(bytes.size()), MPI_BYTE, dest, tag, comm), hint);
 }
 
+void AsyncSender::send(int dest, int tag, std::vector<uint8_t> bytes, const std::string& hint) {
+  MPI_Request request;
+  MSD_MPI(MPI_Isend(bytes.data(), checked_cast<int>(bytes.size()), MPI_BYTE, dest, tag, comm_, &request), hint);
+  requests_.push_back(request);
+  buffers_.push_back(std::move(bytes));  // the vector's heap buffer does not move
+  if (requests_.size() >= 64) progress();
+}
+
+void AsyncSender::progress() {
+  size_t kept = 0;
+  for (size_t i = 0; i < requests_.size(); ++i) {
+    int done = 0;
+    MSD_MPI(MPI_Test(&requests_[i], &done, MPI_STATUS_IGNORE), "completing a send");
+    if (!done) {
+      requests_[kept] = requests_[i];
+      buffers_[kept] = std::move(buffers_[i]);
+      ++kept;
+    }
+  }
+  requests_.resize(kept);
+  buffers_.resize(kept);
+}
+
+void AsyncSender::drain() {
+  Backoff backoff;
+  for (progress(); !requests_.empty(); progress()) backoff.idle();
+}
+
+AsyncSender::~AsyncSender() {
+  try {
+    drain();
+  } catch (...) {
+    // Destruction during an error: the job is being aborted anyway.
+  }
+}
+
 namespace {
 Message receive_probed(MPI_Comm comm, const MPI_Status& status, const std::string& hint) {
   int count = 0;

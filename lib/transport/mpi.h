@@ -62,6 +62,27 @@ class Comm {
 // Point-to-point messages of raw bytes (wire.h encodes them).
 void send_bytes(MPI_Comm comm, int dest, int tag, std::span<const uint8_t> bytes, const std::string& hint);
 
+// Non-blocking sends whose buffers it owns until MPI is done with them. A
+// rank that must keep serving others (the planner) never blocks on a slow or
+// stalled peer: a large message to a busy rank would otherwise rendezvous.
+class AsyncSender {
+ public:
+  explicit AsyncSender(MPI_Comm comm) : comm_(comm) {}
+  ~AsyncSender();  // waits (with backoff) for what is still in flight
+  AsyncSender(const AsyncSender&) = delete;
+  AsyncSender& operator=(const AsyncSender&) = delete;
+
+  void send(int dest, int tag, std::vector<uint8_t> bytes, const std::string& hint);
+  void progress();  // frees the buffers of completed sends
+  void drain();     // waits for every send to complete
+  size_t in_flight() const { return requests_.size(); }
+
+ private:
+  MPI_Comm comm_;
+  std::vector<MPI_Request> requests_;
+  std::vector<std::vector<uint8_t>> buffers_;
+};
+
 struct Message {
   int source = 0;
   int tag = 0;

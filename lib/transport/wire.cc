@@ -212,4 +212,20 @@ AckMessage decode_ack(std::span<const uint8_t> bytes) {
   return m;
 }
 
+std::vector<uint8_t> encode(const FaultMessage& m) {
+  WireWriter w;
+  w.string(m.kind);
+  w.u64(m.stall_ms);
+  return std::move(w.bytes());
+}
+
+FaultMessage decode_fault(std::span<const uint8_t> bytes) {
+  WireReader r(bytes, "fault");
+  FaultMessage m;
+  m.kind = r.string();
+  m.stall_ms = r.u64();
+  r.finish();
+  return m;
+}
+
 }  // namespace msd

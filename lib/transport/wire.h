@@ -23,6 +23,7 @@ enum Tag : int {
   kTagPlan = 5,     // planner -> client: the plan of one step
   kTagAck = 6,      // client -> planner: step built
   kTagStop = 7,     // planner -> loader: the job is over
+  kTagFault = 8,    // planner -> loader: injected fault (testing failover)
 };
 
 class WireWriter {
@@ -143,6 +144,13 @@ std::vector<uint8_t> encode_meta(const std::vector<SampleMeta>& items);
 std::vector<uint8_t> encode_release(const std::vector<uint64_t>& slot_offsets);
 std::vector<uint8_t> encode(const StepPlan& m);
 std::vector<uint8_t> encode(const AckMessage& m);
+
+struct FaultMessage {
+  std::string kind;  // hang | stall | fail
+  uint64_t stall_ms = 0;
+};
+std::vector<uint8_t> encode(const FaultMessage& m);
+FaultMessage decode_fault(std::span<const uint8_t> bytes);
 
 HelloMessage decode_hello(std::span<const uint8_t> bytes);
 std::vector<LoadItem> decode_load(std::span<const uint8_t> bytes);

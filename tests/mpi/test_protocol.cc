@@ -1,6 +1,9 @@
 // Protocol test over real MPI ranks: every planned sample arrives
 // byte-identical at the right clients exactly once, and each step holds
 // exactly the samples the mixing schedule and the sources' streams prescribe.
+// Under CP, PP and TP: each rank holds exactly its zigzag slice and its
+// stage's fields, reads only the bytes it uses, and TP peers hold identical
+// batches.
 //
 // Usage: test_protocol DATA_DIR  (a msd-datagen dataset), under mpiexec with
 // 8 or more ranks. Each check that fails prints what differs; all ranks agree
@@ -40,8 +43,8 @@ struct Layout {
   int dp, pp, cp, tp, loaders;
 };
 Layout layout_for(int world) {
-  if (world == 8) return {2, 1, 1, 2, 3};    // 4 clients, TP peers
-  if (world == 11) return {4, 2, 1, 1, 2};   // 8 clients, PP stages
+  if (world == 8) return {2, 1, 2, 1, 3};    // 4 clients, CP slices
+  if (world == 11) return {1, 2, 2, 2, 2};   // 8 clients: PP stages, CP slices, TP peers
   if (world == 12) return {2, 2, 1, 2, 3};   // 8 clients
   return {world - 3, 1, 1, 1, 2};
 }
@@ -127,9 +130,36 @@ struct SpanRecord {
   uint32_t length;
 };
 
-void check_bytes(const Batch& batch, LocalSamples& local, const Config& config) {
+// The CP rank that holds whole-sequence position g under the zigzag split.
+uint32_t zigzag_owner(uint64_t g, uint32_t seq_len, uint32_t cp) {
+  const uint32_t chunk = static_cast<uint32_t>(g % seq_len) / (seq_len / (2 * cp));
+  return chunk < cp ? chunk : 2 * cp - 1 - chunk;
+}
+
+// Checks every position the rank holds against the sample read locally, and
+// that the rank holds exactly its zigzag positions and its stage's fields.
+void check_bytes(const Batch& batch, LocalSamples& local, const Config& config, const Place& place) {
+  const uint32_t cp = static_cast<uint32_t>(config.topology.cp);
+  const bool first = place.pp == 0, last = place.pp == config.topology.pp - 1;
   for (const MicroBatch& mb : batch.micro_batches) {
-    size_t patch_k = 0;
+    if (mb.has_inputs != first || mb.has_targets != last || mb.cp_rank != static_cast<uint32_t>(place.cp) ||
+        mb.cp_size != cp)
+      fail("step ", batch.step, ": the batch's slice or stage fields do not match the rank's place");
+    const uint64_t held = uint64_t{mb.sequences} * mb.seq_len / cp;
+    if (mb.tokens.size() != (first ? held : 0) || mb.positions.size() != (first ? held : 0) ||
+        mb.labels.size() != (last ? held : 0) || mb.loss_mask.size() != (last ? held : 0))
+      fail("step ", batch.step, ": stage ", place.pp, " holds arrays of the wrong size");
+    std::vector<uint8_t> seen(uint64_t{mb.sequences} * mb.seq_len, 0);
+    for (uint64_t k = 0; k < held; ++k) {
+      const uint64_t g = mb.global_position(k);
+      if (g >= seen.size() || seen[g]++ || zigzag_owner(g, mb.seq_len, cp) != static_cast<uint32_t>(place.cp))
+        fail("step ", batch.step, ": CP rank ", place.cp, " holds position ", g, ", which is not its own");
+    }
+    std::map<uint64_t, size_t> patch_at;  // held position -> patch index
+    for (size_t k = 0; k < mb.patch_positions.size(); ++k) patch_at[static_cast<uint64_t>(mb.patch_positions[k])] = k;
+    // Held positions by whole-sequence position.
+    std::map<uint64_t, uint64_t> local_of;
+    for (uint64_t k = 0; k < held; ++k) local_of[mb.global_position(k)] = k;
     for (const DocSpan& doc : mb.docs) {
       const TransformedSample* sample = local.get(doc.source, doc.index);
       if (!sample) {
@@ -137,18 +167,30 @@ void check_bytes(const Batch& batch, LocalSamples& local, const Config& config) 
         continue;
       }
       const uint32_t patches = sample->image.patches;
-      const size_t base = size_t{doc.sequence} * mb.seq_len + doc.offset;
+      const uint64_t base = uint64_t{doc.sequence} * mb.seq_len + doc.offset;
       for (uint32_t i = 0; i < doc.length; ++i) {
+        const auto it = local_of.find(base + i);
+        if (it == local_of.end()) continue;  // another CP rank's position
+        const uint64_t k = it->second;
         const uint32_t pos = doc.begin + i;
-        if (pos < patches) {
+        if (first && pos < patches) {
           const uint8_t* want = sample->image.pixels.data() + size_t{pos} * mb.patch_bytes;
-          if (mb.patch_positions.at(patch_k) != static_cast<int32_t>(base + i) ||
-              std::memcmp(mb.patches.data() + patch_k * mb.patch_bytes, want, mb.patch_bytes) != 0)
+          auto p = patch_at.find(k);
+          if (p == patch_at.end() ||
+              std::memcmp(mb.patches.data() + p->second * mb.patch_bytes, want, mb.patch_bytes) != 0)
             fail("step ", batch.step, ": patch ", pos, " of sample ", doc.index, " differs");
-          ++patch_k;
-        } else if (mb.tokens[base + i] != sample->tokens.at(pos - patches)) {
+        } else if (first && mb.tokens[k] != sample->tokens.at(pos - patches)) {
           fail("step ", batch.step, ": token ", pos, " of sample ", doc.index, " of source ", doc.source, " is ",
-               mb.tokens[base + i], ", expected ", sample->tokens[pos - patches]);
+               mb.tokens[k], ", expected ", sample->tokens[pos - patches]);
+        }
+        if (first && mb.positions[k] != static_cast<int32_t>(i))
+          fail("step ", batch.step, ": position ", pos, " of sample ", doc.index, " is ", mb.positions[k]);
+        if (last) {
+          const bool labelled = pos >= patches && i + 1 < doc.length;
+          const int32_t want = labelled ? sample->tokens.at(pos + 1 - patches) : kIgnoreLabel;
+          if (mb.labels[k] != want || mb.loss_mask[k] != (labelled ? 1 : 0))
+            fail("step ", batch.step, ": label at position ", pos, " of sample ", doc.index, " is ", mb.labels[k],
+                 ", expected ", want);
         }
       }
     }
@@ -198,7 +240,15 @@ int main(int argc, char** argv) {
       std::vector<SpanRecord> spans;
       std::vector<uint64_t> digests;
       while (const Batch* batch = job.client().next()) {
-        check_bytes(*batch, local, config);
+        const Place place = job.tree().place(job.client_index());
+        check_bytes(*batch, local, config, place);
+        // Reads: exactly the bytes used; TP followers and middle stages none.
+        const bool fetches = place.tp == 0 || config.topology.broadcast_at == "none";
+        const bool middle = place.pp != 0 && place.pp != config.topology.pp - 1;
+        if (fetches && batch->bytes_fetched != batch->bytes_needed)
+          fail("step ", batch->step, ": fetched ", batch->bytes_fetched, " bytes, needed ", batch->bytes_needed);
+        if ((!fetches || middle) && batch->bytes_fetched != 0)
+          fail("step ", batch->step, ": a rank that uses no sample bytes of its own fetched ", batch->bytes_fetched);
         digests.push_back(batch->digest);
         for (const MicroBatch& mb : batch->micro_batches)
           for (const DocSpan& d : mb.docs) spans.push_back({batch->step, d.source, d.index, d.begin, d.length});
@@ -206,8 +256,9 @@ int main(int argc, char** argv) {
       }
       if (digests.size() != config.job.steps) fail("client got ", digests.size(), " steps, expected ", config.job.steps);
 
-      // Client 0 checks placement: group members agree, pieces cover every
-      // sample exactly once, and the steps hold exactly the expected samples.
+      // Client 0 checks placement: TP peers hold identical batches, pieces
+      // cover every sample exactly once, and the steps hold exactly the
+      // expected samples.
       MPI_Comm clients = job.clients_comm();
       int n_clients = 0, me = 0;
       MPI_Comm_size(clients, &n_clients);
@@ -225,11 +276,16 @@ int main(int argc, char** argv) {
         const ClientPlaceTree& tree = job.tree();
         const size_t steps = config.job.steps;
         for (int c = 0; c < n_clients; ++c) {
-          const int leader = tree.group_members(tree.data_group(c)).front();
+          const int leader = tree.axis_peers(c, Axis::tp).front();
           for (size_t t = 0; t < steps; ++t)
             if (all_digests[size_t(c) * steps + t] != all_digests[size_t(leader) * steps + t])
-              fail("step ", t, ": client ", c, " and client ", leader, " of data group ", tree.data_group(c),
-                   " received different batches");
+              fail("step ", t, ": client ", c, " and its TP leader ", leader, " received different batches");
+        }
+        // CP peers and pipeline stages hold different parts of one batch.
+        for (int c = 0; c < n_clients; ++c) {
+          const int peer = tree.axis_peers(c, Axis::cp).back();
+          if (peer != c && all_digests[size_t(c) * steps] == all_digests[size_t(peer) * steps])
+            fail("client ", c, " and its CP peer ", peer, " hold the same slice");
         }
         // Coverage from each group's first member.
         std::vector<std::map<std::pair<uint32_t, uint64_t>, std::vector<std::pair<uint32_t, uint32_t>>>> pieces(steps);

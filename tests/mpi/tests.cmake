@@ -10,7 +10,7 @@ target_link_libraries(test_protocol PRIVATE msd::msd)
 msd_add_mpi_test(protocol NP 8 11 COMMAND $<TARGET_FILE:test_protocol> ${MSD_TINY_DATA} TIMEOUT 180)
 set_tests_properties(protocol.np8 protocol.np11 PROPERTIES FIXTURES_REQUIRED tiny_data)
 
-foreach(script determinism world_size config_errors bench_throughput)
+foreach(script determinism world_size config_errors bench_throughput shadow)
   msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 300)
   set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)
 endforeach()

@@ -19,7 +19,8 @@ positive() {
   awk -v v="$value" 'BEGIN { exit !(v + 0 > 0) }' || fail "$2 is '$value', expected a rate above 0" "$1"
 }
 
-"$BENCH" --help | grep -q "transforms" || fail "msd-bench --help does not list transforms"
+"$BENCH" --help >"$WORK/help.txt" 2>&1 || true
+grep -q "transforms" "$WORK/help.txt" || fail "msd-bench --help does not list transforms"
 "$BENCH" nonsense >/dev/null 2>&1 && fail "an unknown subcommand was accepted"
 
 # The fixture dataset, JSON output.

@@ -23,5 +23,6 @@ expect_error "source.extra" "$MSD_RUN" --config "$WORK/unknown.ini"
 # A glob that matches nothing: found by the loaders at start-up, reported once,
 # and every rank exits.
 expect_error "source.web.path" run_job "$WORK/job.ini" --source.web.path=/nonexistent/*.jsonl
-"$MSD_RUN" --help | grep -q -- "--print-world-size" || { echo "FAIL: --help"; exit 1; }
+"$MSD_RUN" --help >"$WORK/help"
+grep -q -- "--print-world-size" "$WORK/help" || { echo "FAIL: --help"; exit 1; }
 echo "config_errors: every bad option named"

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -127,4 +128,145 @@ TEST_CASE("the digest changes with any token") {
   f.windows[1][SlotLayout::tokens_offset()] ^= 1;
   build_batch(plan, f, {}, b);
   REQUIRE(a.digest != b.digest);
+}
+
+namespace {
+// A plan over two loaders: text documents (one split over two sequences),
+// an image-text document, padding, two micro-batches; seq_len 24.
+StepPlan mixed_plan(MemoryFetcher& f) {
+  StepPlan plan;
+  plan.step = 5;
+  plan.seq_len = 24;
+  const uint32_t patch_bytes = 12;
+  auto text = [](int32_t first, int n) {
+    std::vector<int32_t> t;
+    for (int i = 0; i < n; ++i) t.push_back(first + i);
+    return t;
+  };
+  plan.samples.push_back(put_sample(f, 1, 0, 10, text(100, 7), 0, 0));           // 0: 7 positions
+  plan.samples.push_back(put_sample(f, 2, 1, 20, text(200, 30), 0, 0));          // 1: 30, split
+  plan.samples.push_back(put_sample(f, 1, 2, 30, text(300, 5), 6, patch_bytes)); // 2: 6 patches + 5
+  plan.samples.push_back(put_sample(f, 2, 0, 40, text(400, 3), 0, 0));           // 3: 3 positions
+  plan.samples.push_back(put_sample(f, 2, 0, 50, text(500, 2), 0, 0));           // 4: 2 positions
+  plan.micro_batches.resize(2);
+  plan.micro_batches[0].sequences.push_back({{{0, 0, 7}, {1, 0, 17}}});  // full
+  plan.micro_batches[0].sequences.push_back({{{1, 17, 13}, {3, 0, 3}}}); // 16 + padding
+  plan.micro_batches[1].sequences.push_back({{{2, 0, 11}, {4, 0, 2}}});  // image doc, padding
+  return plan;
+}
+
+uint64_t fetch_redundancy_check(const BuildStats& stats) {
+  REQUIRE(stats.bytes_fetched == stats.bytes_needed);
+  return stats.bytes_fetched;
+}
+}  // namespace
+
+TEST_CASE("CP slices from every CP rank reassemble exactly into the whole sequences") {
+  MemoryFetcher f;
+  const StepPlan plan = mixed_plan(f);
+  Batch full;
+  const uint64_t full_bytes = fetch_redundancy_check(build_batch(plan, f, BuildOptions{77}, full));
+  for (uint32_t cp : {2u, 3u, 4u}) {
+    std::vector<std::vector<int>> seen(full.micro_batches.size());
+    for (size_t m = 0; m < full.micro_batches.size(); ++m) seen[m].assign(full.micro_batches[m].tokens.size(), 0);
+    uint64_t token_bytes = 0;
+    for (uint32_t rank = 0; rank < cp; ++rank) {
+      Batch slice;
+      BuildOptions options{77, rank, cp};
+      const BuildStats stats = build_batch(plan, f, options, slice);
+      token_bytes += fetch_redundancy_check(stats);
+      REQUIRE(stats.bytes_fetched < full_bytes);
+      for (size_t m = 0; m < full.micro_batches.size(); ++m) {
+        const MicroBatch& whole = full.micro_batches[m];
+        const MicroBatch& part = slice.micro_batches[m];
+        REQUIRE(part.local_len() == 24 / cp);
+        REQUIRE(part.tokens.size() == whole.sequences * part.local_len());
+        REQUIRE(part.cu_seqlens == whole.cu_seqlens);
+        for (uint64_t k = 0; k < part.tokens.size(); ++k) {
+          const uint64_t g = part.global_position(k);
+          seen[m].at(g)++;
+          REQUIRE(part.tokens[k] == whole.tokens[g]);
+          REQUIRE(part.positions[k] == whole.positions[g]);
+          REQUIRE(part.labels[k] == whole.labels[g]);
+          REQUIRE(part.loss_mask[k] == whole.loss_mask[g]);
+        }
+        for (size_t p = 0; p < part.patch_positions.size(); ++p) {
+          const uint64_t g = part.global_position(static_cast<uint64_t>(part.patch_positions[p]));
+          const auto at = std::find(whole.patch_positions.begin(), whole.patch_positions.end(), static_cast<int32_t>(g));
+          REQUIRE(at != whole.patch_positions.end());
+          const size_t q = static_cast<size_t>(at - whole.patch_positions.begin());
+          REQUIRE(std::equal(part.patches.begin() + static_cast<ptrdiff_t>(p * part.patch_bytes),
+                             part.patches.begin() + static_cast<ptrdiff_t>((p + 1) * part.patch_bytes),
+                             whole.patches.begin() + static_cast<ptrdiff_t>(q * whole.patch_bytes)));
+        }
+      }
+    }
+    for (const auto& counts : seen)
+      for (int c : counts) REQUIRE(c == 1);
+    // Every rank reads its positions, plus one token past a chunk that ends
+    // inside a piece (the label of the chunk's last position).
+    REQUIRE(token_bytes >= full_bytes);
+    REQUIRE(token_bytes <= full_bytes + 2 * cp * 3 * sizeof(int32_t));
+  }
+}
+
+TEST_CASE("pipeline stages get exactly their fields; middle stages fetch nothing") {
+  MemoryFetcher f;
+  const StepPlan plan = mixed_plan(f);
+  Batch full, first, last, middle;
+  build_batch(plan, f, BuildOptions{77}, full);
+  const BuildStats first_stats = build_batch(plan, f, BuildOptions{77, 0, 1, true, false}, first);
+  const BuildStats last_stats = build_batch(plan, f, BuildOptions{77, 0, 1, false, true}, last);
+  const BuildStats middle_stats = build_batch(plan, f, BuildOptions{77, 0, 1, false, false}, middle);
+  fetch_redundancy_check(first_stats);
+  fetch_redundancy_check(last_stats);
+  REQUIRE(middle_stats.bytes_fetched == 0);
+  REQUIRE(middle_stats.gets == 0);
+  REQUIRE(middle_stats.bytes_needed == 0);
+  // Inputs: every token and patch; targets: the tokens that are labels.
+  REQUIRE(first_stats.bytes_fetched == (7 + 30 + 5 + 3 + 2) * 4 + 6 * 12);
+  REQUIRE(last_stats.bytes_fetched == (6 + 16 + 12 + 2 + 4 + 1) * 4);
+  for (size_t m = 0; m < full.micro_batches.size(); ++m) {
+    const MicroBatch& whole = full.micro_batches[m];
+    REQUIRE(first.micro_batches[m].tokens == whole.tokens);
+    REQUIRE(first.micro_batches[m].positions == whole.positions);
+    REQUIRE(first.micro_batches[m].patches == whole.patches);
+    REQUIRE(first.micro_batches[m].labels.empty());
+    REQUIRE(last.micro_batches[m].labels == whole.labels);
+    REQUIRE(last.micro_batches[m].loss_mask == whole.loss_mask);
+    REQUIRE(last.micro_batches[m].tokens.empty());
+    REQUIRE(last.micro_batches[m].patches.empty());
+    const MicroBatch& mid = middle.micro_batches[m];
+    REQUIRE(mid.tokens.empty());
+    REQUIRE(mid.labels.empty());
+    REQUIRE(mid.positions.empty());
+    REQUIRE(mid.patches.empty());
+    REQUIRE(mid.cu_seqlens == whole.cu_seqlens);
+    REQUIRE(mid.sequences == whole.sequences);
+    REQUIRE(mid.docs.size() == whole.docs.size());
+  }
+  // Stages and slices are different batches.
+  REQUIRE(first.digest != full.digest);
+  REQUIRE(last.digest != middle.digest);
+}
+
+TEST_CASE("a CP slice of a last stage reads only label tokens, straight into labels") {
+  MemoryFetcher f;
+  const StepPlan plan = mixed_plan(f);
+  Batch full;
+  build_batch(plan, f, BuildOptions{77}, full);
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    Batch slice;
+    const BuildStats stats = build_batch(plan, f, BuildOptions{77, rank, 2, false, true}, slice);
+    fetch_redundancy_check(stats);
+    for (size_t m = 0; m < full.micro_batches.size(); ++m) {
+      const MicroBatch& part = slice.micro_batches[m];
+      for (uint64_t k = 0; k < part.labels.size(); ++k)
+        REQUIRE(part.labels[k] == full.micro_batches[m].labels[part.global_position(k)]);
+    }
+  }
+  Batch bad;
+  StepPlan odd = plan;
+  odd.seq_len = 22;  // not divisible by 2 * 3
+  REQUIRE_THROWS_AS(build_batch(odd, f, BuildOptions{77, 0, 3}, bad), ProtocolError);
 }

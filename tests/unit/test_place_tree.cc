@@ -53,7 +53,7 @@ TEST_CASE("bad dimensions and orders are configuration errors") {
 }
 
 TEST_CASE("role layout puts the planner first, then loaders, then clients") {
-  RoleLayout layout{3, 4, false};
+  RoleLayout layout{3, 0, 4, false};
   REQUIRE(layout.world_size() == 8);
   REQUIRE(layout.role(0) == Role::planner);
   REQUIRE(layout.role(1) == Role::loader);
@@ -61,7 +61,14 @@ TEST_CASE("role layout puts the planner first, then loaders, then clients") {
   REQUIRE(layout.role(4) == Role::client);
   REQUIRE(layout.client_index(4) == 0);
   REQUIRE(layout.client_rank(3) == 7);
-  RoleLayout colocated{0, 4, true};
+  RoleLayout colocated{0, 0, 4, true};
+  REQUIRE(colocated.world_size() == 4);
+  RoleLayout shadowed{2, 1, 2, false};
+  REQUIRE(shadowed.world_size() == 6);
+  REQUIRE(shadowed.role(3) == Role::loader);
+  REQUIRE(shadowed.is_shadow(shadowed.loader_index(3)));
+  REQUIRE_FALSE(shadowed.is_shadow(shadowed.loader_index(2)));
+  REQUIRE(shadowed.client_rank(0) == 4);
   REQUIRE(colocated.world_size() == 4);
   REQUIRE(colocated.role(0) == Role::client);
 }

@@ -1,0 +1,66 @@
+// TP sharing (DESIGN.md "ClientPlaceTree"): the ranks of a tensor-parallel
+// group need identical batches, so only the group's leader (tp rank 0) builds
+// one from the loader windows and the others receive a copy from it, through
+// a node-local MPI shared-memory window when the whole group shares a node,
+// or a broadcast over tp_comm otherwise. docs/batch.md "TP sharing".
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "msd/batch.h"
+
+namespace msd {
+
+// A batch as bytes, for copying it between processes of the same program
+// (native byte order and layout; not a storage format).
+uint64_t encoded_batch_bytes(const Batch& batch);
+void encode_batch(const Batch& batch, uint8_t* out);  // writes encoded_batch_bytes(batch) bytes
+// Throws ProtocolError when `bytes` is not a whole encoded batch.
+void decode_batch(const uint8_t* bytes, uint64_t size, Batch& out);
+
+class TpShare {
+ public:
+  enum class Transport { shared_memory, broadcast };
+
+  // Collective over `tp_comm` (which the caller keeps alive). Picks shared
+  // memory when every rank of tp_comm is on one node (MPI_Comm_split_type),
+  // unless `transport` forces one; a forced shared_memory on a group that
+  // spans nodes is an Error. The shared window starts at `initial_bytes` per
+  // buffer and grows (collectively) when a batch does not fit.
+  explicit TpShare(MPI_Comm tp_comm, std::optional<Transport> transport = std::nullopt,
+                   uint64_t initial_bytes = uint64_t{4} << 20);
+  ~TpShare();
+  TpShare(const TpShare&) = delete;
+  TpShare& operator=(const TpShare&) = delete;
+
+  // Collective over tp_comm, once per step: on the leader (rank 0) `batch` is
+  // the input, on the others it is replaced by a copy of the leader's, byte
+  // for byte (wait_seconds and the byte counts stay the receiver's own).
+  // Waits back off instead of spinning.
+  void share(Batch& batch);
+
+  bool is_leader() const { return rank_ == 0; }
+  Transport transport() const { return transport_; }
+  uint64_t buffer_bytes() const { return buffer_bytes_; }  // current capacity of each of the two buffers
+  uint64_t grows() const { return grows_; }                // times the shared window was reallocated
+
+ private:
+  void allocate(uint64_t buffer_bytes);
+  void free_window() noexcept;
+
+  MPI_Comm comm_;
+  int rank_ = 0;
+  Transport transport_ = Transport::broadcast;
+  MPI_Win win_ = MPI_WIN_NULL;
+  uint8_t* base_ = nullptr;  // the leader's segment: two buffers, used alternately
+  uint64_t buffer_bytes_ = 0;
+  uint64_t shares_ = 0;
+  uint64_t grows_ = 0;
+  std::vector<uint8_t> scratch_;  // broadcast: the encoded batch
+};
+
+}  // namespace msd
