@@ -14,3 +14,10 @@ foreach(script determinism world_size config_errors bench_throughput shadow)
   msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 300)
   set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)
 endforeach()
+
+add_executable(test_loader_checkpoint mpi/test_loader_checkpoint.cc)
+target_link_libraries(test_loader_checkpoint PRIVATE msd::checkpoint)
+msd_add_mpi_test(loader_checkpoint NP 2 3 COMMAND $<TARGET_FILE:test_loader_checkpoint>
+                 ${PROJECT_BINARY_DIR}/test-scratch/loader_checkpoint TIMEOUT 120)
+msd_add_script_test(replay SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/replay.sh TIMEOUT 300)
+set_tests_properties(replay PROPERTIES FIXTURES_REQUIRED tiny_data)

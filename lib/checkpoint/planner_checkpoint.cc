@@ -1,0 +1,264 @@
+#include "checkpoint/planner_checkpoint.h"
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "checkpoint/hdf5.h"
+#include "checkpoint/step_files.h"
+#include "common/error.h"
+#include "common/log.h"
+
+namespace msd {
+
+namespace {
+
+constexpr const char* kPrefix = "planner";  // docs/checkpoint.md: planner-<step>.h5
+
+// The in_flight table's row, as stored (docs/checkpoint.md).
+struct InFlightRow {
+  uint32_t source;
+  uint8_t state;
+  int32_t loader_rank;
+  uint64_t cursor;
+  uint64_t index;
+};
+
+h5::CompoundType in_flight_type() {
+  h5::CompoundType type(sizeof(InFlightRow));
+  type.add("source", offsetof(InFlightRow, source), H5T_NATIVE_UINT32)
+      .add("state", offsetof(InFlightRow, state), H5T_NATIVE_UINT8)
+      .add("loader_rank", offsetof(InFlightRow, loader_rank), H5T_NATIVE_INT32)
+      .add("cursor", offsetof(InFlightRow, cursor), H5T_NATIVE_UINT64)
+      .add("index", offsetof(InFlightRow, index), H5T_NATIVE_UINT64);
+  return type;
+}
+
+// Option -> value of an INI text written by to_ini ("section.key" keys).
+std::map<std::string, std::string> ini_values(const std::string& ini) {
+  std::map<std::string, std::string> values;
+  std::istringstream in(ini);
+  std::string line, section;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (line.front() == '[' && line.back() == ']') {
+      section = line.substr(1, line.size() - 2);
+      continue;
+    }
+    const size_t equals = line.find(" = ");
+    if (equals == std::string::npos) continue;
+    values[section + "." + line.substr(0, equals)] = line.substr(equals + 3);
+  }
+  return values;
+}
+
+// Options that do not change which batch a rank receives at a step.
+bool stream_independent(const std::string& key) {
+  for (const char* exact : {"job.steps", "job.prefetch_steps", "topology.loaders", "topology.shadow_loaders",
+                            "topology.broadcast_at"})
+    if (key == exact) return true;
+  for (const char* prefix : {"loader.", "emulator.", "output.", "checkpoint.", "fault."})
+    if (key.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+const char* sample_state_name(SampleState state) {
+  switch (state) {
+    case SampleState::requested: return "requested";
+    case SampleState::loaded: return "loaded";
+    case SampleState::planned: return "planned";
+    case SampleState::failed: return "failed";
+  }
+  return "unknown";
+}
+
+std::string planner_checkpoint_path(const std::string& dir, uint64_t step) {
+  return step_file_path(dir, kPrefix, step);
+}
+
+void write_planner_checkpoint_file(const std::string& path, const PlannerCheckpoint& c) {
+  MSD_CHECK_EQ(c.consumed.size(), c.source_samples.size());
+  MSD_CHECK_EQ(c.mixer_realized.size(), c.source_samples.size());
+  // Built in memory (the core driver) and written out by one write at close:
+  // a fraction of the time of HDF5's many small writes to a file.
+  h5::PropertyList access = h5::file_access();
+  MSD_H5(H5Pset_fapl_core(access.get(), 64 * 1024, 1), "choosing the in-memory driver for a planner checkpoint");
+  h5::File file = h5::create_file(path, access.get());
+  const hid_t root = file.get();
+  h5::write_attribute(root, "format_version", kPlannerCheckpointVersion);
+  h5::write_attribute(root, "step", c.step);
+  h5::write_attribute(root, "seed", c.seed);
+  h5::write_attribute(root, "config_ini", c.config_ini);
+  h5::write_array<uint64_t>(root, "source_samples", c.source_samples);
+  h5::write_array<uint64_t>(root, "consumed", c.consumed);
+  h5::write_array<uint64_t>(root, "mixer_realized", c.mixer_realized);
+  h5::write_array<uint64_t>(root, "bad_samples", c.bad_samples);
+  std::vector<InFlightRow> rows;
+  rows.reserve(c.in_flight.size());
+  for (const auto& s : c.in_flight)
+    rows.push_back({s.source, static_cast<uint8_t>(s.state), s.loader_rank, s.cursor, s.index});
+  const h5::CompoundType type = in_flight_type();
+  h5::write_table<InFlightRow>(root, "in_flight", type.get(), rows);
+  file.close(str("closing ", path));
+}
+
+void write_planner_checkpoint(const std::string& dir, const PlannerCheckpoint& checkpoint, uint32_t keep) {
+  make_directory(dir);
+  const std::string path = planner_checkpoint_path(dir, checkpoint.step);
+  const std::string temp = temporary_path(path);
+  write_planner_checkpoint_file(temp, checkpoint);
+  sync_path(temp);
+  rename_durably(temp, path);
+  prune_step_files(dir, kPrefix, keep);
+}
+
+PlannerCheckpoint read_planner_checkpoint(const std::string& path) {
+  h5::PropertyList access = h5::file_access();
+  h5::File file = h5::open_file(path, false, access.get());
+  const hid_t root = file.get();
+  const uint64_t version = h5::read_u64_attribute(root, "format_version");
+  if (version != kPlannerCheckpointVersion)
+    throw IoError(str(path, ": planner checkpoint format version ", version, ", this msd reads version ",
+                      kPlannerCheckpointVersion));
+  PlannerCheckpoint c;
+  c.step = h5::read_u64_attribute(root, "step");
+  c.seed = h5::read_u64_attribute(root, "seed");
+  c.config_ini = h5::read_string_attribute(root, "config_ini");
+  c.source_samples = h5::read_array<uint64_t>(root, "source_samples");
+  c.consumed = h5::read_array<uint64_t>(root, "consumed");
+  c.mixer_realized = h5::read_array<uint64_t>(root, "mixer_realized");
+  c.bad_samples = h5::read_array<uint64_t>(root, "bad_samples");
+  const h5::CompoundType type = in_flight_type();
+  for (const auto& row : h5::read_table<InFlightRow>(root, "in_flight", type.get())) {
+    if (row.state > static_cast<uint8_t>(SampleState::failed))
+      throw IoError(str(path, ": in_flight holds an unknown sample state ", +row.state));
+    c.in_flight.push_back({row.source, static_cast<SampleState>(row.state), row.loader_rank, row.cursor, row.index});
+  }
+  file.close(str("closing ", path));
+  const size_t sources = c.source_samples.size();
+  if (c.consumed.size() != sources || c.mixer_realized.size() != sources)
+    throw IoError(str(path, ": per-source arrays disagree (source_samples ", sources, ", consumed ", c.consumed.size(),
+                      ", mixer_realized ", c.mixer_realized.size(), ")"));
+  for (const auto& s : c.in_flight)
+    if (s.source >= sources) throw IoError(str(path, ": in_flight names source ", s.source, " of ", sources));
+  if (auto named = step_in_file_name(path, kPrefix); named && *named != c.step)
+    throw IoError(str(path, ": holds step ", c.step, ", its name says step ", *named));
+  return c;
+}
+
+std::optional<PlannerCheckpoint> latest_planner_checkpoint(const std::string& dir, std::string* path) {
+  for (const auto& [step, file] : list_step_files(dir, kPrefix)) {
+    try {
+      PlannerCheckpoint checkpoint = read_planner_checkpoint(file);
+      if (path) *path = file;
+      return checkpoint;
+    } catch (const IoError& e) {
+      log_warn("skipping planner checkpoint ", file, " (step ", step, "): ", e.what());
+    }
+  }
+  return std::nullopt;
+}
+
+void check_resumable(const PlannerCheckpoint& checkpoint, const Config& config) {
+  if (checkpoint.seed != config.job.seed)
+    throw ConfigError(str("--resume: the checkpoint at step ", checkpoint.step, " was written with job.seed = ",
+                          checkpoint.seed, ", this run has job.seed = ", config.job.seed));
+  const auto saved = ini_values(checkpoint.config_ini);
+  const auto now = ini_values(to_ini(config));
+  auto value_in = [](const std::map<std::string, std::string>& values, const std::string& key) {
+    auto it = values.find(key);
+    return it == values.end() ? std::string("(not set)") : "'" + it->second + "'";
+  };
+  std::map<std::string, bool> keys;
+  for (const auto& [key, value] : saved) keys[key] = true;
+  for (const auto& [key, value] : now) keys[key] = true;
+  for (const auto& [key, unused] : keys) {
+    if (stream_independent(key)) continue;
+    const std::string before = value_in(saved, key), after = value_in(now, key);
+    if (before != after)
+      throw ConfigError(str("--resume: ", key, " was ", before, " in the run that wrote the checkpoint at step ",
+                            checkpoint.step, " and is ", after, " now; the batch stream would not continue"));
+  }
+}
+
+PlannerCheckpointWriter::PlannerCheckpointWriter(std::string dir, uint32_t keep)
+    : dir_(std::move(dir)), keep_(keep) {
+  make_directory(dir_);
+  thread_ = std::thread([this] { run(); });
+}
+
+PlannerCheckpointWriter::~PlannerCheckpointWriter() {
+  try {
+    finish();
+  } catch (const std::exception& e) {
+    log_error("planner checkpoint writer: ", e.what());
+  }
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void PlannerCheckpointWriter::rethrow_failure() {
+  if (!failure_) return;
+  std::exception_ptr failure = std::exchange(failure_, nullptr);
+  std::rethrow_exception(failure);
+}
+
+void PlannerCheckpointWriter::submit(const PlannerCheckpoint& checkpoint) {
+  {
+    std::lock_guard lock(mutex_);
+    rethrow_failure();
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const std::string path = planner_checkpoint_path(dir_, checkpoint.step);
+  write_planner_checkpoint_file(temporary_path(path), checkpoint);
+  last_write_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::optional<Pending> replaced;
+  {
+    std::lock_guard lock(mutex_);
+    if (pending_) replaced = std::move(pending_);
+    pending_ = Pending{checkpoint.step, path};
+  }
+  wake_.notify_all();
+  // An older checkpoint not yet made durable is superseded by this one.
+  if (replaced && replaced->path != path) std::filesystem::remove(temporary_path(replaced->path));
+}
+
+void PlannerCheckpointWriter::finish() {
+  std::unique_lock lock(mutex_);
+  wake_.wait(lock, [this] { return !pending_ && !busy_; });
+  rethrow_failure();
+}
+
+void PlannerCheckpointWriter::run() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    wake_.wait(lock, [this] { return stop_ || pending_.has_value(); });
+    if (!pending_) return;  // stop_ with nothing queued
+    Pending pending = std::move(*pending_);
+    pending_.reset();
+    busy_ = true;
+    lock.unlock();
+    std::exception_ptr failure;
+    try {
+      sync_path(temporary_path(pending.path));
+      rename_durably(temporary_path(pending.path), pending.path);
+      prune_step_files(dir_, kPrefix, keep_);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    lock.lock();
+    busy_ = false;
+    if (failure) failure_ = failure;
+    wake_.notify_all();
+  }
+}
+
+}  // namespace msd

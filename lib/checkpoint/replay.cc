@@ -1,0 +1,333 @@
+#include "checkpoint/replay.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/json_writer.h"
+#include "msd/place_tree.h"
+#include "plan/cost.h"
+#include "plan/mix.h"
+#include "plan/pack.h"
+#include "source/permutation.h"
+#include "source/source.h"
+
+namespace msd {
+
+namespace {
+
+Schedule schedule_of(const Config& config) {
+  std::vector<std::vector<WeightPoint>> curves;
+  for (const auto& source : config.sources) curves.push_back(source.weight);
+  return Schedule(config.schedule, std::move(curves));
+}
+
+std::string describe(const TraceSample& s, const TraceHeader& h) {
+  const std::string name = s.source < h.source_names.size() ? h.source_names[s.source] : str("#", s.source);
+  return str("source ", name, " cursor ", s.cursor, " index ", s.index,
+             s.bad ? str(" bad (", bad_kind_name(static_cast<BadKind>(s.bad)), ")") : str(" positions ", s.positions,
+                                                                                           " patches ", s.patches));
+}
+
+std::string describe(const TracePiece& p) {
+  return str("group ", p.group, " micro-batch ", p.micro_batch, " sequence ", p.sequence, " sample ", p.sample,
+             " positions [", p.begin, ", ", p.begin + p.length, ") cost ", p.cost);
+}
+
+// The divergence of a step, in the terms of the run's layout.
+Divergence divergence_at(const Config& config, uint64_t step, int group, std::string what) {
+  const ClientPlaceTree tree(config.topology.dp, config.topology.pp, config.topology.cp, config.topology.tp,
+                             config.topology.order);
+  Divergence d;
+  d.step = step;
+  d.group = group;
+  if (group >= 0 && group < tree.data_groups()) {
+    d.clients = tree.group_members(group);
+  } else {
+    for (int c = 0; c < tree.size(); ++c) d.clients.push_back(c);
+  }
+  // Clients are the last ranks of the job (the planner and loaders first).
+  const int first_client = config.world_size() - config.clients();
+  for (int c : d.clients) d.world_ranks.push_back(first_client + c);
+  d.what = std::move(what);
+  return d;
+}
+
+// Re-derives the samples of one step; compares them with `recorded` and
+// returns the first difference, or the expected samples (recorded bad flags
+// and sizes taken as given) in `expected`.
+std::optional<std::string> replay_samples(const TraceHeader& header, const std::vector<uint32_t>& quota,
+                                          std::vector<uint64_t>& cursor, const std::vector<TraceSample>& recorded) {
+  size_t row = 0;
+  for (uint32_t s = 0; s < quota.size(); ++s) {
+    uint32_t good = 0;
+    while (good < quota[s]) {
+      const uint64_t c = cursor[s];
+      const StreamPosition pos = stream_position(header.seed, s, header.source_samples[s], c);
+      const TraceSample want{s, 0, c, pos.index, 0, 0};
+      if (row >= recorded.size())
+        return str("the step ends after ", recorded.size(), " samples; expected next: ", describe(want, header),
+                   " (quota of source ", header.source_names[s], ": ", quota[s], ", ", good, " so far)");
+      const TraceSample& got = recorded[row];
+      if (got.source != s || got.cursor != c || got.index != pos.index)
+        return str("sample ", row, ": expected ", describe(want, header), ", recorded ", describe(got, header));
+      if (got.bad == 0) {
+        if (got.positions == 0 || got.patches > got.positions)
+          return str("sample ", row, ": recorded ", describe(got, header), " cannot be planned");
+        ++good;
+      }
+      ++cursor[s];
+      ++row;
+    }
+  }
+  if (row != recorded.size())
+    return str("sample ", row, ": the quotas are met, but the step records ", recorded.size() - row,
+               " more, first ", describe(recorded[row], header));
+  return std::nullopt;
+}
+
+}  // namespace
+
+Config trace_config(const TraceHeader& header) {
+  std::string path = (std::filesystem::temp_directory_path() / "msd-replay-XXXXXX.ini").string();
+  const int fd = ::mkstemps(path.data(), 4);
+  if (fd < 0) throw IoError(str("cannot create a temporary file for the trace's configuration: ", path));
+  ::close(fd);
+  struct Remove {
+    std::string path;
+    ~Remove() { std::remove(path.c_str()); }
+  } remove{path};
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << header.config_ini;
+    if (!out) throw IoError(str("cannot write ", path));
+  }
+  const std::string config_arg = "--config=" + path;
+  const char* argv[] = {"msd-replay", config_arg.c_str()};
+  Invocation invocation = parse_command_line(2, argv);
+  Config config = std::move(invocation.config);
+  config.config_path.clear();
+  if (config.sources.size() != header.source_names.size() || config.job.seed != header.seed)
+    throw ConfigError("the trace's configuration disagrees with its header (sources or seed)");
+  return config;
+}
+
+VerifyReport verify_trace(const TraceReader& trace, const std::optional<PlannerCheckpoint>& start) {
+  const TraceHeader& header = trace.header();
+  const Config config = trace_config(header);
+  const CostModel cost = make_cost_model(config);
+  const PackOptions pack = make_pack_options(config);
+  Mixer mixer(schedule_of(config), config.job.global_batch);
+  std::vector<uint64_t> cursor(header.source_samples.size(), 0);
+
+  VerifyReport report;
+  report.first_step = trace.first_step();
+  if (trace.first_step() > 0) {
+    if (!start)
+      throw ConfigError(str("the trace begins at step ", trace.first_step(),
+                            " (a resumed run): give the planner checkpoint of that step (--checkpoint)"));
+    if (start->step != trace.first_step())
+      throw ConfigError(str("the checkpoint is of step ", start->step, ", the trace begins at step ",
+                            trace.first_step()));
+  }
+  if (start && start->step == trace.first_step()) {
+    if (start->source_samples != header.source_samples || start->seed != header.seed)
+      throw ConfigError("the checkpoint is of another run (seed or source sizes differ from the trace's)");
+    mixer.restore(start->step, start->mixer_realized);
+    cursor = start->consumed;
+  }
+
+  for (uint64_t step = trace.first_step(); step < trace.end_step(); ++step) {
+    const StepRecord recorded = trace.step(step);
+    const std::vector<uint32_t> quota = mixer.next();
+    if (auto what = replay_samples(header, quota, cursor, recorded.samples)) {
+      report.divergence = divergence_at(config, step, -1, *what);
+      return report;
+    }
+    const std::vector<PlanDoc> docs = plan_docs(recorded.samples, cost);
+    const std::vector<BucketPlan> buckets = distribute_and_pack(docs, pack, cost);
+    const StepRecord expected = make_step_record(step, recorded.samples, buckets, cost);
+    const size_t common = std::min(expected.pieces.size(), recorded.pieces.size());
+    for (size_t i = 0; i <= common; ++i) {
+      if (i == common) {
+        if (expected.pieces.size() == recorded.pieces.size()) break;
+        const bool more_recorded = recorded.pieces.size() > common;
+        const TracePiece& extra = more_recorded ? recorded.pieces[common] : expected.pieces[common];
+        report.divergence = divergence_at(
+            config, step, static_cast<int>(extra.group),
+            str("piece ", common, ": ", more_recorded ? "recorded but not expected: " : "expected but not recorded: ",
+                describe(extra)));
+        return report;
+      }
+      if (expected.pieces[i] == recorded.pieces[i]) continue;
+      const TracePiece& want = expected.pieces[i];
+      const TracePiece& got = recorded.pieces[i];
+      report.divergence = divergence_at(config, step, static_cast<int>(std::min(want.group, got.group)),
+                                        str("piece ", i, ": expected ", describe(want), ", recorded ", describe(got)));
+      return report;
+    }
+    ++report.steps_checked;
+  }
+  return report;
+}
+
+void print_verify_report(const VerifyReport& report, std::ostream& out) {
+  if (!report.divergence) {
+    out << "verify: " << report.steps_checked << " steps from step " << report.first_step
+        << " equal the re-plan from configuration and seed\n";
+    return;
+  }
+  const Divergence& d = *report.divergence;
+  auto list = [](const std::vector<int>& values) {
+    std::string text;
+    for (int v : values) text += (text.empty() ? "" : ",") + std::to_string(v);
+    return text;
+  };
+  out << "verify: first divergence at step " << d.step << " (" << report.steps_checked << " steps before it equal)\n"
+      << "  data group: " << (d.group >= 0 ? std::to_string(d.group) : std::string("all (the step's samples)")) << "\n"
+      << "  clients: " << list(d.clients) << "  (world ranks " << list(d.world_ranks) << ")\n"
+      << "  " << d.what << "\n";
+}
+
+void print_client_step(const TraceReader& trace, int client, uint64_t step, std::ostream& out) {
+  const TraceHeader& h = trace.header();
+  const ClientPlaceTree tree(static_cast<int>(h.dp), static_cast<int>(h.pp), static_cast<int>(h.cp),
+                             static_cast<int>(h.tp), trace_config(h).topology.order);
+  if (client < 0 || client >= tree.size())
+    throw ConfigError(str("--rank: client ", client, " is not in 0..", tree.size() - 1));
+  if (step < trace.first_step() || step >= trace.end_step())
+    throw ConfigError(str("--step: ", step, " is not in the trace (steps ", trace.first_step(), "..",
+                          trace.end_step() - 1, ")"));
+  const Place place = tree.place(client);
+  const StepRecord record = trace.step(step);
+  out << "step " << step << ", client " << client << " (dp " << place.dp << " pp " << place.pp << " cp " << place.cp
+      << " tp " << place.tp << "): data group " << place.dp;
+  if (h.cp > 1)
+    out << "; as CP rank " << place.cp << " it holds chunks " << place.cp << " and " << 2 * h.cp - 1 - place.cp
+        << " of 2*cp of each sequence";
+  out << "\nmicro_batch,sequence,source,cursor,index,begin,length,cost\n";
+  for (const auto& p : record.pieces) {
+    if (p.group != static_cast<uint32_t>(place.dp)) continue;
+    const TraceSample& s = record.samples[p.sample];
+    out << p.micro_batch << ',' << p.sequence << ',' << h.source_names.at(s.source) << ',' << s.cursor << ','
+        << s.index << ',' << p.begin << ',' << p.length << ',' << p.cost << '\n';
+  }
+}
+
+void print_mix(const TraceReader& trace, std::ostream& out) {
+  const TraceHeader& h = trace.header();
+  const Config config = trace_config(h);
+  const Schedule schedule = schedule_of(config);
+  out << "step,source,samples,target_samples,positions,cumulative_share,cumulative_target_share\n";
+  std::vector<uint64_t> total(h.source_names.size(), 0);
+  std::vector<double> total_target(h.source_names.size(), 0.0);
+  uint64_t all = 0;
+  double all_target = 0.0;
+  for (uint64_t step = trace.first_step(); step < trace.end_step(); ++step) {
+    const StepRecord record = trace.step(step);
+    std::vector<uint64_t> samples(h.source_names.size(), 0), positions(h.source_names.size(), 0);
+    for (const auto& s : record.samples) {
+      if (s.bad != 0 || s.source >= samples.size()) continue;
+      ++samples[s.source];
+      positions[s.source] += s.positions;
+    }
+    const std::vector<double> weights = schedule.weights(step);
+    for (size_t s = 0; s < samples.size(); ++s) {
+      const double target = config.job.global_batch * weights[s];
+      total[s] += samples[s];
+      total_target[s] += target;
+      all += samples[s];
+      all_target += target;
+    }
+    for (size_t s = 0; s < samples.size(); ++s) {
+      char line[256];
+      std::snprintf(line, sizeof line, "%llu,%s,%llu,%.4f,%llu,%.6f,%.6f\n", static_cast<unsigned long long>(step),
+                    h.source_names[s].c_str(), static_cast<unsigned long long>(samples[s]),
+                    config.job.global_batch * weights[s], static_cast<unsigned long long>(positions[s]),
+                    all ? static_cast<double>(total[s]) / static_cast<double>(all) : 0.0,
+                    all_target > 0 ? total_target[s] / all_target : 0.0);
+      out << line;
+    }
+  }
+}
+
+void print_balance(const TraceReader& trace, std::ostream& out) {
+  const TraceHeader& h = trace.header();
+  out << "step,dp_max_cost,dp_mean_cost,dp_max_over_mean,worst_micro_batch,micro_batch_max_over_mean\n";
+  double sum_ratio = 0.0, worst_ratio = 0.0, sum_mb = 0.0, worst_mb = 0.0;
+  uint64_t steps = 0;
+  auto ratio = [](double max, double mean) { return mean > 0 ? max / mean : 1.0; };
+  for (uint64_t step = trace.first_step(); step < trace.end_step(); ++step) {
+    const StepRecord record = trace.step(step);
+    std::vector<double> group_cost(h.dp, 0.0);
+    std::vector<std::vector<double>> mb_cost(h.micro_batches, std::vector<double>(h.dp, 0.0));
+    for (const auto& p : record.pieces) {
+      if (p.group >= h.dp || p.micro_batch >= h.micro_batches) continue;
+      group_cost[p.group] += p.cost;
+      mb_cost[p.micro_batch][p.group] += p.cost;
+    }
+    const double max = *std::max_element(group_cost.begin(), group_cost.end());
+    double mean = 0.0;
+    for (double c : group_cost) mean += c / h.dp;
+    double mb_ratio = 1.0;
+    uint32_t mb_worst = 0;
+    for (uint32_t m = 0; m < h.micro_batches; ++m) {
+      double mb_mean = 0.0;
+      for (double c : mb_cost[m]) mb_mean += c / h.dp;
+      const double r = ratio(*std::max_element(mb_cost[m].begin(), mb_cost[m].end()), mb_mean);
+      if (r > mb_ratio) mb_ratio = r, mb_worst = m;
+    }
+    char line[256];
+    std::snprintf(line, sizeof line, "%llu,%.6g,%.6g,%.4f,%u,%.4f\n", static_cast<unsigned long long>(step), max, mean,
+                  ratio(max, mean), mb_worst, mb_ratio);
+    out << line;
+    sum_ratio += ratio(max, mean);
+    worst_ratio = std::max(worst_ratio, ratio(max, mean));
+    sum_mb += mb_ratio;
+    worst_mb = std::max(worst_mb, mb_ratio);
+    ++steps;
+  }
+  if (steps == 0) return;
+  char line[256];
+  std::snprintf(line, sizeof line, "# %llu steps: dp max/mean cost mean %.4f worst %.4f; micro-batch max/mean mean %.4f worst %.4f\n",
+                static_cast<unsigned long long>(steps), sum_ratio / steps, worst_ratio, sum_mb / steps, worst_mb);
+  out << line;
+}
+
+void export_trace(const TraceReader& trace, const std::string& format, std::ostream& out) {
+  if (format != "csv" && format != "json") throw ConfigError(str("--format: '", format, "' (expected csv or json)"));
+  const TraceHeader& h = trace.header();
+  const bool csv = format == "csv";
+  if (csv) out << "step,group,micro_batch,sequence,sample,source,source_name,cursor,index,begin,length,cost\n";
+  else out << "[";
+  bool first = true;
+  for (uint64_t step = trace.first_step(); step < trace.end_step(); ++step) {
+    const StepRecord record = trace.step(step);
+    for (const auto& p : record.pieces) {
+      const TraceSample& s = record.samples[p.sample];
+      const std::string& name = h.source_names.at(s.source);
+      char cost[64];
+      std::snprintf(cost, sizeof cost, "%.17g", p.cost);
+      if (csv) {
+        out << step << ',' << p.group << ',' << p.micro_batch << ',' << p.sequence << ',' << p.sample << ','
+            << s.source << ',' << name << ',' << s.cursor << ',' << s.index << ',' << p.begin << ',' << p.length << ','
+            << cost << '\n';
+      } else {
+        out << (first ? "\n" : ",\n") << "{\"step\":" << step << ",\"group\":" << p.group
+            << ",\"micro_batch\":" << p.micro_batch << ",\"sequence\":" << p.sequence << ",\"sample\":" << p.sample
+            << ",\"source\":" << s.source << ",\"source_name\":\"" << json_escape(name) << "\",\"cursor\":" << s.cursor
+            << ",\"index\":" << s.index << ",\"begin\":" << p.begin << ",\"length\":" << p.length
+            << ",\"cost\":" << cost << "}";
+      }
+      first = false;
+    }
+  }
+  if (!csv) out << "\n]\n";
+}
+
+}  // namespace msd

@@ -1,0 +1,67 @@
+// msd-replay's logic: offline, with no MPI and no data access, from a trace
+// (trace.h) and optionally a planner checkpoint (planner_checkpoint.h).
+//
+// verify re-derives every recorded step from the trace header's configuration
+// and seed — mixing quotas, each source's stream cursors and file-order
+// indexes, bad cursors skipped as recorded, the packing and balancing over
+// data groups and micro-batches with the run's cost model — and compares it
+// with what the run recorded, row by row. The recorded bad flags, positions
+// and patches of samples are the inputs it cannot re-derive without the data.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "checkpoint/planner_checkpoint.h"
+#include "checkpoint/trace.h"
+#include "msd/config.h"
+
+namespace msd {
+
+// The configuration of a trace (its header's config_ini read back through
+// parse_command_line). Throws ConfigError.
+Config trace_config(const TraceHeader& header);
+
+struct Divergence {
+  uint64_t step = 0;
+  int group = -1;                // data group, -1 when the step's samples differ (every group)
+  std::vector<int> clients;      // client indices of that group (all clients when group is -1)
+  std::vector<int> world_ranks;  // their MPI world ranks in the run's role layout
+  std::string what;              // what differs: expected against recorded
+};
+
+struct VerifyReport {
+  uint64_t first_step = 0;     // first step checked
+  uint64_t steps_checked = 0;  // steps equal to the re-plan, from first_step on
+  std::optional<Divergence> divergence;  // the first one; none: the trace is the re-plan
+};
+
+// Re-plans the trace's steps and compares. A trace that starts at a step > 0
+// (begun again by a resume) needs the planner checkpoint of that step as the
+// starting state (`start`); throws ConfigError when it is missing or of
+// another step. Throws IoError for an unreadable trace.
+VerifyReport verify_trace(const TraceReader& trace, const std::optional<PlannerCheckpoint>& start = std::nullopt);
+void print_verify_report(const VerifyReport& report, std::ostream& out);
+
+// Which samples client `client` (its index among clients, 0 .. dp*pp*cp*tp-1)
+// saw at `step`: its data group's pieces with source, index and layout.
+// Throws ConfigError for a client or step outside the trace.
+void print_client_step(const TraceReader& trace, int client, uint64_t step, std::ostream& out);
+
+// Per step and source: realized samples and positions against the
+// schedule's target samples (global_batch * weight). CSV to `out`.
+void print_mix(const TraceReader& trace, std::ostream& out);
+
+// Per step: cost max/mean over data groups, and the worst micro-batch index's
+// max/mean; then the mean and worst over steps. CSV to `out`.
+void print_balance(const TraceReader& trace, std::ostream& out);
+
+// One row per piece: step, group, micro_batch, sequence, sample, source,
+// source_name, cursor, index, begin, length, cost. format: "csv" or "json"
+// (an array of objects). Throws ConfigError for another format.
+void export_trace(const TraceReader& trace, const std::string& format, std::ostream& out);
+
+}  // namespace msd

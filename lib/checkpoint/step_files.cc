@@ -1,0 +1,139 @@
+#include "checkpoint/step_files.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "common/error.h"
+#include "common/log.h"
+
+namespace msd {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kStepDigits = 12;  // docs/checkpoint.md: file names
+
+[[noreturn]] void fail_errno(const std::string& what, const std::string& path, int err) {
+  throw IoError(str(what, " ", path, ": ", std::strerror(err)));
+}
+
+// The step of "PREFIX-<digits>.h5", or -1 when `name` is not one.
+int64_t step_of(const std::string& name, const std::string& prefix) {
+  const std::string head = prefix + "-";
+  if (name.size() != head.size() + kStepDigits + 3 || name.compare(0, head.size(), head) != 0 ||
+      name.compare(name.size() - 3, 3, ".h5") != 0)
+    return -1;
+  int64_t step = 0;
+  for (size_t i = head.size(); i < head.size() + kStepDigits; ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    step = step * 10 + (name[i] - '0');
+  }
+  return step;
+}
+
+}  // namespace
+
+std::string step_file_path(const std::string& dir, const std::string& prefix, uint64_t step) {
+  char digits[32];
+  std::snprintf(digits, sizeof digits, "%0*llu", kStepDigits, static_cast<unsigned long long>(step));
+  return (fs::path(dir) / (prefix + "-" + digits + ".h5")).string();
+}
+
+std::optional<uint64_t> step_in_file_name(const std::string& path, const std::string& prefix) {
+  const int64_t step = step_of(fs::path(path).filename().string(), prefix);
+  if (step < 0) return std::nullopt;
+  return static_cast<uint64_t>(step);
+}
+
+std::string temporary_path(const std::string& path) { return path + ".tmp"; }
+
+void make_directory(const std::string& dir) {
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) throw IoError(str("cannot create directory ", dir, ": ", error.message()));
+}
+
+void sync_path(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail_errno("cannot open for fsync", path, errno);
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  // Some file systems cannot fsync a directory; the rename is still atomic.
+  if (rc != 0 && err != EINVAL && err != EROFS) fail_errno("fsync of", path, err);
+}
+
+void rename_durably(const std::string& from, const std::string& to) {
+  if (std::rename(from.c_str(), to.c_str()) != 0) fail_errno(str("cannot rename ", from, " to"), to, errno);
+  const fs::path parent = fs::path(to).parent_path();
+  sync_path(parent.empty() ? "." : parent.string());
+}
+
+void write_file_durably(const std::string& path, std::span<const unsigned char> bytes) {
+  const std::string temp = temporary_path(path);
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail_errno("cannot create", temp, errno);
+  size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      fail_errno("cannot write", temp, err);
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    fail_errno("fsync of", temp, err);
+  }
+  if (::close(fd) != 0) fail_errno("cannot close", temp, errno);
+  rename_durably(temp, path);
+}
+
+std::vector<std::pair<uint64_t, std::string>> list_step_files(const std::string& dir, const std::string& prefix) {
+  std::vector<std::pair<uint64_t, std::string>> files;
+  std::error_code error;
+  if (!fs::is_directory(dir, error)) return files;
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    const int64_t step = step_of(entry.path().filename().string(), prefix);
+    if (step >= 0) files.emplace_back(static_cast<uint64_t>(step), entry.path().string());
+  }
+  if (error) throw IoError(str("cannot list ", dir, ": ", error.message()));
+  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  return files;
+}
+
+void prune_step_files(const std::string& dir, const std::string& prefix, uint32_t keep) {
+  if (keep == 0) return;
+  const auto files = list_step_files(dir, prefix);
+  for (size_t i = keep; i < files.size(); ++i) {
+    std::error_code error;
+    fs::remove(files[i].second, error);
+    if (error) log_warn("cannot remove old checkpoint ", files[i].second, ": ", error.message());
+  }
+  // A crash between create and rename leaves PREFIX-<step>.h5.tmp behind.
+  if (files.empty()) return;
+  const uint64_t newest = files.front().first;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    std::string name = entry.path().filename().string();
+    if (name.size() < 4 || name.compare(name.size() - 4, 4, ".tmp") != 0) continue;
+    const int64_t step = step_of(name.substr(0, name.size() - 4), prefix);
+    if (step >= 0 && static_cast<uint64_t>(step) < newest) {
+      std::error_code remove_error;
+      fs::remove(entry.path(), remove_error);
+    }
+  }
+}
+
+}  // namespace msd

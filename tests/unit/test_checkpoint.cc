@@ -1,0 +1,237 @@
+// Planner checkpoints: round trip, torn files skipped, retention, the writer
+// thread, resume compatibility; and the configuration's INI text (to_ini),
+// which checkpoints and traces store, read back to the same configuration.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "checkpoint/planner_checkpoint.h"
+#include "checkpoint/step_files.h"
+#include "common/error.h"
+#include "msd/config.h"
+
+namespace fs = std::filesystem;
+using namespace msd;
+
+namespace {
+
+// A fresh, empty directory under the build tree.
+std::string scratch_dir(const std::string& name) {
+  const fs::path dir = fs::path(MSD_BINARY_DIR) / "test-scratch" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+Config parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "msd-run");
+  std::vector<const char*> argv;
+  for (const auto& arg : args) argv.push_back(arg.c_str());
+  return parse_command_line(static_cast<int>(argv.size()), argv.data()).config;
+}
+
+std::vector<std::string> job_args() {
+  return {"--mix.sources=web,corpus", "--source.web.format=jsonl", "--source.web.path=/data/web/*.jsonl",
+          "--source.web.weight=0:0.75, 30:0.25", "--source.corpus.format=indexed",
+          "--source.corpus.path=/data/corpus/a.idx,/data/corpus/b.idx", "--source.corpus.weight=0.3",
+          "--mix.schedule=linear", "--tokenizer.vocab=/data/vocab.tiktoken", "--job.seed=77", "--topology.dp=2",
+          "--job.global_batch=24", "--emulator.tflops=123.456789", "--model.cost_a=0.1"};
+}
+
+PlannerCheckpoint sample_checkpoint(uint64_t step) {
+  PlannerCheckpoint c;
+  c.step = step;
+  c.seed = 77;
+  c.config_ini = to_ini(parse(job_args()));
+  c.source_samples = {1000, 37};
+  c.consumed = {step * 18 + 3, step * 6 + 1};
+  c.mixer_realized = {step * 18, step * 6};
+  c.bad_samples = {0, 2, 0, 1, 0, 0, 0, 0, 0, 0};
+  c.in_flight = {{0, SampleState::loaded, 1, step * 18 + 3, 512},
+                 {1, SampleState::requested, 2, step * 6 + 1, 11},
+                 {1, SampleState::failed, 2, step * 6 + 2, 30}};
+  return c;
+}
+
+void truncate_file(const std::string& path, uintmax_t size) { fs::resize_file(path, size); }
+
+}  // namespace
+
+TEST_CASE("to_ini reads back to the same configuration", "[config][checkpoint]") {
+  const Config config = parse(job_args());
+  const std::string ini = to_ini(config);
+  const std::string dir = scratch_dir("to_ini");
+  const std::string path = dir + "/job.ini";
+  std::ofstream(path) << ini;
+  const Config again = parse({"--config=" + path});
+  CHECK(to_ini(again) == ini);
+  CHECK(again.job.seed == 77);
+  CHECK(again.emulator.tflops == config.emulator.tflops);  // exactly, not to 6 digits
+  CHECK(again.model.cost_a == config.model.cost_a);
+  REQUIRE(again.sources.size() == 2);
+  CHECK(again.sources[0].weight.size() == 2);
+  CHECK(again.sources[0].weight[1].step == 30);
+  CHECK(again.sources[0].weight[1].weight == 0.25);
+  CHECK(again.sources[1].path == "/data/corpus/a.idx,/data/corpus/b.idx");
+  CHECK(again.schedule == ScheduleKind::linear);
+}
+
+TEST_CASE("to_ini writes every option --help lists", "[config][checkpoint]") {
+  const std::vector<const char*> argv = {"msd-run", "--help"};
+  const std::string usage = parse_command_line(2, argv.data()).usage;
+  const std::string ini = to_ini(parse(job_args()));
+  const std::regex option("--([a-z_]+)\\.([a-z_]+) ");
+  size_t checked = 0;
+  for (auto it = std::sregex_iterator(usage.begin(), usage.end(), option); it != std::sregex_iterator(); ++it) {
+    const std::string section = (*it)[1], key = (*it)[2];
+    if (section == "source" || section == "mix") continue;  // per-source sections, written per name
+    const size_t at = ini.find("[" + section + "]\n");
+    INFO(section << "." << key);
+    REQUIRE(at != std::string::npos);
+    const size_t end = ini.find("\n[", at + 1);
+    CHECK(ini.substr(at, end - at).find("\n" + key + " = ") != std::string::npos);
+    ++checked;
+  }
+  CHECK(checked > 20);
+}
+
+TEST_CASE("to_ini refuses a value INI cannot hold", "[config][checkpoint]") {
+  auto args = job_args();
+  args.push_back("--tokenizer.pattern=[a-z]+|#");
+  CHECK_THROWS_AS(to_ini(parse(args)), ConfigError);
+}
+
+TEST_CASE("planner checkpoint round trip", "[checkpoint]") {
+  const std::string dir = scratch_dir("planner_round_trip");
+  const PlannerCheckpoint c = sample_checkpoint(120);
+  write_planner_checkpoint(dir, c);
+  const std::string path = planner_checkpoint_path(dir, 120);
+  CHECK(fs::path(path).filename() == "planner-000000000120.h5");
+  CHECK(read_planner_checkpoint(path) == c);
+  CHECK_FALSE(fs::exists(temporary_path(path)));
+
+  PlannerCheckpoint empty;  // no in-flight samples, empty strings
+  empty.step = 0;
+  empty.source_samples = {5};
+  empty.consumed = {0};
+  empty.mixer_realized = {0};
+  write_planner_checkpoint(dir, empty);
+  CHECK(read_planner_checkpoint(planner_checkpoint_path(dir, 0)) == empty);
+}
+
+TEST_CASE("a torn or foreign planner checkpoint is skipped, never used", "[checkpoint]") {
+  const std::string dir = scratch_dir("planner_torn");
+  CHECK_FALSE(latest_planner_checkpoint(dir).has_value());
+  write_planner_checkpoint(dir, sample_checkpoint(10));
+  write_planner_checkpoint(dir, sample_checkpoint(20));
+  write_planner_checkpoint(dir, sample_checkpoint(30));
+  std::string path;
+  REQUIRE(latest_planner_checkpoint(dir, &path).has_value());
+  CHECK(latest_planner_checkpoint(dir)->step == 30);
+
+  // Torn: the newest cut in half. The one before it is used.
+  const std::string newest = planner_checkpoint_path(dir, 30);
+  truncate_file(newest, fs::file_size(newest) / 2);
+  CHECK_THROWS_AS(read_planner_checkpoint(newest), IoError);
+  auto latest = latest_planner_checkpoint(dir, &path);
+  REQUIRE(latest.has_value());
+  CHECK(latest->step == 20);
+  CHECK(*latest == sample_checkpoint(20));
+  CHECK(path == planner_checkpoint_path(dir, 20));
+
+  // Not HDF5 at all, and a file whose name disagrees with its step.
+  std::ofstream(planner_checkpoint_path(dir, 40)) << "not a checkpoint";
+  fs::copy_file(planner_checkpoint_path(dir, 10), planner_checkpoint_path(dir, 50));
+  CHECK_THROWS_AS(read_planner_checkpoint(planner_checkpoint_path(dir, 50)), IoError);
+  CHECK(latest_planner_checkpoint(dir)->step == 20);
+
+  // A temporary file left by a crash is not a checkpoint.
+  fs::copy_file(planner_checkpoint_path(dir, 20), temporary_path(planner_checkpoint_path(dir, 60)));
+  CHECK(latest_planner_checkpoint(dir)->step == 20);
+}
+
+TEST_CASE("planner checkpoints keep the newest K", "[checkpoint]") {
+  const std::string dir = scratch_dir("planner_keep");
+  for (uint64_t step = 0; step < 60; step += 10) write_planner_checkpoint(dir, sample_checkpoint(step), 3);
+  const auto files = list_step_files(dir, "planner");
+  REQUIRE(files.size() == 3);
+  CHECK(files[0].first == 50);
+  CHECK(files[2].first == 30);
+  for (uint64_t step = 60; step < 70; step += 5) write_planner_checkpoint(dir, sample_checkpoint(step), 0);
+  CHECK(list_step_files(dir, "planner").size() == 5);
+}
+
+TEST_CASE("the checkpoint writer thread lands every last checkpoint", "[checkpoint]") {
+  const std::string dir = scratch_dir("planner_writer");
+  double encode_seconds = 0.0;
+  {
+    PlannerCheckpointWriter writer(dir, 2);
+    for (uint64_t step = 1; step <= 40; ++step) {
+      writer.submit(sample_checkpoint(step));
+      encode_seconds += writer.last_write_seconds();
+    }
+    writer.finish();
+    CHECK(read_planner_checkpoint(planner_checkpoint_path(dir, 40)) == sample_checkpoint(40));
+  }
+  CHECK(list_step_files(dir, "planner").size() <= 2);
+  CHECK(latest_planner_checkpoint(dir)->step == 40);
+  // Measured, not asserted (timing): what the planner's step pays.
+  WARN("planner checkpoint through the writer, the planner thread's share: " << encode_seconds / 40 * 1e6 << " us");
+
+  // A write that fails (the directory is gone) is reported to the caller.
+  const std::string gone = scratch_dir("planner_writer_gone");
+  PlannerCheckpointWriter failing(gone, 2);
+  fs::remove_all(gone);
+  CHECK_THROWS_AS(failing.submit(sample_checkpoint(1)), IoError);
+}
+
+TEST_CASE("synchronous planner checkpoint cost", "[checkpoint]") {
+  const std::string dir = scratch_dir("planner_cost");
+  PlannerCheckpoint c = sample_checkpoint(1);
+  c.source_samples.assign(8, 100000);
+  c.consumed.assign(8, 5000);
+  c.mixer_realized.assign(8, 5000);
+  c.in_flight.assign(512, InFlightSample{3, SampleState::loaded, 2, 5001, 77});
+  const int rounds = 20;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < rounds; ++i) {
+    c.step = static_cast<uint64_t>(i);
+    write_planner_checkpoint(dir, c);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / rounds;
+  const auto file_start = std::chrono::steady_clock::now();
+  // New names each time, as in a run (ext4 flushes a file truncated and rewritten on close).
+  for (int i = 0; i < rounds; ++i) write_planner_checkpoint_file(dir + "/unsynced-" + std::to_string(i) + ".h5", c);
+  const double file =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - file_start).count() / rounds;
+  WARN("planner checkpoint, 8 sources, 512 in flight: HDF5 file " << file * 1e6 << " us; with fsync, rename "
+                                                                   << "and directory fsync " << seconds * 1e6 << " us");
+  CHECK(read_planner_checkpoint(dir + "/unsynced-0.h5") == c);
+  CHECK(read_planner_checkpoint(planner_checkpoint_path(dir, rounds - 1)) == c);
+}
+
+TEST_CASE("resume refuses a configuration that changes the stream", "[checkpoint]") {
+  const PlannerCheckpoint c = sample_checkpoint(10);
+  check_resumable(c, parse(job_args()));
+  // Options that cannot change the stream may differ.
+  auto args = job_args();
+  for (const char* extra : {"--job.steps=500", "--topology.loaders=3", "--output.log_level=warn",
+                            "--checkpoint.dir=/tmp/x", "--job.prefetch_steps=4"})
+    args.push_back(extra);
+  check_resumable(c, parse(args));
+
+  auto seed = job_args();
+  seed.push_back("--job.seed=78");
+  CHECK_THROWS_WITH(check_resumable(c, parse(seed)), Catch::Contains("job.seed"));
+  auto batch = job_args();
+  batch.push_back("--job.seq_len=4096");
+  CHECK_THROWS_WITH(check_resumable(c, parse(batch)), Catch::Contains("job.seq_len"));
+  auto weight = job_args();
+  weight.push_back("--source.corpus.weight=0.4");
+  CHECK_THROWS_WITH(check_resumable(c, parse(weight)), Catch::Contains("source.corpus.weight"));
+}
