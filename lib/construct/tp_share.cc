@@ -86,7 +86,17 @@ void encode_to(const Batch& batch, Writer& w) {
     w.array(mb.cu_seqlens);
     w.array(mb.patch_positions);
     w.array(mb.patches);
-    w.array(mb.docs);
+    // Field by field: the struct's padding is not data.
+    w.value<uint64_t>(mb.docs.size());
+    for (const DocSpan& d : mb.docs) {
+      w.value(d.source);
+      w.value(d.index);
+      w.value(d.begin);
+      w.value(d.length);
+      w.value(d.sequence);
+      w.value(d.offset);
+      w.value(d.patches);
+    }
   }
 }
 
@@ -132,7 +142,18 @@ void decode_batch(const uint8_t* bytes, uint64_t size, Batch& out) {
     r.array(mb.cu_seqlens);
     r.array(mb.patch_positions);
     r.array(mb.patches);
-    r.array(mb.docs);
+    const uint64_t docs = r.value<uint64_t>();
+    if (docs > size) throw ProtocolError(str("a shared batch claims ", docs, " document spans in ", size, " bytes"));
+    mb.docs.resize(docs);
+    for (DocSpan& d : mb.docs) {
+      d.source = r.value<uint32_t>();
+      d.index = r.value<uint64_t>();
+      d.begin = r.value<uint32_t>();
+      d.length = r.value<uint32_t>();
+      d.sequence = r.value<uint32_t>();
+      d.offset = r.value<uint32_t>();
+      d.patches = r.value<uint32_t>();
+    }
   }
   r.finish();
 }
