@@ -1,5 +1,6 @@
 #include "plan/cost.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.h"
@@ -30,6 +31,43 @@ double CostModel::document(uint32_t length, uint32_t patches) const {
   double total = a * l + l * l;
   if (patches > 0) total += vision_scale * (vision_a * p + p * p);
   return total;
+}
+
+double CostModel::zigzag_sequence(std::span<const uint32_t> lengths, std::span<const uint32_t> patches,
+                                  uint32_t seq_len, uint32_t cp) const {
+  MSD_CHECK_EQ(lengths.size(), patches.size());
+  if (cp <= 1) {
+    double total = 0.0;
+    for (size_t i = 0; i < lengths.size(); ++i) total += document(lengths[i], patches[i]);
+    return total;
+  }
+  MSD_CHECK_EQ(seq_len % (2 * cp), 0u);
+  const uint64_t chunk = seq_len / (2 * cp);
+  // Positions [x, y) of a segment: a*(y - x) + y^2 - x^2, plus the vision
+  // term over its patches.
+  auto share = [&](uint64_t x, uint64_t y, uint64_t p) {
+    const double dx = static_cast<double>(x), dy = static_cast<double>(y);
+    double c = a * (dy - dx) + dy * dy - dx * dx;
+    if (x < p) {
+      const double dp = static_cast<double>(std::min(y, p));
+      c += vision_scale * (vision_a * (dp - dx) + dp * dp - dx * dx);
+    }
+    return c;
+  };
+  double busiest = 0.0;
+  for (uint32_t r = 0; r < cp; ++r) {
+    double load = 0.0;
+    for (const uint64_t k : {uint64_t{r}, uint64_t{2 * cp - 1 - r}}) {
+      uint64_t offset = 0;
+      for (size_t i = 0; i < lengths.size(); ++i) {
+        const uint64_t lo = std::max(offset, k * chunk), hi = std::min(offset + lengths[i], (k + 1) * chunk);
+        if (lo < hi) load += share(lo - offset, hi - offset, patches[i]);
+        offset += lengths[i];
+      }
+    }
+    busiest = std::max(busiest, load);
+  }
+  return busiest * cp;
 }
 
 double CostModel::seconds(double units, double tflops) const {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "msd/config.h"
 
@@ -31,6 +32,19 @@ struct CostModel {
   // the first `patches` are image patches:
   //   a*L + L^2 + vision_scale * (vision_a*P + P^2).
   double document(uint32_t length, uint32_t patches) const;
+
+  // A packed sequence of seq_len positions under context parallelism: its
+  // segments (document pieces in position order, `lengths[i]` positions of
+  // which the first `patches[i]` are patches) are split zigzag over `cp`
+  // ranks, rank r holding chunks r and 2cp-1-r of seq_len/(2cp) positions.
+  // Position j of a segment costs a + 2j + 1 (+ vision_scale * (vision_a +
+  // 2j + 1) on a patch): a causal query at j attends j + 1 keys, and the
+  // shares sum to document(). Returns cp times the busiest rank's share, the
+  // time the CP group takes in units of one rank; >= the sum of document()
+  // over the segments, equal for cp = 1.
+  // REQUIRES seq_len % (2 * cp) == 0 when cp > 1, segments within seq_len.
+  double zigzag_sequence(std::span<const uint32_t> lengths, std::span<const uint32_t> patches, uint32_t seq_len,
+                         uint32_t cp) const;
 
   // Seconds `units` of cost take on a device sustaining `tflops` (1e12 FLOP/s):
   // units * flops_per_unit / (tflops * 1e12). REQUIRES tflops > 0.

@@ -7,6 +7,7 @@
 #include <bit>
 #include <functional>
 #include <span>
+#include <unordered_map>
 #include <utility>
 
 #include "common/error.h"
@@ -190,8 +191,44 @@ std::vector<MicroBatchPlan> deal(std::vector<PackedSequence> sequences, const st
 }
 
 
+// Under context parallelism a sequence costs what its busiest CP rank does
+// (CostModel::zigzag_sequence), which depends on where its pieces sit, so
+// once packed its cost replaces the sum of its pieces'. `patches` maps a
+// piece (doc << 32 | begin) with image patches to their count.
+class ZigzagCost {
+ public:
+  ZigzagCost(std::span<const PlacedPiece> pieces, const PackOptions& options, const CostModel& cost)
+      : options_(options), cost_(cost) {
+    if (options.cp <= 1) return;
+    for (const PlacedPiece& p : pieces)
+      if (p.patches > 0) patches_[uint64_t{p.piece.doc} << 32 | p.piece.begin] = p.patches;
+  }
+  // Replaces sequence_cost[i] by the CP cost of sequences[i]; no-op for cp = 1.
+  void apply(const std::vector<PackedSequence>& sequences, std::vector<double>& sequence_cost) {
+    if (options_.cp <= 1) return;
+    for (size_t i = 0; i < sequences.size(); ++i) {
+      lengths_.clear();
+      counts_.clear();
+      for (const Piece& piece : sequences[i].pieces) {
+        lengths_.push_back(piece.length);
+        const auto it = patches_.find(uint64_t{piece.doc} << 32 | piece.begin);
+        counts_.push_back(it == patches_.end() ? 0 : it->second);
+      }
+      sequence_cost[i] = cost_.zigzag_sequence(lengths_, counts_, options_.seq_len, options_.cp);
+    }
+  }
+
+ private:
+  const PackOptions& options_;
+  const CostModel& cost_;
+  std::unordered_map<uint64_t, uint32_t> patches_;
+  std::vector<uint32_t> lengths_, counts_;
+};
+
 // The position-count split: LPT on positions, pack, contiguous runs.
-std::vector<BucketPlan> plan_by_tokens(const std::vector<PlacedPiece>& pieces, const PackOptions& options) {
+std::vector<BucketPlan> plan_by_tokens(const std::vector<PlacedPiece>& pieces, const PackOptions& options,
+                                       const CostModel& cost) {
+  ZigzagCost zigzag(pieces, options, cost);
   std::vector<double> positions(pieces.size());
   for (size_t i = 0; i < pieces.size(); ++i) positions[i] = pieces[i].piece.length;
   std::vector<size_t> offsets;
@@ -203,13 +240,16 @@ std::vector<BucketPlan> plan_by_tokens(const std::vector<PlacedPiece>& pieces, c
   for (uint32_t b = 0; b < options.dp; ++b) {
     const std::span<const PlacedPiece> bucket(grouped.data() + offsets[b], offsets[b + 1] - offsets[b]);
     std::vector<PackedSequence> sequences = pack(bucket, options.seq_len, scratch, sequence_cost);
+    zigzag.apply(sequences, sequence_cost);
     plans[b].micro_batches = deal(std::move(sequences), sequence_cost, options.micro_batches);
   }
   return plans;
 }
 
 // Cost balance: buckets, then micro-batches within each, then packing.
-std::vector<BucketPlan> plan_by_cost(const std::vector<PlacedPiece>& pieces, const PackOptions& options) {
+std::vector<BucketPlan> plan_by_cost(const std::vector<PlacedPiece>& pieces, const PackOptions& options,
+                                     const CostModel& cost) {
+  ZigzagCost zigzag(pieces, options, cost);
   std::vector<double> costs(pieces.size());
   for (size_t i = 0; i < pieces.size(); ++i) costs[i] = pieces[i].cost;
   std::vector<size_t> offsets, mb_offsets;
@@ -244,11 +284,17 @@ std::vector<BucketPlan> plan_by_cost(const std::vector<PlacedPiece>& pieces, con
       MicroBatchPlan& mb = plan.micro_batches[m];
       mb.sequences = pack(std::span<const PlacedPiece>(by_mb.data() + mb_offsets[m], mb_offsets[m + 1] - mb_offsets[m]),
                           options.seq_len, scratch, sequence_cost);
+      zigzag.apply(mb.sequences, sequence_cost);
       for (size_t i = 0; i < mb.sequences.size(); ++i) {
         mb.positions += mb.sequences[i].used;
         mb.cost += sequence_cost[i];
       }
     }
+    // Under CP the packed costs can reorder the micro-batches: keep the
+    // heaviest first.
+    if (options.cp > 1)
+      std::stable_sort(plan.micro_batches.begin(), plan.micro_batches.end(),
+                       [](const MicroBatchPlan& x, const MicroBatchPlan& y) { return x.cost > y.cost; });
   }
   return plans;
 }
@@ -263,10 +309,10 @@ PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& option
   PackedStep step;
   if (options.balance == BalanceMethod::tokens) {
     sort_longest_first(pieces, options.seq_len);
-    step.buckets = plan_by_tokens(pieces, options);
+    step.buckets = plan_by_tokens(pieces, options, cost);
   } else {
     sort_heaviest_first(pieces);
-    step.buckets = plan_by_cost(pieces, options);
+    step.buckets = plan_by_cost(pieces, options, cost);
   }
   std::vector<double> costs(pieces.size());
   for (size_t i = 0; i < pieces.size(); ++i) costs[i] = pieces[i].cost;
@@ -339,6 +385,7 @@ PackOptions make_pack_options(const Config& config) {
   options.micro_batches = config.job.micro_batches;
   options.long_docs = config.job.long_docs == "truncate" ? LongDocs::truncate : LongDocs::split;
   options.balance = parse_balance_method(config.job.balance, "job.balance");
+  options.cp = static_cast<uint32_t>(config.topology.cp);
   return options;
 }
 

@@ -57,6 +57,10 @@ struct PackOptions {
   uint32_t micro_batches = 1;                       // micro-batches per bucket
   LongDocs long_docs = LongDocs::split;             // documents longer than seq_len. Default: split
   BalanceMethod balance = BalanceMethod::greedy;    // how pieces are balanced. Default: greedy (LPT on cost)
+  // Context-parallel ranks per sequence: a packed sequence then costs cp x
+  // its busiest CP rank's share (CostModel::zigzag_sequence), in micro-batch
+  // and bucket costs and the order of micro-batches. Default: 1.
+  uint32_t cp = 1;
 };
 
 // The two balance objectives of a step, measured on its plan. "Cost" is

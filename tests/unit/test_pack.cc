@@ -395,3 +395,64 @@ TEST_CASE("pack: 4096 DP buckets and 100k documents plan in milliseconds", "[pac
   // The bound is generous for sanitizer and debug builds on a shared
   // machine; a release build takes a few milliseconds (msd-plan simulate).
 }
+
+TEST_CASE("under CP a sequence costs cp times its busiest zigzag rank") {
+  msd::CostModel cost;
+  cost.a = 10.0;
+  cost.vision_scale = 0.5;
+  cost.vision_a = 4.0;
+  const std::vector<uint32_t> lengths = {5, 7, 20}, patches = {0, 3, 0};
+  const double sum = cost.document(5, 0) + cost.document(7, 3) + cost.document(20, 0);
+  // cp = 1 is the sum of the documents.
+  REQUIRE(cost.zigzag_sequence(lengths, patches, 32, 1) == Approx(sum));
+  // Never below the sum: the ranks' shares add up to it.
+  for (uint32_t cp : {2u, 4u, 8u}) REQUIRE(cost.zigzag_sequence(lengths, patches, 32, cp) >= sum * (1 - 1e-12));
+  // One document filling the sequence is what zigzag balances perfectly.
+  const std::vector<uint32_t> one = {32}, none = {0};
+  for (uint32_t cp : {2u, 4u, 8u}) REQUIRE(cost.zigzag_sequence(one, none, 32, cp) == Approx(cost.document(32, 0)));
+  // A long document at the end puts its costly last positions in chunks
+  // that fall to few ranks: short documents cannot fill the others.
+  const std::vector<uint32_t> tail = {4, 4, 4, 4, 16}, zeros = {0, 0, 0, 0, 0};
+  double tail_sum = 0;
+  for (uint32_t l : tail) tail_sum += cost.document(l, 0);
+  REQUIRE(cost.zigzag_sequence(tail, zeros, 32, 4) > 1.05 * tail_sum);
+}
+
+TEST_CASE("pack_step under CP costs micro-batches by their packed sequences") {
+  std::vector<PlanDoc> docs;
+  for (uint32_t i = 0; i < 40; ++i) docs.push_back({i, 20 + (i * 37) % 300, 0, 0.0});
+  PackOptions options;
+  options.seq_len = 256;
+  options.dp = 2;
+  options.micro_batches = 2;
+  msd::CostModel cost;
+  cost.a = 50.0;
+  const msd::PackedStep flat = pack_step(docs, options, cost);
+  options.cp = 4;
+  const msd::PackedStep sliced = pack_step(docs, options, cost);
+  for (size_t b = 0; b < sliced.buckets.size(); ++b) {
+    const BucketPlan& bucket = sliced.buckets[b];
+    double bucket_cost = 0;
+    for (size_t m = 0; m < bucket.micro_batches.size(); ++m) {
+      const msd::MicroBatchPlan& mb = bucket.micro_batches[m];
+      double want = 0;
+      for (const msd::PackedSequence& seq : mb.sequences) {
+        std::vector<uint32_t> lengths, patches;
+        for (const Piece& p : seq.pieces) {
+          lengths.push_back(p.length);
+          patches.push_back(0);
+        }
+        want += cost.zigzag_sequence(lengths, patches, 256, 4);
+      }
+      REQUIRE(mb.cost == Approx(want));
+      if (m > 0) REQUIRE(bucket.micro_batches[m - 1].cost >= mb.cost);
+      bucket_cost += mb.cost;
+    }
+    REQUIRE(bucket.cost == Approx(bucket_cost));
+  }
+  // The CP cost of a plan is never below its plain cost.
+  double flat_total = 0, sliced_total = 0;
+  for (const auto& b : flat.buckets) flat_total += b.cost;
+  for (const auto& b : sliced.buckets) sliced_total += b.cost;
+  REQUIRE(sliced_total >= flat_total * (1 - 1e-12));
+}
