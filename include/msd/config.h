@@ -95,6 +95,7 @@ struct CheckpointConfig {
   uint32_t keep = 3;            // checkpoint files kept per kind
   std::string trace;            // trace file; empty: DIR/trace.h5 when dir is set
   bool resume = false;          // start from the latest consistent checkpoint in dir
+  std::string snapshot_sources;  // comma-separated: sources whose transformed samples loader checkpoints keep
 };
 
 // Fault injection, for testing and showing failover: from step `step` on,

@@ -308,6 +308,13 @@ std::vector<Section> static_sections() {
        count([](Config& c) -> auto& { return c.checkpoint.keep; })},
       {"checkpoint.trace", "FILE", "", "the plan trace (alias --trace); empty: DIR/trace.h5 when checkpoint.dir is set",
        [](Config& c, const Setting& s, const ParseContext& x) { c.checkpoint.trace = resolve_path(trim(s.text), s, x); }},
+      {"checkpoint.snapshot_sources", "NAMES", "",
+       "sources whose transformed samples loader checkpoints keep (expensive transforms, e.g. images)",
+       [](Config& c, const Setting& s, const ParseContext&) {
+         std::string names;
+         for (const auto& name : split_list(s.text)) names += (names.empty() ? "" : ",") + name;
+         c.checkpoint.snapshot_sources = names;
+       }},
       {"checkpoint.resume", "BOOL", "false", "start from the latest consistent checkpoint in DIR (alias --resume)",
        [](Config& c, const Setting& s, const ParseContext& x) {
          const std::string v = trim(s.text);
@@ -707,6 +714,8 @@ void validate(const Config& config) {
   require(!ckpt.resume || !ckpt.dir.empty(), "checkpoint.resume: needs checkpoint.dir (where to find checkpoints)");
   require(ckpt.loader_every == 0 || !ckpt.dir.empty(), "checkpoint.loader_every: needs checkpoint.dir");
   require(!ckpt.resume || job.mode == "disaggregated", "checkpoint.resume: only the disaggregated mode checkpoints");
+  for (const auto& name : split_list(ckpt.snapshot_sources))
+    require(name.empty() || names.count(name) > 0, str("checkpoint.snapshot_sources: '", name, "' is not a source in mix.sources"));
 
   const auto& fault = config.fault;
   require_one_of(fault.kind, {"hang", "stall", "fail"}, "fault.kind");
@@ -876,6 +885,7 @@ std::string to_ini(const Config& config) {
   line("keep", str(checkpoint.keep));
   line("trace", checkpoint.trace);
   line("resume", checkpoint.resume ? "true" : "false");
+  line("snapshot_sources", checkpoint.snapshot_sources);
   begin("fault");
   line("loader", str(config.fault.loader));
   line("kind", config.fault.kind);

@@ -30,7 +30,7 @@ BuildOptions build_options_for(const ClientPlaceTree& tree, int client_index, in
 }
 
 DisaggregatedClient::DisaggregatedClient(JobContext& job, int client_index, int32_t image_token_id, MPI_Comm tp_comm)
-    : job_(job), options_(build_options_for(job.tree, client_index, image_token_id)) {
+    : job_(job), next_step_(job.first_step), options_(build_options_for(job.tree, client_index, image_token_id)) {
   counts_needed_ = job.tree.is_tp_leader(client_index);
   if (job.tree.dim(Axis::tp) > 1 && job.config.topology.broadcast_at == "tp")
     share_ = std::make_unique<TpShare>(tp_comm);

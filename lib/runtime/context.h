@@ -19,8 +19,10 @@ struct JobContext {
   ClientPlaceTree tree;
   SourceAssignment assignment;
   Comm world;      // duplicate of the world given to Job, errors returned
+  Comm loaders;    // the loader ranks (shadows included); null elsewhere
   Window windows;  // loader slots; zero bytes on other ranks
   int rank = 0;
+  uint64_t first_step = 0;  // the first step this run delivers (> 0 after a resume)
 
   JobContext(const Config& c, RoleLayout l)
       : config(c),
@@ -62,6 +64,10 @@ struct Takeover {
 // What the planner knows at the end (on rank 0 only).
 struct PlannerReport {
   std::vector<Takeover> takeovers;
+  uint64_t first_step = 0;
+  uint64_t checkpoints = 0;             // planner checkpoints written
+  double checkpoint_seconds = 0.0;      // their cost on the planner's thread
+  double checkpoint_max_seconds = 0.0;
   uint64_t steps = 0;
   uint64_t tokens = 0;  // non-padding positions over all data groups
   double wall_seconds = 0.0;

@@ -34,6 +34,7 @@ uint64_t current_rss_bytes() {
 class JobImpl {
  public:
   JobImpl(const Config& config, MPI_Comm world);
+  std::unique_ptr<PlannerRole> make_planner(const std::vector<HelloMessage>& hellos);
 
   JobContext ctx;
   Role role = Role::client;
@@ -107,13 +108,15 @@ JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(c
   tp = axis_comm(Axis::tp);
   cp = axis_comm(Axis::cp);
   pp = axis_comm(Axis::pp);
+  ctx.loaders = Comm::split(ctx.world.get(), role == Role::loader ? 0 : MPI_UNDEFINED, ctx.rank,
+                            "splitting the loader communicator");
 
   // Loaders (or, colocated, every client) open their sources; everyone agrees
   // whether start-up worked before any work begins, so a bad source fails the
   // job cleanly on every rank.
   std::vector<HelloMessage> hellos;
   std::string local_error;
-  int32_t local[2] = {0, -1};  // failed, vocabulary size
+  int64_t local[3] = {0, -1, 0};  // failed, vocabulary size, first step
   if (ctx.layout.colocated) {
     try {
       auto impl = std::make_unique<ColocatedClient>(ctx, client_index);
@@ -142,31 +145,58 @@ JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(c
         if (!hello.error.empty()) errors.insert(hello.error);
       for (const auto& e : errors) local_error += (local_error.empty() ? "" : "\n") + e;
       local[0] = errors.empty() ? 0 : 1;
+      if (errors.empty()) {
+        try {
+          planner = make_planner(hellos);
+          local[2] = static_cast<int64_t>(ctx.first_step);
+        } catch (const std::exception& e) {
+          local_error = e.what();
+          local[0] = 1;
+        }
+      }
     }
   }
-  int32_t global[2] = {0, 0};
+  int64_t global[3] = {0, 0, 0};
   MPI_Request request;
-  MSD_MPI(MPI_Iallreduce(local, global, 2, MPI_INT32_T, MPI_MAX, ctx.world.get(), &request), "agreeing on start-up");
+  MSD_MPI(MPI_Iallreduce(local, global, 3, MPI_INT64_T, MPI_MAX, ctx.world.get(), &request), "agreeing on start-up");
   wait(request, "agreeing on start-up");
   if (global[0] != 0) {
     // Rank 0 (the planner, or the first colocated client) has the message.
     throw ConfigError(ctx.rank == 0 ? local_error : std::string("start-up failed on another rank"));
   }
-  const int32_t token_id =
-      config.image.token_id >= 0 ? static_cast<int32_t>(config.image.token_id) : std::max(global[1], 0);
-  if (role == Role::planner) {
-    std::vector<SourceInfo> infos;
-    std::set<uint32_t> seen;
-    for (const auto& hello : hellos)
-      for (const auto& info : hello.sources)
-        if (seen.insert(info.source).second) infos.push_back(info);
-    planner = std::make_unique<PlannerRole>(ctx, infos);
-  }
+  const int32_t token_id = config.image.token_id >= 0 ? static_cast<int32_t>(config.image.token_id)
+                                                      : static_cast<int32_t>(std::max<int64_t>(global[1], 0));
+  ctx.first_step = static_cast<uint64_t>(global[2]);
+  if (loader) loader->resume(ctx.first_step);
   if (colocated) {
     colocated->start(token_id);
   } else if (role == Role::client) {
     client = std::make_unique<Client>(std::make_unique<DisaggregatedClient>(ctx, client_index, token_id, tp.get()), ctx.config);
   }
+}
+
+// The planner, continuing from the latest checkpoint with --resume (the
+// checkpoint must come from a run whose batch stream this configuration
+// continues; a directory without one starts at step 0).
+std::unique_ptr<PlannerRole> JobImpl::make_planner(const std::vector<HelloMessage>& hellos) {
+  std::vector<SourceInfo> infos;
+  std::set<uint32_t> seen;
+  for (const auto& hello : hellos)
+    for (const auto& info : hello.sources)
+      if (seen.insert(info.source).second) infos.push_back(info);
+  std::optional<PlannerCheckpoint> resume;
+  if (ctx.config.checkpoint.resume) {
+    std::string path;
+    resume = latest_planner_checkpoint(ctx.config.checkpoint.dir, &path);
+    if (resume) {
+      check_resumable(*resume, ctx.config);
+      log_info("resuming from ", path, " at step ", resume->step);
+      ctx.first_step = resume->step;
+    } else {
+      log_warn("checkpoint.resume: no planner checkpoint in ", ctx.config.checkpoint.dir, "; starting at step 0");
+    }
+  }
+  return std::make_unique<PlannerRole>(ctx, infos, resume);
 }
 
 Job::Job(const Config& config, MPI_Comm world) : impl_(std::make_unique<JobImpl>(config, world)) {}
@@ -224,6 +254,9 @@ Summary Job::finish(const TrainerStats& trainer) {
   if (job.role == Role::planner) {
     input.bad_samples = job.report.bad_samples;
     input.takeovers = job.report.takeovers;
+    input.checkpoints = job.report.checkpoints;
+    input.checkpoint_seconds = job.report.checkpoint_seconds;
+    input.checkpoint_max_seconds = job.report.checkpoint_max_seconds;
   }
   job.stats.peak_rss_bytes = peak_rss_bytes();
   input.stats = job.stats;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <sstream>
 #include <thread>
 
 #include "common/log.h"
@@ -12,6 +13,7 @@ namespace msd {
 struct LoaderRole::Prepared {
   LoadItem item;
   TransformedSample sample;
+  std::optional<SnapshotRecord> snapshot;  // the whole slot, from a loader checkpoint
   BadKind bad = BadKind::none;
   uint64_t bytes = 0;
 };
@@ -34,6 +36,13 @@ LoaderRole::LoaderRole(JobContext& job) : job_(job) {
     mine = job.assignment.sources_of_loader[static_cast<size_t>(index)];
   }
   sources_.resize(job.config.sources.size());
+  snapshot_source_.assign(job.config.sources.size(), false);
+  {
+    std::istringstream names(job.config.checkpoint.snapshot_sources);
+    for (std::string name; std::getline(names, name, ',');)
+      for (size_t s = 0; s < job.config.sources.size(); ++s)
+        if (job.config.sources[s].name == name) snapshot_source_[s] = true;
+  }
   try {
     SourceOptions options;
     options.cache_dir = job.config.loader.cache_dir;
@@ -60,11 +69,56 @@ LoaderRole::LoaderRole(JobContext& job) : job_(job) {
 
 LoaderRole::~LoaderRole() = default;
 
+void LoaderRole::resume(uint64_t first_step) {
+  const std::string& dir = job_.config.checkpoint.dir;
+  if (first_step == 0 || dir.empty()) return;
+  const auto path = latest_loader_checkpoint(dir, first_step);
+  if (!path) return;
+  std::vector<uint32_t> mine;
+  for (uint32_t s = 0; s < sources_.size(); ++s)
+    if (sources_[s] && snapshot_source_[s]) mine.push_back(s);
+  if (mine.empty()) return;
+  for (auto& record : read_loader_snapshot(*path, mine)) {
+    const std::pair<uint32_t, uint64_t> key{record.source, record.cursor};
+    snapshot_.emplace(key, std::move(record));
+  }
+  log_info("resume: ", snapshot_.size(), " transformed samples available from ", *path);
+}
+
+void LoaderRole::write_checkpoint(uint64_t step) {
+  LoaderCheckpointPart part;
+  part.loader = static_cast<uint32_t>(job_.layout.loader_index(job_.rank));
+  for (const auto& [source, cursor] : served_) part.served.push_back({source, cursor});
+  for (const auto& [offset, meta] : live_) {
+    if (!snapshot_source_[meta.source]) continue;
+    SnapshotRecord record;
+    record.source = meta.source;
+    record.cursor = meta.cursor;
+    record.index = meta.index;
+    record.text_tokens = meta.text_tokens;
+    record.patches = meta.patches;
+    record.patch_bytes = meta.patch_bytes;
+    const uint8_t* slot = job_.windows.base() + offset;
+    record.bytes.assign(slot, slot + meta.slot_bytes);
+    part.records.push_back(std::move(record));
+  }
+  write_loader_checkpoint(job_.loaders.get(), job_.config.checkpoint.dir, step, part, job_.config.checkpoint.keep);
+}
+
 int32_t LoaderRole::vocab_size() const { return tokenizer_ ? tokenizer_->vocab_size() : -1; }
 
 bool LoaderRole::prepare(const LoadItem& item, Prepared& out) {
   out.item = item;
   out.bad = BadKind::none;
+  out.snapshot.reset();
+  served_[item.source] = std::max(served_[item.source], item.cursor);
+  if (auto it = snapshot_.find({item.source, item.cursor}); it != snapshot_.end()) {
+    // The same bytes the transform would make: the stream does not change.
+    out.bytes = it->second.bytes.size();
+    out.snapshot = std::move(it->second);
+    snapshot_.erase(it);
+    return true;
+  }
   Source* source = item.source < sources_.size() ? sources_[item.source].get() : nullptr;
   if (source == nullptr || item.index >= source->size())
     throw ProtocolError(str("loader rank ", job_.rank, " asked for sample ", item.index, " of source ", item.source,
@@ -108,6 +162,19 @@ bool LoaderRole::place(Prepared& prepared, std::vector<SampleMeta>& outbox) {
   }
   auto offset = slots_->allocate(prepared.bytes);
   if (!offset) return false;
+  if (prepared.snapshot) {
+    const SnapshotRecord& record = *prepared.snapshot;
+    std::memcpy(job_.windows.base() + *offset, record.bytes.data(), record.bytes.size());
+    meta.slot_offset = *offset;
+    meta.slot_bytes = static_cast<uint32_t>(record.bytes.size());
+    meta.text_tokens = record.text_tokens;
+    meta.patches = record.patches;
+    meta.patch_bytes = record.patch_bytes;
+    outbox.push_back(meta);
+    live_[*offset] = meta;
+    ++stats_.samples_loaded;
+    return true;
+  }
   const auto& sample = prepared.sample;
   uint8_t* slot = job_.windows.base() + *offset;
   SlotHeader header;
@@ -128,6 +195,7 @@ bool LoaderRole::place(Prepared& prepared, std::vector<SampleMeta>& outbox) {
   meta.patches = header.patches;
   meta.patch_bytes = header.patches > 0 ? header.patch_bytes : 0;
   outbox.push_back(meta);
+  live_[*offset] = meta;
   ++stats_.samples_loaded;
   return true;
 }
@@ -155,9 +223,18 @@ RoleStats LoaderRole::serve() {
       if (message->tag == kTagLoad) {
         for (const auto& item : decode_load(message->bytes)) pending.push_back(item);
       } else if (message->tag == kTagRelease) {
-        for (uint64_t offset : decode_release(message->bytes)) slots_->release(offset);
+        for (uint64_t offset : decode_release(message->bytes)) {
+          slots_->release(offset);
+          live_.erase(offset);
+        }
       } else if (message->tag == kTagStop) {
         stop = true;
+      } else if (message->tag == kTagCheckpoint) {
+        WireReader r(message->bytes, "checkpoint");
+        const uint64_t step = r.u64();
+        r.finish();
+        flush();  // what was loaded before the checkpoint is reported first
+        write_checkpoint(step);
       } else if (message->tag == kTagFault) {
         const FaultMessage fault = decode_fault(message->bytes);
         log_warn("fault injected: ", fault.kind, fault.kind == "stall" ? str(" for ", fault.stall_ms, " ms") : "");

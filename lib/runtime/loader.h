@@ -3,10 +3,12 @@
 // of its RMA window and reports their metadata; frees slots on release.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include "checkpoint/loader_checkpoint.h"
 #include "runtime/context.h"
 #include "source/source.h"
 #include "transform/transform.h"
@@ -24,6 +26,9 @@ class LoaderRole {
   const HelloMessage& hello() const { return hello_; }
   // The tokenizer's vocabulary size, or -1 when this loader needs none.
   int32_t vocab_size() const;
+  // After a resume: samples of the loader checkpoint at or before
+  // `first_step` are served from its snapshot instead of read and transformed.
+  void resume(uint64_t first_step);
   // Serves requests until the planner says stop.
   RoleStats serve();
 
@@ -31,6 +36,7 @@ class LoaderRole {
   struct Prepared;
   bool prepare(const LoadItem& item, Prepared& out);
   bool place(Prepared& prepared, std::vector<SampleMeta>& outbox);
+  void write_checkpoint(uint64_t step);
 
   JobContext& job_;
   HelloMessage hello_;
@@ -41,6 +47,10 @@ class LoaderRole {
   RoleStats stats_;
   enum class Fault { none, hang, fail };
   Fault fault_ = Fault::none;  // injected for testing failover (config [fault])
+  std::map<uint64_t, SampleMeta> live_;       // slot offset -> the sample in it
+  std::map<uint32_t, uint64_t> served_;       // source -> highest cursor served
+  std::vector<bool> snapshot_source_;         // per source: keep in loader checkpoints
+  std::map<std::pair<uint32_t, uint64_t>, SnapshotRecord> snapshot_;  // (source, cursor) from a checkpoint
 };
 
 }  // namespace msd

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/files.h"
 #include "common/log.h"
 #include "source/permutation.h"
 #include "source/source.h"
@@ -17,7 +18,8 @@ Schedule make_schedule(const Config& config) {
 }
 }  // namespace
 
-PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources)
+PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources,
+                         const std::optional<PlannerCheckpoint>& resume)
     : job_(job),
       out_(job.world.get()),
       mixer_(make_schedule(job.config), job.config.job.global_batch),
@@ -31,6 +33,31 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
       sources_[s].loader_ranks.push_back(job.layout.loader_rank(loader));
   }
   report_.bad_samples.assign(bad_kind_count, 0);
+  if (resume) {
+    // Continue where the checkpoint's run stood before step `resume->step`:
+    // the same cursors and mixer totals give the same batches from there on.
+    first_step_ = next_step_ = acked_steps_ = resume->step;
+    for (size_t s = 0; s < sources_.size(); ++s) {
+      if (resume->source_samples.at(s) != sources_[s].samples)
+        throw ConfigError(str("source.", job.config.sources[s].name, ".path: the source now holds ", sources_[s].samples,
+                              " samples, the checkpoint's run had ", resume->source_samples[s],
+                              "; the batch stream cannot continue"));
+      sources_[s].consumed = sources_[s].next_request = resume->consumed.at(s);
+      sources_[s].seen_good = true;
+    }
+    mixer_.restore(resume->step, resume->mixer_realized);
+    report_.bad_samples = resume->bad_samples;
+    report_.bad_samples.resize(bad_kind_count, 0);
+  }
+  report_.first_step = first_step_;
+  const CheckpointConfig& ckpt = job.config.checkpoint;
+  const std::string trace_path = !ckpt.trace.empty() ? ckpt.trace : ckpt.dir.empty() ? "" : join_path(ckpt.dir, "trace.h5");
+  if (!trace_path.empty()) {
+    std::vector<uint64_t> sizes;
+    for (const auto& src : sources_) sizes.push_back(src.samples);
+    trace_ = std::make_unique<TraceWriter>(trace_path, make_trace_header(job.config, sizes), first_step_);
+  }
+  if (!ckpt.dir.empty()) checkpoints_ = std::make_unique<PlannerCheckpointWriter>(ckpt.dir, ckpt.keep);
   const auto now = std::chrono::steady_clock::now();
   for (int i = 0; i < job.layout.loader_ranks(); ++i) {
     LoaderTrack& track = loaders_[job.layout.loader_rank(i)];
@@ -101,7 +128,10 @@ void PlannerRole::check_deadlines() {
 // now: steps up to prefetch_steps beyond the last acknowledged one.
 void PlannerRole::request_ahead() {
   const uint64_t limit = std::min<uint64_t>(job_.config.job.steps, acked_steps_ + 1 + job_.config.job.prefetch_steps);
-  while (next_step_ + quotas_.size() < limit) quotas_.push_back(mixer_.next());
+  while (next_step_ + quotas_.size() < limit) {
+    realized_before_.push_back(mixer_.realized());
+    quotas_.push_back(mixer_.next());
+  }
   std::vector<uint64_t> need(sources_.size(), 0);
   for (const auto& quota : quotas_)
     for (size_t s = 0; s < quota.size(); ++s) need[s] += quota[s];
@@ -177,11 +207,17 @@ bool PlannerRole::try_plan_step() {
     end_cursor[s] = cursor;
   }
   const uint64_t step = next_step_;
+  StepStart& start = starts_[step];
+  for (const auto& src : sources_) start.consumed.push_back(src.consumed);
+  start.realized = realized_before_.front();
+  start.bad = report_.bad_samples;
   std::vector<SampleMeta> samples;
+  std::vector<TraceSample> consumed;  // every cursor of the step, bad ones too
   for (size_t s = 0; s < sources_.size(); ++s) {
     auto& src = sources_[s];
     for (uint64_t cursor = src.consumed; cursor < end_cursor[s]; ++cursor) {
       auto it = src.resolved.find(cursor);
+      if (trace_) consumed.push_back(trace_sample(it->second));
       if (it->second.bad != 0) {
         report_.bad_samples[it->second.bad]++;
         src.bad_in_flight--;
@@ -193,6 +229,7 @@ bool PlannerRole::try_plan_step() {
     src.consumed = end_cursor[s];
   }
   quotas_.pop_front();
+  realized_before_.pop_front();
   ++next_step_;
   const FaultConfig& fault = job_.config.fault;
   if (fault.loader >= 0 && step == fault.step)
@@ -206,11 +243,15 @@ bool PlannerRole::try_plan_step() {
   }
   std::vector<BucketPlan> buckets = distribute_and_pack(docs, pack_, cost_);
   MSD_CHECK_EQ(buckets.size(), static_cast<size_t>(job_.tree.data_groups()));
+  if (trace_) trace_->append_step(make_step_record(step, std::move(consumed), buckets, cost_));
 
   InFlightStep record;
   record.step = step;
   record.acks_missing = job_.tree.size();
-  for (const auto& m : samples) record.slots.push_back({m.loader_rank, m.slot_offset});
+  for (const auto& m : samples) {
+    record.slots.push_back({m.loader_rank, m.slot_offset});
+    record.samples.push_back({m.source, SampleState::planned, m.loader_rank, m.cursor, m.index});
+  }
   for (int group = 0; group < job_.tree.data_groups(); ++group) {
     const BucketPlan& bucket = buckets[static_cast<size_t>(group)];
     StepPlan plan;
@@ -254,8 +295,60 @@ void PlannerRole::on_ack(int client_rank, uint64_t step, double wait_seconds) {
     out_.send(loader, kTagRelease, encode_release(offsets), "releasing slots");
   MSD_CHECK_EQ(step, acked_steps_);  // clients consume steps in order
   ++acked_steps_;
+  if (checkpoints_ && acked_steps_ % job_.config.checkpoint.planner_every == 0) checkpoint(acked_steps_);
+  const uint64_t loader_every = job_.config.checkpoint.loader_every;
+  if (loader_every > 0 && acked_steps_ % loader_every == 0 && acked_steps_ < job_.config.job.steps) {
+    WireWriter w;
+    w.u64(acked_steps_);
+    for (int i = 0; i < job_.layout.loader_ranks(); ++i)
+      out_.send(job_.layout.loader_rank(i), kTagCheckpoint, w.bytes(), "asking loaders for a checkpoint");
+  }
   report_progress(it->second);
   in_flight_.erase(it);
+}
+
+// The planner's state before `step` (every step < step delivered): the
+// cursors, mixer totals and bad counts recorded when `step` was planned, or
+// the current ones when it has not been planned yet; plus the DGraph of
+// samples requested or loaded beyond it.
+PlannerCheckpoint PlannerRole::state_before(uint64_t step) const {
+  PlannerCheckpoint cp;
+  cp.step = step;
+  cp.seed = job_.config.job.seed;
+  cp.config_ini = to_ini(job_.config);
+  for (const auto& src : sources_) cp.source_samples.push_back(src.samples);
+  if (auto it = starts_.find(step); it != starts_.end()) {
+    cp.consumed = it->second.consumed;
+    cp.mixer_realized = it->second.realized;
+    cp.bad_samples = it->second.bad;
+  } else {
+    MSD_CHECK_EQ(step, next_step_);
+    for (const auto& src : sources_) cp.consumed.push_back(src.consumed);
+    cp.mixer_realized = realized_before_.empty() ? mixer_.realized() : realized_before_.front();
+    cp.bad_samples = report_.bad_samples;
+  }
+  for (const auto& [planned, record] : in_flight_)
+    if (planned >= step) cp.in_flight.insert(cp.in_flight.end(), record.samples.begin(), record.samples.end());
+  for (uint32_t s = 0; s < sources_.size(); ++s) {
+    for (const auto& [cursor, meta] : sources_[s].resolved)
+      cp.in_flight.push_back({s, meta.bad ? SampleState::failed : SampleState::loaded, meta.loader_rank, cursor, meta.index});
+  }
+  for (const auto& [rank, track] : loaders_)
+    for (const auto& [key, item] : track.outstanding)
+      cp.in_flight.push_back({item.source, SampleState::requested, rank, item.cursor, item.index});
+  return cp;
+}
+
+void PlannerRole::checkpoint(uint64_t step) {
+  // The trace must hold every step before a checkpoint a resume may start from.
+  if (trace_) trace_->flush();
+  checkpoints_->submit(state_before(step));
+  const double seconds = checkpoints_->last_write_seconds();
+  report_.checkpoints++;
+  report_.checkpoint_seconds += seconds;
+  report_.checkpoint_max_seconds = std::max(report_.checkpoint_max_seconds, seconds);
+  // Steps before the checkpoint are never needed again.
+  starts_.erase(starts_.begin(), starts_.lower_bound(step));
 }
 
 void PlannerRole::report_progress(const InFlightStep& step) {
@@ -306,7 +399,9 @@ PlannerReport PlannerRole::serve() {
     out_.send(job_.layout.loader_rank(loader), kTagStop, encode_release({}), "stopping loaders");
 
   out_.drain();
-  report_.steps = acked_steps_;
+  if (trace_) trace_->close();
+  if (checkpoints_) checkpoints_->finish();
+  report_.steps = acked_steps_ - first_step_;
   report_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   return report_;
 }

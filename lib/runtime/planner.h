@@ -10,6 +10,8 @@
 #include <map>
 #include <vector>
 
+#include "checkpoint/planner_checkpoint.h"
+#include "checkpoint/trace.h"
 #include "plan/cost.h"
 #include "plan/mix.h"
 #include "plan/pack.h"
@@ -20,7 +22,9 @@ namespace msd {
 class PlannerRole {
  public:
   // `sources` from the loaders' hello messages (every source reported once).
-  PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources);
+  // `resume`: the checkpoint to continue from (the Job found and checked it).
+  PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources,
+              const std::optional<PlannerCheckpoint>& resume);
   PlannerReport serve();
 
  private:
@@ -49,6 +53,7 @@ class PlannerRole {
     uint64_t tokens = 0;
     double max_wait_seconds = 0.0;
     std::vector<std::pair<int, uint64_t>> slots;  // (loader rank, slot offset)
+    std::vector<InFlightSample> samples;          // for checkpoints' DGraph
   };
 
   void request_ahead();
@@ -59,6 +64,8 @@ class PlannerRole {
   void on_meta(int loader_rank, const std::vector<SampleMeta>& metas);
   void on_ack(int client_rank, uint64_t step, double wait_seconds);
   void report_progress(const InFlightStep& step);
+  void checkpoint(uint64_t step);
+  PlannerCheckpoint state_before(uint64_t step) const;
 
   JobContext& job_;
   AsyncSender out_;  // the planner never blocks on a busy or stalled peer
@@ -67,6 +74,16 @@ class PlannerRole {
   CostModel cost_;
   PackOptions pack_;
   std::deque<std::vector<uint32_t>> quotas_;  // for steps next_step_, next_step_+1, ...
+  std::deque<std::vector<uint64_t>> realized_before_;  // Mixer::realized() before each step in quotas_
+  // What a checkpoint of step t needs, taken when t is planned: consumed
+  // cursors, mixer totals and bad counts before t.
+  struct StepStart {
+    std::vector<uint64_t> consumed, realized, bad;
+  };
+  std::map<uint64_t, StepStart> starts_;
+  uint64_t first_step_ = 0;
+  std::unique_ptr<TraceWriter> trace_;
+  std::unique_ptr<PlannerCheckpointWriter> checkpoints_;
   uint64_t next_step_ = 0;   // next step to plan
   uint64_t acked_steps_ = 0;  // steps acknowledged by every client
   std::map<uint64_t, InFlightStep> in_flight_;

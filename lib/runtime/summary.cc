@@ -100,11 +100,14 @@ Summary gather_summary(JobContext& job, const SummaryInput& input) {
   uint64_t steps = config.job.steps;
   for (int c = 0; c < job.layout.clients; ++c)
     steps = std::min<uint64_t>(steps, digests[static_cast<size_t>(job.layout.client_rank(c))].size());
+  // Digests name absolute steps, so a resumed run's step digests compare with
+  // an uninterrupted run's from first_step on.
+  const uint64_t first_step = job.first_step;
   std::vector<uint64_t> per_step(steps, 0);
   Digest batch_digest;
   for (uint64_t t = 0; t < steps; ++t) {
     Digest d;
-    d.update_u64(t);
+    d.update_u64(first_step + t);
     for (int c = 0; c < job.layout.clients; ++c) d.update_u64(digests[static_cast<size_t>(job.layout.client_rank(c))][t]);
     per_step[t] = d.value();
     batch_digest.update_u64(per_step[t]);
@@ -208,16 +211,21 @@ Summary gather_summary(JobContext& job, const SummaryInput& input) {
   const double tokens_per_s = client_wall > 0 ? tokens / client_wall : 0.0;
   const double wait_mean = clients ? wait_sum / clients : 0.0;
 
-  // The target mix: the schedule's running targets over the steps run.
+  // The target mix: the schedule's running targets over the steps this run
+  // delivered (from first_step on).
   std::vector<std::vector<WeightPoint>> curves;
   for (const auto& s : config.sources) curves.push_back(s.weight);
   Mixer mixer(Schedule(config.schedule, curves), config.job.global_batch);
-  std::vector<double> share(sources, 0.0);
-  for (uint64_t t = 0; t < steps; ++t) {
-    const auto w = mixer.schedule().weights(t);
-    for (size_t s = 0; s < sources; ++s) share[s] += w[s] / static_cast<double>(steps);
+  std::vector<double> share(sources, 0.0), target_before(sources, 0.0), target(sources, 0.0);
+  for (uint64_t t = 0; t < first_step + steps; ++t) {
+    if (t == first_step && t > 0) target_before = mixer.target();
+    if (t >= first_step) {
+      const auto w = mixer.schedule().weights(t);
+      for (size_t s = 0; s < sources; ++s) share[s] += w[s] / static_cast<double>(steps);
+    }
     mixer.next();
   }
+  for (size_t s = 0; s < sources; ++s) target[s] = mixer.target()[s] - target_before[s];
 
   JsonWriter w;
   w.begin_object();
@@ -232,7 +240,7 @@ Summary gather_summary(JobContext& job, const SummaryInput& input) {
       .value("shadow_loaders", job.layout.colocated ? 0 : config.topology.shadow_loaders)
       .end_object();
   w.value("steps", steps);
-  w.value("first_step", uint64_t{0});
+  w.value("first_step", first_step);
   w.value("tokens", tokens);
   w.value("wall_s", client_wall);
   w.value("tokens_per_s", tokens_per_s);
@@ -248,7 +256,7 @@ Summary gather_summary(JobContext& job, const SummaryInput& input) {
   w.begin_object("lower_bound").value("median", median(bound_ratio)).value("max", max_of(bound_ratio)).end_object();
   w.begin_object("mix_target");
   for (size_t s = 0; s < sources; ++s)
-    w.begin_object(config.sources[s].name).value("share", share[s]).value("samples", mixer.target()[s]).end_object();
+    w.begin_object(config.sources[s].name).value("share", share[s]).value("samples", target[s]).end_object();
   w.end_object();
   w.begin_object("mix_realized");
   for (size_t s = 0; s < sources; ++s)
@@ -264,6 +272,12 @@ Summary gather_summary(JobContext& job, const SummaryInput& input) {
     w.value(bad_kind_name(static_cast<BadKind>(k)), totals[2 * sources + static_cast<size_t>(k)]);
   w.value("total", bad_total);
   w.end_object();
+  w.begin_object("planner_checkpoints")
+      .value("written", input.checkpoints)
+      .value("seconds", input.checkpoint_seconds)
+      .value("max_ms", input.checkpoint_max_seconds * 1e3)
+      .value("share_of_wall", client_wall > 0 ? input.checkpoint_seconds / client_wall : 0.0)
+      .end_object();
   w.value("takeover_count", static_cast<uint64_t>(input.takeovers.size()));
   w.begin_array("takeovers");
   for (const Takeover& t : input.takeovers)
@@ -318,10 +332,20 @@ Summary gather_summary(JobContext& job, const SummaryInput& input) {
                   config.job.mode.c_str(), job.layout.world_size(), config.topology.loaders, job.layout.clients,
                   config.topology.dp, config.topology.pp, config.topology.cp, config.topology.tp);
   text += line;
+  if (first_step > 0) {
+    std::snprintf(line, sizeof line, "  resumed at step %llu\n", static_cast<unsigned long long>(first_step));
+    text += line;
+  }
   std::snprintf(line, sizeof line, "  steps %llu, tokens %llu in %.2f s: %.0f tokens/s\n",
                 static_cast<unsigned long long>(steps), static_cast<unsigned long long>(tokens), client_wall,
                 tokens_per_s);
   text += line;
+  if (input.checkpoints > 0) {
+    std::snprintf(line, sizeof line, "  planner checkpoints: %llu, %.3f ms each on average (%.3f%% of wall)\n",
+                  static_cast<unsigned long long>(input.checkpoints), 1e3 * input.checkpoint_seconds / input.checkpoints,
+                  client_wall > 0 ? 100.0 * input.checkpoint_seconds / client_wall : 0.0);
+    text += line;
+  }
   std::snprintf(line, sizeof line, "  data wait per client: mean %.3f s, max %.3f s (%.1f%% of wall)\n", wait_mean,
                 wait_max, client_wall > 0 ? 100.0 * wait_mean / client_wall : 0.0);
   text += line;

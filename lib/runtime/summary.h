@@ -17,6 +17,8 @@ struct SummaryInput {
   const ClientLog* log = nullptr;     // client ranks
   std::vector<uint64_t> bad_samples;  // per BadKind, from the ranks that count them (else empty)
   std::vector<Takeover> takeovers;    // the planner's
+  uint64_t checkpoints = 0;           // the planner's checkpoint writes and their cost
+  double checkpoint_seconds = 0.0, checkpoint_max_seconds = 0.0;
 };
 
 // Collective over the world. The returned Summary is complete on world rank 0

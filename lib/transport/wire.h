@@ -24,6 +24,7 @@ enum Tag : int {
   kTagAck = 6,      // client -> planner: step built
   kTagStop = 7,     // planner -> loader: the job is over
   kTagFault = 8,    // planner -> loader: injected fault (testing failover)
+  kTagCheckpoint = 9,  // planner -> every loader: write the loader checkpoint of this step (u64)
 };
 
 class WireWriter {
