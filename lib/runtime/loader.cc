@@ -117,6 +117,7 @@ bool LoaderRole::prepare(const LoadItem& item, Prepared& out) {
     out.bytes = it->second.bytes.size();
     out.snapshot = std::move(it->second);
     snapshot_.erase(it);
+    ++snapshot_hits_;
     return true;
   }
   Source* source = item.source < sources_.size() ? sources_[item.source].get() : nullptr;
@@ -273,6 +274,7 @@ RoleStats LoaderRole::serve() {
     if (progressed) backoff.reset();
     else backoff.idle();
   }
+  if (snapshot_hits_ > 0) log_info("served ", snapshot_hits_, " samples from the loader checkpoint's snapshot");
   stats_.role = static_cast<int32_t>(Role::loader);
   stats_.window_peak_bytes = slots_->peak_used();
   stats_.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();

@@ -51,6 +51,7 @@ class LoaderRole {
   std::map<uint32_t, uint64_t> served_;       // source -> highest cursor served
   std::vector<bool> snapshot_source_;         // per source: keep in loader checkpoints
   std::map<std::pair<uint32_t, uint64_t>, SnapshotRecord> snapshot_;  // (source, cursor) from a checkpoint
+  uint64_t snapshot_hits_ = 0;
 };
 
 }  // namespace msd

@@ -14,17 +14,21 @@ run_job "$WORK/job.ini" --summary-json "$WORK/full.json" --checkpoint.dir="$WORK
 full_digests=$(grep -o '"step_digests":\[[^]]*\]' "$WORK/full.json" | tr -d '[]"' | cut -d: -f2 | tr ',' '\n')
 [ "$(echo "$full_digests" | wc -l)" = $steps ] || { echo "FAIL: uninterrupted run delivered the wrong number of steps"; exit 1; }
 
-# kill_rank RANK DIR: runs the job with checkpoints in DIR and SIGKILLs world
-# rank RANK once the planner has checkpointed step 8.
+# kill_rank RANK DIR [msd-run options]: runs the job with checkpoints in DIR
+# and SIGKILLs world rank RANK once the planner (and, with loader checkpoints,
+# the loaders) have checkpointed step 8.
 kill_rank() {
   local rank=$1 dir=$2
-  local n
+  shift 2
+  local n wait_for="$dir/planner-*08.h5"
   n=$("$MSD_RUN" --config "$WORK/job.ini" --print-world-size)
+  [[ " $* " == *loader_every* ]] && wait_for="$wait_for $dir/loaders-*08.h5"
   timeout 120 $MSD_MPIEXEC -n "$n" "$MSD_RUN" --config "$WORK/job.ini" --checkpoint.dir="$dir" \
-    --checkpoint.planner_every=4 --output.progress_every=1 --output.log_level=info >"$dir.log" 2>&1 &
+    --checkpoint.planner_every=4 --output.progress_every=1 --output.log_level=info "$@" >"$dir.log" 2>&1 &
   local launcher=$!
   for _ in $(seq 1 600); do
-    ls "$dir"/planner-*08.h5 >/dev/null 2>&1 && break
+    # shellcheck disable=SC2086
+    ls $wait_for >/dev/null 2>&1 && break
     sleep 0.05
   done
   local victim=""
@@ -67,10 +71,16 @@ check_resumed "$WORK/a.json" "loader killed, 2 loaders"
 run_job "$WORK/job.ini" --checkpoint.dir="$WORK/a2" --resume --loaders 3 --summary-json "$WORK/a2.json" >/dev/null
 check_resumed "$WORK/a2.json" "loader killed, resumed with 3 loaders"
 
-# A client killed (world rank 1 + 2 loaders = 3 is client 0).
-kill_rank 3 "$WORK/b"
-run_job "$WORK/job.ini" --checkpoint.dir="$WORK/b" --resume --summary-json "$WORK/b.json" >/dev/null
+# A client killed (world rank 1 + 2 loaders = 3 is client 0), with loader
+# checkpoints that keep the images' transformed samples: the resumed loaders
+# serve those from the snapshot, and the stream is still the same.
+snapshot=(--checkpoint.loader_every=4 --checkpoint.snapshot_sources=images)
+kill_rank 3 "$WORK/b" "${snapshot[@]}"
+run_job "$WORK/job.ini" --checkpoint.dir="$WORK/b" --resume "${snapshot[@]}" --output.log_level=info \
+  --summary-json "$WORK/b.json" >"$WORK/b-resume.log" 2>&1
 check_resumed "$WORK/b.json" "client killed"
+grep -q "samples from the loader checkpoint's snapshot" "$WORK/b-resume.log" ||
+  { echo "FAIL: no sample was served from the loader checkpoint"; grep -i "resume\|snapshot" "$WORK/b-resume.log"; exit 1; }
 
 # Resuming with a configuration that changes the stream is refused by name.
 set +e
