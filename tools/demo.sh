@@ -8,8 +8,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build="$root/build/release"
 "$root/tools/setup.sh"
 echo "demo: building (Release) in $build"
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DMSD_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" -j"$(nproc)" --target msd-run msd-datagen >/dev/null
+mkdir -p "$build"
+if ! { cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DMSD_BUILD_TESTS=OFF &&
+       cmake --build "$build" -j"$(nproc)" --target msd-run msd-datagen msd-bench msd-replay; } >"$build/build.log" 2>&1; then
+  tail -n 40 "$build/build.log"
+  echo "demo: the build failed; the whole log is $build/build.log" >&2
+  exit 1
+fi
 if [ ! -f "$root/data/demo/MANIFEST" ]; then
   echo "demo: generating the default dataset in data/demo"
   "$build/app/msd-datagen" --out "$root/data/demo" --scale demo --seed 1
