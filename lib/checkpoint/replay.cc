@@ -21,12 +21,6 @@ namespace msd {
 
 namespace {
 
-Schedule schedule_of(const Config& config) {
-  std::vector<std::vector<WeightPoint>> curves;
-  for (const auto& source : config.sources) curves.push_back(source.weight);
-  return Schedule(config.schedule, std::move(curves));
-}
-
 std::string describe(const TraceSample& s, const TraceHeader& h) {
   const std::string name = s.source < h.source_names.size() ? h.source_names[s.source] : str("#", s.source);
   return str("source ", name, " cursor ", s.cursor, " index ", s.index,
@@ -122,7 +116,7 @@ VerifyReport verify_trace(const TraceReader& trace, const std::optional<PlannerC
   const Config config = trace_config(header);
   const CostModel cost = make_cost_model(config);
   const PackOptions pack = make_pack_options(config);
-  Mixer mixer(schedule_of(config), config.job.global_batch);
+  Mixer mixer(make_schedule(config), config.job.global_batch);
   std::vector<uint64_t> cursor(header.source_samples.size(), 0);
 
   VerifyReport report;
@@ -222,7 +216,7 @@ void print_client_step(const TraceReader& trace, int client, uint64_t step, std:
 void print_mix(const TraceReader& trace, std::ostream& out) {
   const TraceHeader& h = trace.header();
   const Config config = trace_config(h);
-  const Schedule schedule = schedule_of(config);
+  const Schedule schedule = make_schedule(config);
   out << "step,source,samples,target_samples,positions,cumulative_share,cumulative_target_share\n";
   std::vector<uint64_t> total(h.source_names.size(), 0);
   std::vector<double> total_target(h.source_names.size(), 0.0);

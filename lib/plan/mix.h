@@ -42,6 +42,10 @@ class Schedule {
   std::vector<std::vector<WeightPoint>> curves_;
 };
 
+// The schedule of a job: each source's weight curve (source.*.weight) under
+// mix.schedule.
+Schedule make_schedule(const Config& config);
+
 // Quotas step after step. Deterministic: the quotas of step t are a pure
 // function of (schedule, batch, t). Not thread-safe.
 //

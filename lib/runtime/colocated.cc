@@ -12,12 +12,6 @@
 namespace msd {
 
 namespace {
-Schedule schedule_of(const Config& config) {
-  std::vector<std::vector<WeightPoint>> curves;
-  for (const auto& source : config.sources) curves.push_back(source.weight);
-  return Schedule(config.schedule, std::move(curves));
-}
-
 uint32_t local_batch(const Config& config, int data_group) {
   const uint32_t dp = static_cast<uint32_t>(config.topology.dp);
   return config.job.global_batch / dp + (static_cast<uint32_t>(data_group) < config.job.global_batch % dp ? 1 : 0);
@@ -42,7 +36,7 @@ ColocatedClient::ColocatedClient(JobContext& job, int client_index)
     : job_(job),
       client_index_(client_index),
       data_group_(job.tree.data_group(client_index)),
-      mixer_(schedule_of(job.config), local_batch(job.config, job.tree.data_group(client_index))) {
+      mixer_(make_schedule(job.config), local_batch(job.config, job.tree.data_group(client_index))) {
   const Config& config = job.config;
   SourceOptions options;
   options.cache_dir = config.loader.cache_dir;

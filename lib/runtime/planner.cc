@@ -10,14 +10,6 @@
 
 namespace msd {
 
-namespace {
-Schedule make_schedule(const Config& config) {
-  std::vector<std::vector<WeightPoint>> curves;
-  for (const auto& source : config.sources) curves.push_back(source.weight);
-  return Schedule(config.schedule, std::move(curves));
-}
-}  // namespace
-
 PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources,
                          const std::optional<PlannerCheckpoint>& resume)
     : job_(job),

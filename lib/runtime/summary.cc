@@ -213,9 +213,7 @@ Summary gather_summary(JobContext& job, const SummaryInput& input) {
 
   // The target mix: the schedule's running targets over the steps this run
   // delivered (from first_step on).
-  std::vector<std::vector<WeightPoint>> curves;
-  for (const auto& s : config.sources) curves.push_back(s.weight);
-  Mixer mixer(Schedule(config.schedule, curves), config.job.global_batch);
+  Mixer mixer(make_schedule(config), config.job.global_batch);
   std::vector<double> share(sources, 0.0), target_before(sources, 0.0), target(sources, 0.0);
   for (uint64_t t = 0; t < first_step + steps; ++t) {
     if (t == first_step && t > 0) target_before = mixer.target();

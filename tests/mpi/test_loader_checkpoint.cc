@@ -14,18 +14,12 @@
 #include "checkpoint/loader_checkpoint.h"
 #include "checkpoint/step_files.h"
 #include "common/error.h"
+#include "mpi/mpi_test.h"
 
 using namespace msd;
+using test::fail;
 
 namespace {
-
-int failures = 0;
-
-template <typename... Parts>
-void fail(const Parts&... parts) {
-  ++failures;
-  std::fprintf(stderr, "FAIL: %s\n", str(parts...).c_str());
-}
 
 // Loader r serves sources r and r+1 (mod 4); rank 1 holds no snapshot, the
 // others hold r+1 records of growing size (rank 0's first is empty).
@@ -97,9 +91,5 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     fail("rank ", rank, ": ", e.what());
   }
-  int local = failures > 0, any = 0;
-  MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (rank == 0) std::printf("loader checkpoint on %d ranks: %s\n", size, any ? "FAILED" : "ok");
-  MPI_Finalize();
-  return any ? 1 : 0;
+  return test::finish("loader_checkpoint");
 }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "mpi/mpi_test.h"
 #include "msd/client.h"
 #include "plan/mix.h"
 #include "source/permutation.h"
@@ -27,16 +28,9 @@
 #include "transform/transform.h"
 
 using namespace msd;
+using test::fail;
 
 namespace {
-
-int failures = 0;
-
-template <typename... Parts>
-void fail(const Parts&... parts) {
-  ++failures;
-  if (failures <= 20) std::fprintf(stderr, "FAIL: %s\n", str(parts...).c_str());
-}
 
 // Hybrid layouts for the rank counts the test runs at.
 struct Layout {
@@ -200,9 +194,7 @@ void check_bytes(const Batch& batch, LocalSamples& local, const Config& config, 
 // What the steps must contain: per step, per source, the next quota good
 // samples of the source's stream.
 std::vector<std::multiset<std::pair<uint32_t, uint64_t>>> expected_steps(const Config& config, LocalSamples& local) {
-  std::vector<std::vector<WeightPoint>> curves;
-  for (const auto& s : config.sources) curves.push_back(s.weight);
-  Mixer mixer(Schedule(config.schedule, curves), config.job.global_batch);
+  Mixer mixer(make_schedule(config), config.job.global_batch);
   std::vector<uint64_t> cursor(config.sources.size(), 0);
   std::vector<std::multiset<std::pair<uint32_t, uint64_t>>> steps(config.job.steps);
   for (uint64_t t = 0; t < config.job.steps; ++t) {
@@ -338,9 +330,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  int local_failures = failures, total = 0;
-  MPI_Allreduce(&local_failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (rank == 0) std::printf(total == 0 ? "protocol: passed\n" : "protocol: %d failures\n", total);
-  MPI_Finalize();
-  return total == 0 ? 0 : 1;
+  return test::finish("protocol");
 }

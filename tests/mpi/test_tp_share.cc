@@ -10,20 +10,14 @@
 #include <vector>
 
 #include "common/error.h"
+#include "mpi/mpi_test.h"
 #include "construct/batch_builder.h"
 #include "construct/tp_share.h"
 
 using namespace msd;
+using test::fail;
 
 namespace {
-
-int failures = 0;
-
-template <typename... Parts>
-void fail(const Parts&... parts) {
-  ++failures;
-  if (failures <= 20) std::fprintf(stderr, "FAIL: %s\n", str(parts...).c_str());
-}
 
 // A batch that is a function of (step, group): the leader's input and what
 // every follower must end up with. Step 3 is far larger than the others.
@@ -114,9 +108,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  int local_failures = failures, total = 0;
-  MPI_Allreduce(&local_failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (rank == 0) std::printf(total == 0 ? "tp_share: passed\n" : "tp_share: %d failures\n", total);
-  MPI_Finalize();
-  return total == 0 ? 0 : 1;
+  return test::finish("tp_share");
 }

@@ -68,9 +68,7 @@ struct PlannedRun {
 };
 
 PlannedRun plan_run(const Config& config, uint64_t steps) {
-  std::vector<std::vector<WeightPoint>> curves;
-  for (const auto& source : config.sources) curves.push_back(source.weight);
-  Mixer mixer(Schedule(config.schedule, curves), config.job.global_batch);
+  Mixer mixer(make_schedule(config), config.job.global_batch);
   const CostModel cost = make_cost_model(config);
   const PackOptions pack = make_pack_options(config);
   std::vector<uint64_t> cursor(kSourceSamples.size(), 0);
