@@ -78,8 +78,9 @@ std::string resolve_for(const std::string& name_or_regex, const std::string& opt
 
 }  // namespace
 
-PreTokenizer::PreTokenizer(const std::string& name_or_regex, const std::string& option)
-    : regex_(resolve_for(name_or_regex, option)) {
+PreTokenizer::PreTokenizer(const std::string& name_or_regex, const std::string& option, SplitEngine engine)
+    : regex_(resolve_for(name_or_regex, option)),
+      named_(engine == SplitEngine::automatic ? named_split_for(regex_) : NamedSplit::none) {
   UErrorCode status = U_ZERO_ERROR;
   UParseError parse_error{};
   pattern_.reset(icu::RegexPattern::compile(icu::UnicodeString::fromUTF8(regex_), 0, parse_error, status));
@@ -101,6 +102,7 @@ PreTokenizer::~PreTokenizer() {
 
 PreTokenizer::PreTokenizer(PreTokenizer&& other) noexcept
     : regex_(std::move(other.regex_)),
+      named_(other.named_),
       pattern_(std::move(other.pattern_)),
       matcher_(std::move(other.matcher_)),
       text_(std::exchange(other.text_, nullptr)) {}
@@ -109,6 +111,7 @@ PreTokenizer& PreTokenizer::operator=(PreTokenizer&& other) noexcept {
   if (this != &other) {
     if (text_ != nullptr) utext_close(text_);
     regex_ = std::move(other.regex_);
+    named_ = other.named_;
     pattern_ = std::move(other.pattern_);
     matcher_ = std::move(other.matcher_);
     text_ = std::exchange(other.text_, nullptr);
