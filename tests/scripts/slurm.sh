@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# slurm/msd-run.sbatch under a real Slurm controller (srun --mpi=pmix): the
+# job runs and delivers the same batch stream as under mpirun. Skipped, with a
+# line saying so, when no Slurm controller answers (tools/slurm-local.sh
+# starts one on this machine).
+source "$(dirname "$0")/common.sh"
+if ! command -v sbatch >/dev/null || ! sinfo -h >/dev/null 2>&1; then
+  echo "slurm: no Slurm controller reachable; skipped (tools/slurm-local.sh starts one)"
+  exit 0
+fi
+write_tiny_config "$WORK/job.ini"
+run_job "$WORK/job.ini" --summary-json "$WORK/mpirun.json" >/dev/null
+n=$("$MSD_RUN" --config "$WORK/job.ini" --print-world-size)
+MSD_BUILD="$MSD_BUILD" MSD_CONFIG="$WORK/job.ini" timeout 240 sbatch --wait --ntasks="$n" \
+  --output="$WORK/slurm-%j.out" "$MSD_SOURCE/slurm/msd-run.sbatch" --summary-json "$WORK/slurm.json" >/dev/null ||
+  { echo "FAIL: the Slurm job failed"; cat "$WORK"/slurm-*.out; exit 1; }
+[ "$(json_field "$WORK/slurm.json" batch_digest)" = "$(json_field "$WORK/mpirun.json" batch_digest)" ] ||
+  { echo "FAIL: the Slurm job delivered another batch stream"; exit 1; }
+# A wrong task count is refused by the script before srun starts.
+set +e
+MSD_BUILD="$MSD_BUILD" MSD_CONFIG="$WORK/job.ini" timeout 120 sbatch --wait --ntasks=$((n + 1)) \
+  --output="$WORK/wrong-%j.out" "$MSD_SOURCE/slurm/msd-run.sbatch" >/dev/null 2>&1
+rc=$?
+set -e
+[ $rc -ne 0 ] && grep -q "needs $n tasks" "$WORK"/wrong-*.out || { echo "FAIL: a wrong task count was not refused"; exit 1; }
+echo "slurm: sbatch + srun --mpi=pmix delivered the mpirun batch stream ($(json_field "$WORK/slurm.json" batch_digest))"
