@@ -336,6 +336,26 @@ TEST_CASE("decode inverts encode on random valid UTF-8", "[tokenizer]") {
   }
 }
 
+TEST_CASE("ids from the piece cache equal those of a fresh tokenizer", "[tokenizer]") {
+  // Far more distinct merged pieces than the cache has entries, so entries are
+  // replaced often; each document's ids must not depend on what came before.
+  std::mt19937 rng(31);
+  std::vector<std::string> documents;
+  for (int i = 0; i < 200; ++i) documents.push_back(random_split_text(rng, 40 + rng() % 200));
+  for (const std::string pattern : {"cl100k", "o200k"}) {
+    msd::Tokenizer warm(kSmallVocab, {.pattern = pattern});
+    for (int pass = 0; pass < 2; ++pass) {
+      for (const std::string& document : documents) warm.encode(document);
+    }
+    for (const std::string& document : documents) {
+      msd::Tokenizer fresh(kSmallVocab, {.pattern = pattern});
+      INFO(pattern << " text: '" << document << "'");
+      REQUIRE(warm.encode(document) == fresh.encode(document));
+      REQUIRE(warm.decode(warm.encode(document)) == document);
+    }
+  }
+}
+
 TEST_CASE("invalid UTF-8 still encodes every byte", "[tokenizer]") {
   // Outside the contract, but a caller's mistake must not crash or lose bytes.
   std::mt19937 rng(7);

@@ -1,7 +1,8 @@
 // Byte-level BPE encoding with tiktoken's exact semantics (encode_ordinary and
 // _byte_pair_merge), over a vocabulary stored once in a byte arena and indexed
 // by an open-addressing hash table so that lookups take a string_view and
-// never allocate.
+// never allocate. Frequent pieces skip the lookup and the merge through a
+// small cache of their ids.
 #include "transform/tokenizer/tokenizer.h"
 
 #include <unicode/bytestream.h>
@@ -27,6 +28,13 @@ constexpr uint32_t kNoToken = std::numeric_limits<uint32_t>::max();
 // Pieces longer than this are merged with a heap (O(n log n)) instead of
 // tiktoken's linear rescan (O(n^2)); both pick the lowest rank, leftmost first.
 constexpr size_t kHeapMergeMinBytes = 128;
+
+// The piece cache: direct-mapped, one 64-byte entry per slot, 256 KiB per
+// Tokenizer. Words recur (Zipf), so most pieces of real text hit; a piece
+// longer than kCachePieceBytes or with more than kCacheIds ids is not cached.
+constexpr size_t kCacheEntries = 4096;
+constexpr size_t kCachePieceBytes = 30;
+constexpr size_t kCacheIds = 6;
 
 uint64_t load_bytes(const char* p, size_t n) {
   uint64_t word = 0;
@@ -125,6 +133,15 @@ struct Part {
   uint32_t rank;
 };
 
+struct alignas(64) CacheEntry {
+  uint64_t tag = 0;  // the piece's hash with the low bit set; 0: empty
+  uint8_t piece_bytes = 0;
+  uint8_t id_count = 0;
+  char piece[kCachePieceBytes];
+  int32_t ids[kCacheIds];
+};
+static_assert(sizeof(CacheEntry) == 64);
+
 struct HeapEntry {
   uint32_t rank;
   uint32_t start;
@@ -142,7 +159,9 @@ struct Tokenizer::Impl {
   void load(const std::string& path);
   void insert(std::string_view key, uint32_t rank, const std::string& path, size_t line);
   uint32_t rank_of(std::string_view key) const;
+  uint32_t rank_of_hashed(std::string_view key, uint64_t hash) const;
   void encode_piece(std::string_view piece, std::vector<int32_t>& out);
+  void merge(std::string_view piece, std::vector<int32_t>& out);
   void merge_linear(std::string_view piece, std::vector<int32_t>& out);
   void merge_heap(std::string_view piece, std::vector<int32_t>& out);
 
@@ -163,6 +182,7 @@ struct Tokenizer::Impl {
   std::vector<Part> parts;
   std::vector<uint32_t> next, prev, pair_rank;
   std::vector<HeapEntry> heap;
+  std::vector<CacheEntry> cache = std::vector<CacheEntry>(kCacheEntries);
 };
 
 void Tokenizer::Impl::insert(std::string_view key, uint32_t rank, const std::string& path, size_t line) {
@@ -184,7 +204,11 @@ void Tokenizer::Impl::insert(std::string_view key, uint32_t rank, const std::str
 
 uint32_t Tokenizer::Impl::rank_of(std::string_view key) const {
   if (key.size() == 2) return two_byte_ranks[two_byte_index(key)];
-  const uint64_t h = hash_bytes(key);
+  return rank_of_hashed(key, hash_bytes(key));
+}
+
+// REQUIRES: h == hash_bytes(key).
+uint32_t Tokenizer::Impl::rank_of_hashed(std::string_view key, uint64_t h) const {
   const auto tag = static_cast<uint32_t>(h >> 32);
   for (uint64_t i = h & slot_mask;; i = (i + 1) & slot_mask) {
     const Slot& slot = slots[i];
@@ -380,10 +404,49 @@ void Tokenizer::Impl::merge_heap(std::string_view piece, std::vector<int32_t>& o
 
 void Tokenizer::Impl::encode_piece(std::string_view piece, std::vector<int32_t>& out) {
   if (piece.empty()) return;  // a user regex may match the empty string
-  const uint32_t whole = rank_of(piece);
+  if (piece.size() <= 2) {  // direct tables
+    const uint32_t whole = rank_of(piece);
+    if (whole != kNoRank) {
+      out.push_back(static_cast<int32_t>(whole));
+    } else {
+      for (const char byte : piece) out.push_back(static_cast<int32_t>(rank_of(std::string_view(&byte, 1))));
+    }
+    return;
+  }
+  const uint64_t hash = hash_bytes(piece);
+  const uint32_t whole = rank_of_hashed(piece, hash);
   if (whole != kNoRank) {
     out.push_back(static_cast<int32_t>(whole));
-  } else if (piece.size() < kHeapMergeMinBytes) {
+    return;
+  }
+  if (piece.size() > kCachePieceBytes) {
+    merge(piece, out);
+    return;
+  }
+  // Only pieces that need merging are cached: a whole token costs one probe
+  // of the vocabulary table, no more than a cache probe.
+  const uint64_t tag = hash | 1;
+  // The vocabulary table is indexed by the low bits; the cache by others.
+  CacheEntry& entry = cache[(hash >> 40) & (kCacheEntries - 1)];
+  if (entry.tag == tag && entry.piece_bytes == piece.size() &&
+      std::memcmp(entry.piece, piece.data(), piece.size()) == 0) {
+    out.insert(out.end(), entry.ids, entry.ids + entry.id_count);
+    return;
+  }
+  const size_t before = out.size();
+  merge(piece, out);
+  const size_t ids = out.size() - before;
+  if (ids <= kCacheIds) {
+    entry.tag = tag;
+    entry.piece_bytes = static_cast<uint8_t>(piece.size());
+    entry.id_count = static_cast<uint8_t>(ids);
+    std::memcpy(entry.piece, piece.data(), piece.size());
+    std::copy(out.end() - static_cast<ptrdiff_t>(ids), out.end(), entry.ids);
+  }
+}
+
+void Tokenizer::Impl::merge(std::string_view piece, std::vector<int32_t>& out) {
+  if (piece.size() < kHeapMergeMinBytes) {
     merge_linear(piece, out);
   } else {
     merge_heap(piece, out);
@@ -436,6 +499,7 @@ int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(impl_->token
 
 uint64_t Tokenizer::state_bytes() const {
   return impl_->arena.capacity() + impl_->slots.capacity() * sizeof(Slot) +
+         impl_->cache.capacity() * sizeof(CacheEntry) +
          impl_->two_byte_ranks.capacity() * sizeof(uint32_t) +
          (impl_->token_offset.capacity() + impl_->token_length.capacity()) * sizeof(uint32_t);
 }

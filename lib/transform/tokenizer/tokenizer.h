@@ -35,7 +35,8 @@ std::string resolve_pattern(const std::string& name_or_regex);
 
 // A vocabulary plus the scratch state of encoding. The vocabulary is immutable
 // after construction, but encode() reuses scratch state (the regex matcher,
-// merge buffers): not thread-safe on one object; use one Tokenizer per thread.
+// merge buffers, a 256 KiB cache of frequent pieces' ids): not thread-safe on
+// one object; use one Tokenizer per thread.
 // decode(), vocab_size() and state_bytes() are const and may run concurrently.
 class Tokenizer {
  public:
@@ -64,7 +65,8 @@ class Tokenizer {
 
   // One more than the largest rank in the vocabulary.
   int32_t vocab_size() const;
-  // Bytes held by the vocabulary tables (for memory accounting).
+  // Bytes held by the vocabulary tables and the piece cache (for memory
+  // accounting).
   uint64_t state_bytes() const;
 
  private:
