@@ -4,8 +4,8 @@
 # line saying so, when no Slurm controller answers (tools/slurm-local.sh
 # starts one on this machine).
 source "$(dirname "$0")/common.sh"
-if ! command -v sbatch >/dev/null || ! sinfo -h >/dev/null 2>&1; then
-  echo "slurm: no Slurm controller reachable; skipped (tools/slurm-local.sh starts one)"
+if ! command -v sbatch >/dev/null || ! sinfo -h -o %T 2>/dev/null | grep -qE 'idle|mix|alloc'; then
+  echo "slurm: no Slurm controller with a usable node; skipped (tools/slurm-local.sh starts one)"
   exit 0
 fi
 write_tiny_config "$WORK/job.ini"
