@@ -107,7 +107,7 @@ void LoaderRole::write_checkpoint(uint64_t step) {
 
 int32_t LoaderRole::vocab_size() const { return tokenizer_ ? tokenizer_->vocab_size() : -1; }
 
-bool LoaderRole::prepare(const LoadItem& item, Prepared& out) {
+void LoaderRole::prepare(const LoadItem& item, Prepared& out) {
   out.item = item;
   out.bad = BadKind::none;
   out.snapshot.reset();
@@ -118,7 +118,7 @@ bool LoaderRole::prepare(const LoadItem& item, Prepared& out) {
     out.snapshot = std::move(it->second);
     snapshot_.erase(it);
     ++snapshot_hits_;
-    return true;
+    return;
   }
   Source* source = item.source < sources_.size() ? sources_[item.source].get() : nullptr;
   if (source == nullptr || item.index >= source->size())
@@ -146,7 +146,6 @@ bool LoaderRole::prepare(const LoadItem& item, Prepared& out) {
     log_warn("bad sample in source '", job_.config.sources[item.source].name, "': ", raw.where.file, " offset ",
              raw.where.offset, " (sample ", item.index, "): ", bad_kind_name(bad), ": ", reason);
   }
-  return true;
 }
 
 // Writes a prepared sample into a free slot; false when the window is full.

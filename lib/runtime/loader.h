@@ -34,7 +34,9 @@ class LoaderRole {
 
  private:
   struct Prepared;
-  bool prepare(const LoadItem& item, Prepared& out);
+  // Reads and transforms one requested sample (or takes it from a loader
+  // checkpoint's snapshot); a bad sample is logged and marked in `out`.
+  void prepare(const LoadItem& item, Prepared& out);
   bool place(Prepared& prepared, std::vector<SampleMeta>& outbox);
   void write_checkpoint(uint64_t step);
 
