@@ -9,6 +9,8 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <span>
+#include <string_view>
 #include <string>
 #include <utility>
 #include <vector>
@@ -356,6 +358,75 @@ TEST_CASE("ids from the piece cache equal those of a fresh tokenizer", "[tokeniz
       REQUIRE(warm.decode(warm.encode(document)) == document);
     }
   }
+}
+
+TEST_CASE("encode_batch gives encode's ids with any number of threads", "[tokenizer][batch]") {
+  // Random multilingual documents of very different lengths (some with
+  // pieces long enough for the heap merge), empty ones, and the goldens.
+  std::mt19937 rng(4242);
+  std::vector<std::string> documents;
+  for (int i = 0; i < 300; ++i) {
+    documents.push_back(random_split_text(rng, i % 37 == 0 ? 3000 : rng() % 200));
+    if (i % 50 == 0) documents.emplace_back();
+    if (i % 60 == 0) documents.push_back(std::string(300 + rng() % 300, 'z') + " end");
+  }
+  for (const GoldenCase& golden : load_goldens()) documents.push_back(golden.text);
+  const std::vector<std::string_view> texts(documents.begin(), documents.end());
+
+  struct Setting {
+    std::string pattern, normalize;
+  };
+  // The hand-written splitters, ICU's regex (a matcher per worker), and
+  // normalization (a buffer per worker).
+  for (const Setting& setting : {Setting{"cl100k", "none"}, Setting{"o200k", "none"}, Setting{"gpt2", "none"},
+                                 Setting{"cl100k", "nfkc"}}) {
+    INFO(setting.pattern << ", normalize " << setting.normalize);
+    const msd::TokenizerOptions options{.pattern = setting.pattern, .normalize = setting.normalize};
+    msd::Tokenizer single(kSmallVocab, options);
+    std::vector<std::vector<int32_t>> expected;
+    for (const std::string_view text : texts) expected.push_back(single.encode(text));
+
+    msd::Tokenizer batch(kSmallVocab, options);
+    std::vector<std::vector<int32_t>> out(3, std::vector<int32_t>{-1, -2});  // stale content is replaced
+    // The pool grows, is reused by fewer threads, and survives a move.
+    for (const unsigned threads : {1u, 2u, 4u, 3u, 8u, 1u, 0u, 4u}) {
+      INFO(threads << " threads");
+      batch.encode_batch(texts, out, threads);
+      REQUIRE(out.size() == texts.size());
+      for (size_t i = 0; i < texts.size(); ++i) {
+        INFO("document " << i);
+        REQUIRE(out[i] == expected[i]);
+      }
+      // A batch smaller than the pool, and a batch of one.
+      batch.encode_batch(std::span(texts).subspan(7, 3), out, threads);
+      REQUIRE(out.size() == 3);
+      for (size_t i = 0; i < 3; ++i) REQUIRE(out[i] == expected[7 + i]);
+      batch.encode_batch(std::span(texts).subspan(0, 1), out, threads);
+      REQUIRE(out == std::vector<std::vector<int32_t>>{expected[0]});
+    }
+    msd::Tokenizer moved = std::move(batch);
+    moved.encode_batch(texts, out, 4);
+    CHECK(out == expected);
+    moved.encode_batch({}, out, 4);
+    CHECK(out.empty());
+  }
+}
+
+TEST_CASE("state_bytes counts the shared vocabulary once and each worker's scratch", "[tokenizer][batch]") {
+  msd::Tokenizer tokenizer(kSmallVocab, {});
+  const std::vector<std::string_view> texts(16, "some text to encode");
+  std::vector<std::vector<int32_t>> out;
+  const uint64_t alone = tokenizer.state_bytes();
+  tokenizer.encode_batch(texts, out, 1);  // inline: no worker
+  CHECK(tokenizer.state_bytes() == alone);
+  tokenizer.encode_batch(texts, out, 2);  // one worker
+  const uint64_t per_worker = tokenizer.state_bytes() - alone;
+  CHECK(per_worker > 0);
+  CHECK(per_worker < alone);  // alone = vocabulary + one scratch: a worker adds no vocabulary
+  tokenizer.encode_batch(texts, out, 4);  // three workers
+  CHECK(tokenizer.state_bytes() == alone + 3 * per_worker);
+  tokenizer.encode_batch(texts, out, 2);  // workers are kept
+  CHECK(tokenizer.state_bytes() == alone + 3 * per_worker);
 }
 
 TEST_CASE("invalid UTF-8 still encodes every byte", "[tokenizer]") {

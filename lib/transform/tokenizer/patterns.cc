@@ -76,24 +76,46 @@ std::string resolve_for(const std::string& name_or_regex, const std::string& opt
   }
 }
 
-}  // namespace
-
-PreTokenizer::PreTokenizer(const std::string& name_or_regex, const std::string& option, SplitEngine engine)
-    : regex_(resolve_for(name_or_regex, option)),
-      named_(engine == SplitEngine::automatic ? named_split_for(regex_) : NamedSplit::none) {
+std::shared_ptr<const icu::RegexPattern> compile(const std::string& regex, const std::string& name_or_regex,
+                                                 const std::string& option) {
   UErrorCode status = U_ZERO_ERROR;
   UParseError parse_error{};
-  pattern_.reset(icu::RegexPattern::compile(icu::UnicodeString::fromUTF8(regex_), 0, parse_error, status));
+  std::shared_ptr<const icu::RegexPattern> pattern(
+      icu::RegexPattern::compile(icu::UnicodeString::fromUTF8(regex), 0, parse_error, status));
   if (U_FAILURE(status)) {
     throw ConfigError(str(option, ": pattern '", name_or_regex, "' is not a regex ICU compiles: ",
                           u_errorName(status), " at offset ", parse_error.offset));
   }
+  return pattern;
+}
+
+}  // namespace
+
+PreTokenizer::PreTokenizer(const std::string& name_or_regex, const std::string& option, SplitEngine engine)
+    : regex_(resolve_for(name_or_regex, option)),
+      named_(engine == SplitEngine::automatic ? named_split_for(regex_) : NamedSplit::none),
+      pattern_(compile(regex_, name_or_regex, option)) {
+  make_matcher(option);
+}
+
+PreTokenizer::PreTokenizer(std::string regex, NamedSplit named, std::shared_ptr<const icu::RegexPattern> pattern,
+                           const std::string& option)
+    : regex_(std::move(regex)), named_(named), pattern_(std::move(pattern)) {
+  make_matcher(option);
+}
+
+void PreTokenizer::make_matcher(const std::string& option) {
+  UErrorCode status = U_ZERO_ERROR;
   matcher_.reset(pattern_->matcher(status));
   if (U_FAILURE(status)) throw ConfigError(str(option, ": cannot build a matcher: ", u_errorName(status)));
   // Backtracking over long whitespace runs can be deep; allow far more than
   // ICU's default 8 MB before giving up.
   matcher_->setStackLimit(256 << 20, status);
   if (U_FAILURE(status)) throw ConfigError(str(option, ": cannot set the regex stack limit: ", u_errorName(status)));
+}
+
+PreTokenizer PreTokenizer::sharing_pattern() const {
+  return PreTokenizer(regex_, named_, pattern_, "pre-tokenizer");
 }
 
 PreTokenizer::~PreTokenizer() {

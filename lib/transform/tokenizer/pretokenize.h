@@ -21,8 +21,10 @@ namespace msd {
 // it covers, else ICU's regex engine. regex: always ICU (the tests compare).
 enum class SplitEngine { automatic, regex };
 
-// Move-only owner of a compiled pattern and its matcher. Not thread-safe: the
-// matcher is scratch state reused by every split.
+// A compiled pattern and its matcher. Not thread-safe: the matcher is scratch
+// state reused by every split. The compiled pattern is immutable and may be
+// shared (sharing_pattern()): ICU lets matchers of one RegexPattern run on
+// several threads at once. Move-only.
 class PreTokenizer {
  public:
   // `option` names the setting the pattern came from, for the error message.
@@ -32,6 +34,11 @@ class PreTokenizer {
   ~PreTokenizer();
   PreTokenizer(PreTokenizer&&) noexcept;
   PreTokenizer& operator=(PreTokenizer&&) noexcept;
+
+  // A splitter over the same compiled pattern (shared, not recompiled) with a
+  // matcher of its own, for another thread. Throws ConfigError when ICU cannot
+  // build the matcher.
+  PreTokenizer sharing_pattern() const;
 
   // Calls on_piece(std::string_view piece) for each match, in order. Text not
   // covered by any match is skipped (tiktoken does the same; the named
@@ -63,12 +70,15 @@ class PreTokenizer {
   NamedSplit named() const { return named_; }
 
  private:
+  PreTokenizer(std::string regex, NamedSplit named, std::shared_ptr<const icu::RegexPattern> pattern,
+               const std::string& option);
+  void make_matcher(const std::string& option);
   void begin(std::string_view text);
   bool next(size_t& start_bytes, size_t& end_bytes);
 
   std::string regex_;
   NamedSplit named_ = NamedSplit::none;
-  std::unique_ptr<icu::RegexPattern> pattern_;
+  std::shared_ptr<const icu::RegexPattern> pattern_;
   std::unique_ptr<icu::RegexMatcher> matcher_;
   UText* text_ = nullptr;  // reopened over each input; owned
 };

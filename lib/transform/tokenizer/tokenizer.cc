@@ -2,7 +2,9 @@
 // _byte_pair_merge), over a vocabulary stored once in a byte arena and indexed
 // by an open-addressing hash table so that lookups take a string_view and
 // never allocate. Frequent pieces skip the lookup and the merge through a
-// small cache of their ids.
+// small cache of their ids. The vocabulary is immutable and shared; each
+// encoder (the Tokenizer's, and one per encode_batch worker) has its own
+// scratch.
 #include "transform/tokenizer/tokenizer.h"
 
 #include <unicode/bytestream.h>
@@ -10,10 +12,17 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <limits>
+#include <mutex>
+#include <system_error>
+#include <thread>
+#include <utility>
 
 #include "common/error.h"
 #include "common/files.h"
@@ -150,20 +159,18 @@ struct HeapEntry {
   }
 };
 
-}  // namespace
-
-struct Tokenizer::Impl {
-  explicit Impl(const TokenizerOptions& options)
-      : splitter(options.pattern, "tokenizer.pattern"), normalizer(normalizer_for(options.normalize)) {}
-
+// The immutable part of a tokenizer: every token's bytes and the tables that
+// find a token's rank, built once by load() and then only read, so any number
+// of encoders on any threads share one through a shared_ptr<const Vocabulary>.
+struct Vocabulary {
   void load(const std::string& path);
   void insert(std::string_view key, uint32_t rank, const std::string& path, size_t line);
   uint32_t rank_of(std::string_view key) const;
   uint32_t rank_of_hashed(std::string_view key, uint64_t hash) const;
-  void encode_piece(std::string_view piece, std::vector<int32_t>& out);
-  void merge(std::string_view piece, std::vector<int32_t>& out);
-  void merge_linear(std::string_view piece, std::vector<int32_t>& out);
-  void merge_heap(std::string_view piece, std::vector<int32_t>& out);
+  uint64_t bytes() const {
+    return arena.capacity() + slots.capacity() * sizeof(Slot) + two_byte_ranks.capacity() * sizeof(uint32_t) +
+           (token_offset.capacity() + token_length.capacity()) * sizeof(uint32_t);
+  }
 
   std::string arena;                   // every token's bytes, back to back
   std::vector<uint32_t> token_offset;  // by rank
@@ -173,19 +180,104 @@ struct Tokenizer::Impl {
   // Every merge starts by looking up all adjacent byte pairs: a direct table
   // for two-byte keys skips hashing for most lookups.
   std::vector<uint32_t> two_byte_ranks;  // 65536 entries, kNoRank when absent
-
-  PreTokenizer splitter;
-  const icu::Normalizer2* normalizer;  // null: no normalization; owned by ICU
-
-  // Scratch reused across calls so encoding does not allocate per piece.
-  std::string normalized;
-  std::vector<Part> parts;
-  std::vector<uint32_t> next, prev, pair_rank;
-  std::vector<HeapEntry> heap;
-  std::vector<CacheEntry> cache = std::vector<CacheEntry>(kCacheEntries);
+  // Null: no normalization. Owned by ICU; Normalizer2 instances are immutable
+  // and thread-safe.
+  const icu::Normalizer2* normalizer = nullptr;
 };
 
-void Tokenizer::Impl::insert(std::string_view key, uint32_t rank, const std::string& path, size_t line) {
+// The scratch state of encoding over a shared vocabulary: one per thread.
+class Encoder {
+ public:
+  // `splitter` holds the compiled pattern (shared between encoders) and this
+  // encoder's own matcher.
+  Encoder(std::shared_ptr<const Vocabulary> vocab, PreTokenizer splitter)
+      : vocab_(std::move(vocab)), splitter_(std::move(splitter)) {}
+
+  // Appends the ids of `text` to `out` (Tokenizer::encode's contract).
+  void encode(std::string_view text, std::vector<int32_t>& out);
+  // An encoder for another thread: the same vocabulary and compiled pattern,
+  // fresh scratch.
+  std::unique_ptr<Encoder> sibling() const {
+    return std::make_unique<Encoder>(vocab_, splitter_.sharing_pattern());
+  }
+  const Vocabulary& vocab() const { return *vocab_; }
+  // What state_bytes() counts per encoder: fixed at construction, so it can
+  // be read while another thread encodes.
+  static constexpr uint64_t kFixedScratchBytes = sizeof(CacheEntry) * kCacheEntries;
+
+ private:
+  void encode_piece(std::string_view piece, std::vector<int32_t>& out);
+  void merge(std::string_view piece, std::vector<int32_t>& out);
+  void merge_linear(std::string_view piece, std::vector<int32_t>& out);
+  void merge_heap(std::string_view piece, std::vector<int32_t>& out);
+
+  std::shared_ptr<const Vocabulary> vocab_;
+  PreTokenizer splitter_;
+  // Reused across calls so encoding does not allocate per piece.
+  std::string normalized_;
+  std::vector<Part> parts_;
+  std::vector<uint32_t> next_, prev_, pair_rank_;
+  std::vector<HeapEntry> heap_;
+  std::vector<CacheEntry> cache_ = std::vector<CacheEntry>(kCacheEntries);
+};
+
+// encode_batch's workers: each a thread with its own Encoder, woken per batch.
+// The calling thread encodes too, with the Tokenizer's encoder. A batch is
+// handed out one text at a time through an atomic index, so long and short
+// documents balance. run() is called from one thread at a time.
+class EncodePool {
+ public:
+  EncodePool() = default;
+  ~EncodePool();
+  EncodePool(const EncodePool&) = delete;
+  EncodePool& operator=(const EncodePool&) = delete;
+
+  // Starts workers (siblings of `prototype`) until there are `count`.
+  void grow(size_t count, const Encoder& prototype);
+  // Encodes the batch on `caller` and the first `helpers` workers; returns
+  // when every text is done. REQUIRES: helpers <= workers(), out.size() ==
+  // texts.size().
+  void run(Encoder& caller, size_t helpers, std::span<const std::string_view> texts,
+           std::vector<std::vector<int32_t>>& out);
+  size_t workers() const { return worker_count_.load(std::memory_order_relaxed); }
+
+ private:
+  void work(size_t index, Encoder& encoder, uint64_t seen_generation);
+  // Encodes texts until none is left; returns the exception that stopped it.
+  std::exception_ptr drain(Encoder& encoder);
+
+  std::vector<std::unique_ptr<Encoder>> encoders_;  // one per worker
+  std::vector<std::thread> threads_;
+  std::atomic<size_t> worker_count_{0};  // for state_bytes() on another thread
+
+  std::mutex mutex_;
+  std::condition_variable wake_;  // a new batch, or stopping
+  std::condition_variable done_;  // pending_ reached 0
+  uint64_t generation_ = 0;       // batches started; guarded by mutex_
+  bool stopping_ = false;         // guarded by mutex_
+  size_t helpers_ = 0;            // workers taking part in this batch; guarded by mutex_
+  size_t pending_ = 0;            // of those, still encoding; guarded by mutex_
+  std::exception_ptr error_;      // the first a worker threw; guarded by mutex_
+  // The batch: written before generation_ advances, read by workers after.
+  std::span<const std::string_view> texts_;
+  std::vector<std::vector<int32_t>>* out_ = nullptr;
+  std::atomic<size_t> next_text_{0};
+};
+
+}  // namespace
+
+struct Tokenizer::Impl {
+  Impl(std::shared_ptr<const Vocabulary> vocab, PreTokenizer splitter) : encoder(std::move(vocab), std::move(splitter)) {}
+
+  Encoder encoder;  // encode()'s, and the calling thread's in encode_batch
+  // Declared last: destroyed (threads joined) before anything they use.
+  std::unique_ptr<EncodePool> pool;
+  std::atomic<bool> has_pool{false};  // for state_bytes() on another thread
+};
+
+namespace {
+
+void Vocabulary::insert(std::string_view key, uint32_t rank, const std::string& path, size_t line) {
   const uint64_t h = hash_bytes(key);
   for (uint64_t i = h & slot_mask;; i = (i + 1) & slot_mask) {
     Slot& slot = slots[i];
@@ -202,13 +294,13 @@ void Tokenizer::Impl::insert(std::string_view key, uint32_t rank, const std::str
   }
 }
 
-uint32_t Tokenizer::Impl::rank_of(std::string_view key) const {
+uint32_t Vocabulary::rank_of(std::string_view key) const {
   if (key.size() == 2) return two_byte_ranks[two_byte_index(key)];
   return rank_of_hashed(key, hash_bytes(key));
 }
 
 // REQUIRES: h == hash_bytes(key).
-uint32_t Tokenizer::Impl::rank_of_hashed(std::string_view key, uint64_t h) const {
+uint32_t Vocabulary::rank_of_hashed(std::string_view key, uint64_t h) const {
   const auto tag = static_cast<uint32_t>(h >> 32);
   for (uint64_t i = h & slot_mask;; i = (i + 1) & slot_mask) {
     const Slot& slot = slots[i];
@@ -220,7 +312,7 @@ uint32_t Tokenizer::Impl::rank_of_hashed(std::string_view key, uint64_t h) const
   }
 }
 
-void Tokenizer::Impl::load(const std::string& path) {
+void Vocabulary::load(const std::string& path) {
   const MappedFile file(path);
   const std::string_view content(reinterpret_cast<const char*>(file.bytes().data()), file.size());
 
@@ -302,43 +394,43 @@ void Tokenizer::Impl::load(const std::string& path) {
 // tiktoken's _byte_pair_merge: parts[i] holds the start of a part and the rank
 // of merging it with its successor; merge the lowest rank (leftmost on ties),
 // refresh the two neighbouring ranks, rescan.
-void Tokenizer::Impl::merge_linear(std::string_view piece, std::vector<int32_t>& out) {
+void Encoder::merge_linear(std::string_view piece, std::vector<int32_t>& out) {
   const size_t n = piece.size();
-  parts.clear();
+  parts_.clear();
   uint32_t min_rank = kNoRank;
   size_t min_index = 0;
   for (size_t i = 0; i + 1 < n; ++i) {
-    const uint32_t rank = rank_of(piece.substr(i, 2));
+    const uint32_t rank = vocab_->rank_of(piece.substr(i, 2));
     if (rank < min_rank) {
       min_rank = rank;
       min_index = i;
     }
-    parts.push_back({static_cast<uint32_t>(i), rank});
+    parts_.push_back({static_cast<uint32_t>(i), rank});
   }
-  parts.push_back({static_cast<uint32_t>(n - 1), kNoRank});
-  parts.push_back({static_cast<uint32_t>(n), kNoRank});
+  parts_.push_back({static_cast<uint32_t>(n - 1), kNoRank});
+  parts_.push_back({static_cast<uint32_t>(n), kNoRank});
 
   // The rank of merging parts i and i+1 while parts[i+1] (the one being
   // removed) is still in the vector: the span runs to parts[i+3].
   auto rank_after_merge = [&](size_t i) {
-    if (i + 3 < parts.size()) return rank_of(piece.substr(parts[i].start, parts[i + 3].start - parts[i].start));
+    if (i + 3 < parts_.size()) return vocab_->rank_of(piece.substr(parts_[i].start, parts_[i + 3].start - parts_[i].start));
     return kNoRank;
   };
   while (min_rank != kNoRank) {
     const size_t i = min_index;
-    if (i > 0) parts[i - 1].rank = rank_after_merge(i - 1);
-    parts[i].rank = rank_after_merge(i);
-    parts.erase(parts.begin() + static_cast<ptrdiff_t>(i) + 1);
+    if (i > 0) parts_[i - 1].rank = rank_after_merge(i - 1);
+    parts_[i].rank = rank_after_merge(i);
+    parts_.erase(parts_.begin() + static_cast<ptrdiff_t>(i) + 1);
     min_rank = kNoRank;
-    for (size_t k = 0; k + 1 < parts.size(); ++k) {
-      if (parts[k].rank < min_rank) {
-        min_rank = parts[k].rank;
+    for (size_t k = 0; k + 1 < parts_.size(); ++k) {
+      if (parts_[k].rank < min_rank) {
+        min_rank = parts_[k].rank;
         min_index = k;
       }
     }
   }
-  for (size_t k = 0; k + 1 < parts.size(); ++k) {
-    const uint32_t rank = rank_of(piece.substr(parts[k].start, parts[k + 1].start - parts[k].start));
+  for (size_t k = 0; k + 1 < parts_.size(); ++k) {
+    const uint32_t rank = vocab_->rank_of(piece.substr(parts_[k].start, parts_[k + 1].start - parts_[k].start));
     MSD_CHECK(rank != kNoRank);
     out.push_back(static_cast<int32_t>(rank));
   }
@@ -347,74 +439,74 @@ void Tokenizer::Impl::merge_linear(std::string_view piece, std::vector<int32_t>&
 // The same merge order as merge_linear, with the minimum found through a heap
 // of (rank, start) entries: a part's start is its byte offset, so ordering by
 // start is ordering by position, and stale entries are skipped on pop.
-void Tokenizer::Impl::merge_heap(std::string_view piece, std::vector<int32_t>& out) {
+void Encoder::merge_heap(std::string_view piece, std::vector<int32_t>& out) {
   const auto n = static_cast<uint32_t>(piece.size());
   // Parts are identified by their start byte; next[s] is the start of the
   // following part (n for the last), prev[s] the start of the preceding one.
-  next.resize(n);
-  prev.resize(n);
-  pair_rank.resize(n);
-  heap.clear();
+  next_.resize(n);
+  prev_.resize(n);
+  pair_rank_.resize(n);
+  heap_.clear();
   const std::greater<HeapEntry> heap_order;
   auto pair_rank_at = [&](uint32_t start) {
-    const uint32_t second = next[start];
+    const uint32_t second = next_[start];
     if (second >= n) return kNoRank;
-    return rank_of(piece.substr(start, next[second] - start));
+    return vocab_->rank_of(piece.substr(start, next_[second] - start));
   };
   for (uint32_t i = 0; i < n; ++i) {
-    next[i] = i + 1;
-    prev[i] = i == 0 ? kNoRank : i - 1;
+    next_[i] = i + 1;
+    prev_[i] = i == 0 ? kNoRank : i - 1;
   }
   for (uint32_t i = 0; i < n; ++i) {
-    pair_rank[i] = pair_rank_at(i);
-    if (pair_rank[i] != kNoRank) heap.push_back({pair_rank[i], i});
+    pair_rank_[i] = pair_rank_at(i);
+    if (pair_rank_[i] != kNoRank) heap_.push_back({pair_rank_[i], i});
   }
-  std::make_heap(heap.begin(), heap.end(), heap_order);
+  std::make_heap(heap_.begin(), heap_.end(), heap_order);
   constexpr uint32_t kMerged = kNoRank - 1;  // pair_rank of a part absorbed by its predecessor
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), heap_order);
-    const HeapEntry top = heap.back();
-    heap.pop_back();
-    if (pair_rank[top.start] != top.rank) continue;  // stale
+  while (!heap_.empty()) {
+    std::pop_heap(heap_.begin(), heap_.end(), heap_order);
+    const HeapEntry top = heap_.back();
+    heap_.pop_back();
+    if (pair_rank_[top.start] != top.rank) continue;  // stale
     const uint32_t start = top.start;
-    const uint32_t absorbed = next[start];
-    next[start] = next[absorbed];
-    if (next[absorbed] < n) prev[next[absorbed]] = start;
-    pair_rank[absorbed] = kMerged;
-    pair_rank[start] = pair_rank_at(start);
-    if (pair_rank[start] != kNoRank) {
-      heap.push_back({pair_rank[start], start});
-      std::push_heap(heap.begin(), heap.end(), heap_order);
+    const uint32_t absorbed = next_[start];
+    next_[start] = next_[absorbed];
+    if (next_[absorbed] < n) prev_[next_[absorbed]] = start;
+    pair_rank_[absorbed] = kMerged;
+    pair_rank_[start] = pair_rank_at(start);
+    if (pair_rank_[start] != kNoRank) {
+      heap_.push_back({pair_rank_[start], start});
+      std::push_heap(heap_.begin(), heap_.end(), heap_order);
     }
-    const uint32_t before = prev[start];
+    const uint32_t before = prev_[start];
     if (before != kNoRank) {
-      pair_rank[before] = pair_rank_at(before);
-      if (pair_rank[before] != kNoRank) {
-        heap.push_back({pair_rank[before], before});
-        std::push_heap(heap.begin(), heap.end(), heap_order);
+      pair_rank_[before] = pair_rank_at(before);
+      if (pair_rank_[before] != kNoRank) {
+        heap_.push_back({pair_rank_[before], before});
+        std::push_heap(heap_.begin(), heap_.end(), heap_order);
       }
     }
   }
-  for (uint32_t start = 0; start < n; start = next[start]) {
-    const uint32_t rank = rank_of(piece.substr(start, next[start] - start));
+  for (uint32_t start = 0; start < n; start = next_[start]) {
+    const uint32_t rank = vocab_->rank_of(piece.substr(start, next_[start] - start));
     MSD_CHECK(rank != kNoRank);
     out.push_back(static_cast<int32_t>(rank));
   }
 }
 
-void Tokenizer::Impl::encode_piece(std::string_view piece, std::vector<int32_t>& out) {
+void Encoder::encode_piece(std::string_view piece, std::vector<int32_t>& out) {
   if (piece.empty()) return;  // a user regex may match the empty string
   if (piece.size() <= 2) {  // direct tables
-    const uint32_t whole = rank_of(piece);
+    const uint32_t whole = vocab_->rank_of(piece);
     if (whole != kNoRank) {
       out.push_back(static_cast<int32_t>(whole));
     } else {
-      for (const char byte : piece) out.push_back(static_cast<int32_t>(rank_of(std::string_view(&byte, 1))));
+      for (const char byte : piece) out.push_back(static_cast<int32_t>(vocab_->rank_of(std::string_view(&byte, 1))));
     }
     return;
   }
   const uint64_t hash = hash_bytes(piece);
-  const uint32_t whole = rank_of_hashed(piece, hash);
+  const uint32_t whole = vocab_->rank_of_hashed(piece, hash);
   if (whole != kNoRank) {
     out.push_back(static_cast<int32_t>(whole));
     return;
@@ -427,7 +519,7 @@ void Tokenizer::Impl::encode_piece(std::string_view piece, std::vector<int32_t>&
   // of the vocabulary table, no more than a cache probe.
   const uint64_t tag = hash | 1;
   // The vocabulary table is indexed by the low bits; the cache by others.
-  CacheEntry& entry = cache[(hash >> 40) & (kCacheEntries - 1)];
+  CacheEntry& entry = cache_[(hash >> 40) & (kCacheEntries - 1)];
   if (entry.tag == tag && entry.piece_bytes == piece.size() &&
       std::memcmp(entry.piece, piece.data(), piece.size()) == 0) {
     out.insert(out.end(), entry.ids, entry.ids + entry.id_count);
@@ -445,7 +537,7 @@ void Tokenizer::Impl::encode_piece(std::string_view piece, std::vector<int32_t>&
   }
 }
 
-void Tokenizer::Impl::merge(std::string_view piece, std::vector<int32_t>& out) {
+void Encoder::merge(std::string_view piece, std::vector<int32_t>& out) {
   if (piece.size() < kHeapMergeMinBytes) {
     merge_linear(piece, out);
   } else {
@@ -453,30 +545,121 @@ void Tokenizer::Impl::merge(std::string_view piece, std::vector<int32_t>& out) {
   }
 }
 
-Tokenizer::Tokenizer(const std::string& vocab_path, const TokenizerOptions& options)
-    : impl_(std::make_unique<Impl>(options)) {
-  impl_->load(vocab_path);
+void Encoder::encode(std::string_view text, std::vector<int32_t>& out) {
+  if (vocab_->normalizer != nullptr) {
+    UErrorCode status = U_ZERO_ERROR;
+    const icu::StringPiece input(text.data(), static_cast<int32_t>(text.size()));
+    if (!vocab_->normalizer->isNormalizedUTF8(input, status)) {
+      normalized_.clear();
+      icu::StringByteSink<std::string> sink(&normalized_);
+      vocab_->normalizer->normalizeUTF8(0, input, sink, nullptr, status);
+      text = normalized_;
+    }
+    if (U_FAILURE(status)) throw Error(str("tokenizer: normalization failed: ", u_errorName(status)));
+  }
+  splitter_.split(text, [&](std::string_view piece) { encode_piece(piece, out); });
+}
+
+EncodePool::~EncodePool() {
+  {
+    const std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& thread : threads_) thread.join();
+}
+
+void EncodePool::grow(size_t count, const Encoder& prototype) {
+  while (encoders_.size() < count) {
+    encoders_.push_back(prototype.sibling());
+    // generation_ is written only by this thread (in run), so reading it
+    // unlocked is safe; the new worker waits for the next batch.
+    const size_t index = threads_.size();
+    try {
+      threads_.emplace_back([this, index, encoder = encoders_.back().get(), seen = generation_] {
+        work(index, *encoder, seen);
+      });
+    } catch (const std::system_error& e) {
+      encoders_.pop_back();
+      throw Error(str("tokenizer: cannot start encoding thread ", index + 1, ": ", e.what()));
+    }
+    worker_count_.store(threads_.size(), std::memory_order_relaxed);
+  }
+}
+
+std::exception_ptr EncodePool::drain(Encoder& encoder) {
+  const size_t count = texts_.size();
+  try {
+    for (size_t i = next_text_.fetch_add(1, std::memory_order_relaxed); i < count;
+         i = next_text_.fetch_add(1, std::memory_order_relaxed)) {
+      std::vector<int32_t>& ids = (*out_)[i];
+      ids.clear();
+      encoder.encode(texts_[i], ids);
+    }
+  } catch (...) {
+    next_text_.store(count, std::memory_order_relaxed);  // the others stop at their next text
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
+void EncodePool::work(size_t index, Encoder& encoder, uint64_t seen_generation) {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [&] { return stopping_ || generation_ != seen_generation; });
+    if (stopping_) return;
+    seen_generation = generation_;
+    if (index >= helpers_) continue;  // this batch asked for fewer threads
+    lock.unlock();
+    std::exception_ptr error = drain(encoder);
+    lock.lock();
+    if (error != nullptr && error_ == nullptr) error_ = std::move(error);
+    if (--pending_ == 0) done_.notify_one();
+  }
+}
+
+void EncodePool::run(Encoder& caller, size_t helpers, std::span<const std::string_view> texts,
+                     std::vector<std::vector<int32_t>>& out) {
+  MSD_CHECK(helpers <= threads_.size());
+  MSD_CHECK(out.size() == texts.size());
+  {
+    const std::lock_guard lock(mutex_);
+    texts_ = texts;
+    out_ = &out;
+    next_text_.store(0, std::memory_order_relaxed);
+    helpers_ = helpers;
+    pending_ = helpers;
+    error_ = nullptr;
+    ++generation_;
+  }
+  wake_.notify_all();
+  std::exception_ptr error = drain(caller);
+  std::unique_lock lock(mutex_);
+  done_.wait(lock, [&] { return pending_ == 0; });
+  if (error == nullptr) error = std::move(error_);
+  error_ = nullptr;
+  texts_ = {};
+  out_ = nullptr;
+  lock.unlock();
+  if (error != nullptr) std::rethrow_exception(error);
+}
+
+}  // namespace
+
+Tokenizer::Tokenizer(const std::string& vocab_path, const TokenizerOptions& options) {
+  // The splitter first: a bad pattern is reported before the file is read.
+  PreTokenizer splitter(options.pattern, "tokenizer.pattern");
+  auto vocab = std::make_shared<Vocabulary>();
+  vocab->normalizer = normalizer_for(options.normalize);
+  vocab->load(vocab_path);
+  impl_ = std::make_unique<Impl>(std::move(vocab), std::move(splitter));
 }
 
 Tokenizer::~Tokenizer() = default;
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 
-void Tokenizer::encode(std::string_view text, std::vector<int32_t>& out) {
-  Impl& impl = *impl_;
-  if (impl.normalizer != nullptr) {
-    UErrorCode status = U_ZERO_ERROR;
-    const icu::StringPiece input(text.data(), static_cast<int32_t>(text.size()));
-    if (!impl.normalizer->isNormalizedUTF8(input, status)) {
-      impl.normalized.clear();
-      icu::StringByteSink<std::string> sink(&impl.normalized);
-      impl.normalizer->normalizeUTF8(0, input, sink, nullptr, status);
-      text = impl.normalized;
-    }
-    if (U_FAILURE(status)) throw Error(str("tokenizer: normalization failed: ", u_errorName(status)));
-  }
-  impl.splitter.split(text, [&](std::string_view piece) { impl.encode_piece(piece, out); });
-}
+void Tokenizer::encode(std::string_view text, std::vector<int32_t>& out) { impl_->encoder.encode(text, out); }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text) {
   std::vector<int32_t> out;
@@ -484,24 +667,42 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) {
   return out;
 }
 
+void Tokenizer::encode_batch(std::span<const std::string_view> texts, std::vector<std::vector<int32_t>>& out,
+                             unsigned threads) {
+  out.resize(texts.size());
+  const size_t helpers = std::min<size_t>(threads, texts.size()) - (threads > 0 && !texts.empty() ? 1 : 0);
+  if (helpers == 0) {
+    for (size_t i = 0; i < texts.size(); ++i) {
+      out[i].clear();
+      impl_->encoder.encode(texts[i], out[i]);
+    }
+    return;
+  }
+  if (impl_->pool == nullptr) {
+    impl_->pool = std::make_unique<EncodePool>();
+    impl_->has_pool.store(true, std::memory_order_release);
+  }
+  impl_->pool->grow(helpers, impl_->encoder);
+  impl_->pool->run(impl_->encoder, helpers, texts, out);
+}
+
 std::string Tokenizer::decode(std::span<const int32_t> ids) const {
+  const Vocabulary& vocab = impl_->encoder.vocab();
   std::string text;
   for (const int32_t id : ids) {
-    if (id < 0 || static_cast<size_t>(id) >= impl_->token_length.size() || impl_->token_length[id] == kNoToken) {
+    if (id < 0 || static_cast<size_t>(id) >= vocab.token_length.size() || vocab.token_length[id] == kNoToken) {
       throw Error(str("tokenizer: id ", id, " is not in the vocabulary (size ", vocab_size(), ")"));
     }
-    text.append(impl_->arena, impl_->token_offset[id], impl_->token_length[id]);
+    text.append(vocab.arena, vocab.token_offset[id], vocab.token_length[id]);
   }
   return text;
 }
 
-int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(impl_->token_length.size()); }
+int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(impl_->encoder.vocab().token_length.size()); }
 
 uint64_t Tokenizer::state_bytes() const {
-  return impl_->arena.capacity() + impl_->slots.capacity() * sizeof(Slot) +
-         impl_->cache.capacity() * sizeof(CacheEntry) +
-         impl_->two_byte_ranks.capacity() * sizeof(uint32_t) +
-         (impl_->token_offset.capacity() + impl_->token_length.capacity()) * sizeof(uint32_t);
+  const size_t workers = impl_->has_pool.load(std::memory_order_acquire) ? impl_->pool->workers() : 0;
+  return impl_->encoder.vocab().bytes() + (1 + workers) * Encoder::kFixedScratchBytes;
 }
 
 }  // namespace msd

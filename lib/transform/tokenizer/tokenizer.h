@@ -33,11 +33,17 @@ struct TokenizerOptions {
 // a known name (as a regex it would match only itself: a mistyped name).
 std::string resolve_pattern(const std::string& name_or_regex);
 
-// A vocabulary plus the scratch state of encoding. The vocabulary is immutable
-// after construction, but encode() reuses scratch state (the regex matcher,
-// merge buffers, a 256 KiB cache of frequent pieces' ids): not thread-safe on
-// one object; use one Tokenizer per thread.
-// decode(), vocab_size() and state_bytes() are const and may run concurrently.
+// A vocabulary plus the scratch state of encoding. The vocabulary (rank
+// tables, token bytes, the compiled pattern) is immutable after construction
+// and shared, never copied, by every thread that encodes with it; the scratch
+// state (the regex matcher, merge buffers, a 256 KiB cache of frequent pieces'
+// ids) is per encoder: the Tokenizer's own, used by encode(), and one per
+// worker of encode_batch's pool.
+// Thread-safety: encode() and encode_batch() are not thread-safe on one
+// object; call them from one thread at a time (encode_batch's workers each
+// use their own scratch, so they never share it). decode(), vocab_size() and
+// state_bytes() are const and may run concurrently with each other and with
+// encode() and encode_batch().
 class Tokenizer {
  public:
   // Reads a tiktoken-format vocabulary. Blank lines and "\r\n" endings are
@@ -59,14 +65,28 @@ class Tokenizer {
   // the regex (backtracking beyond 256 MiB of stack).
   void encode(std::string_view text, std::vector<int32_t>& out);
   std::vector<int32_t> encode(std::string_view text);
+
+  // Encodes texts[i] into out[i] (cleared first, capacity kept), with the same
+  // ids as encode(), using up to `threads` threads: the calling thread and
+  // threads - 1 workers of a pool this Tokenizer owns, started on the first
+  // call that needs them and kept until destruction. Texts are handed out one
+  // at a time as threads become free. threads <= 1 (or fewer than two texts)
+  // runs inline, starting no thread. `out` is resized to texts.size().
+  // REQUIRES: every text is valid UTF-8 (as encode()). Throws what encode()
+  // throws, after every thread has stopped; out's contents are then
+  // unspecified. Throws Error when a worker thread cannot be started.
+  void encode_batch(std::span<const std::string_view> texts, std::vector<std::vector<int32_t>>& out,
+                    unsigned threads);
   // Concatenated bytes of the tokens; throws Error for an id outside the
   // vocabulary (negative, >= vocab_size(), or a gap in the ranks).
   std::string decode(std::span<const int32_t> ids) const;
 
   // One more than the largest rank in the vocabulary.
   int32_t vocab_size() const;
-  // Bytes held by the vocabulary tables and the piece cache (for memory
-  // accounting).
+  // Bytes held for memory accounting: the shared vocabulary tables once, plus
+  // each encoder's fixed scratch (its piece cache), the Tokenizer's own and
+  // one per pool worker started so far. Merge buffers, which grow with the
+  // longest piece seen, and ICU's matcher internals are not counted.
   uint64_t state_bytes() const;
 
  private:
