@@ -32,7 +32,8 @@ void TransformedSample::clear() {
 SampleTransform::SampleTransform(Tokenizer* tokenizer, const ImageOptions& image)
     : tokenizer_(tokenizer), image_(image) {}
 
-BadKind SampleTransform::apply(const RawSample& raw, TransformedSample& out, std::string& reason) {
+BadKind SampleTransform::prepare(const RawSample& raw, TransformedSample& out, std::string& reason, bool& encode) {
+  encode = false;
   out.clear();
   out.kind = raw.kind;
   if (raw.bad != BadKind::none) {  // the reader already rejected it
@@ -43,7 +44,7 @@ BadKind SampleTransform::apply(const RawSample& raw, TransformedSample& out, std
     case SampleKind::text:
       if (tokenizer_ == nullptr) throw ConfigError("text samples need a tokenizer: this source needs tokenizer.vocab");
       if (!check_utf8(raw.text, "text", reason)) return BadKind::invalid_utf8;
-      tokenizer_->encode(raw.text, out.tokens);
+      encode = true;
       break;
     case SampleKind::image_text:
       if (tokenizer_ == nullptr) {
@@ -55,7 +56,7 @@ BadKind SampleTransform::apply(const RawSample& raw, TransformedSample& out, std
         out.image.patches = 0;
         return BadKind::corrupt_jpeg;
       }
-      tokenizer_->encode(raw.text, out.tokens);
+      encode = true;
       break;
     case SampleKind::tokens:
       out.tokens.assign(raw.tokens.begin(), raw.tokens.end());
@@ -63,6 +64,10 @@ BadKind SampleTransform::apply(const RawSample& raw, TransformedSample& out, std
     default:
       MSD_CHECK(false && "unknown SampleKind");
   }
+  return BadKind::none;
+}
+
+BadKind SampleTransform::finish(const TransformedSample& out, std::string& reason) {
   if (out.positions() == 0) {
     reason = "no positions after the transform (empty text and no image)";
     return BadKind::empty;
@@ -70,6 +75,49 @@ BadKind SampleTransform::apply(const RawSample& raw, TransformedSample& out, std
   return BadKind::none;
 }
 
-uint64_t SampleTransform::state_bytes() const { return sizeof(*this) + image_.state_bytes(); }
+BadKind SampleTransform::apply(const RawSample& raw, TransformedSample& out, std::string& reason) {
+  bool encode = false;
+  const BadKind verdict = prepare(raw, out, reason, encode);
+  if (verdict != BadKind::none) return verdict;
+  if (encode) tokenizer_->encode(raw.text, out.tokens);
+  return finish(out, reason);
+}
+
+void SampleTransform::apply_batch(std::span<const RawSample* const> raws, std::span<TransformedSample* const> outs,
+                                  std::span<BadKind> verdicts, std::span<std::string> reasons, unsigned threads) {
+  MSD_CHECK(outs.size() == raws.size());
+  MSD_CHECK(verdicts.size() == raws.size());
+  MSD_CHECK(reasons.size() == raws.size());
+  batch_texts_.clear();
+  batch_samples_.clear();
+  for (size_t i = 0; i < raws.size(); ++i) {
+    bool encode = false;
+    verdicts[i] = prepare(*raws[i], *outs[i], reasons[i], encode);
+    if (encode) {
+      batch_texts_.push_back(raws[i]->text);
+      batch_samples_.push_back(i);
+    } else if (verdicts[i] == BadKind::none) {
+      verdicts[i] = finish(*outs[i], reasons[i]);
+    }
+  }
+  if (batch_texts_.empty()) return;
+  // Encoding straight into each sample's token buffer: swapped in here (empty,
+  // its capacity kept), back after.
+  batch_ids_.resize(batch_texts_.size());
+  for (size_t k = 0; k < batch_samples_.size(); ++k) batch_ids_[k].swap(outs[batch_samples_[k]]->tokens);
+  tokenizer_->encode_batch(batch_texts_, batch_ids_, threads);
+  for (size_t k = 0; k < batch_samples_.size(); ++k) {
+    const size_t i = batch_samples_[k];
+    outs[i]->tokens.swap(batch_ids_[k]);
+    verdicts[i] = finish(*outs[i], reasons[i]);
+  }
+}
+
+uint64_t SampleTransform::state_bytes() const {
+  uint64_t bytes = sizeof(*this) + image_.state_bytes() + batch_texts_.capacity() * sizeof(std::string_view) +
+                   batch_samples_.capacity() * sizeof(size_t) + batch_ids_.capacity() * sizeof(batch_ids_[0]);
+  for (const std::vector<int32_t>& ids : batch_ids_) bytes += ids.capacity() * sizeof(int32_t);
+  return bytes;
+}
 
 }  // namespace msd

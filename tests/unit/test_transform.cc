@@ -1,10 +1,13 @@
-// SampleTransform: each sample kind's path, and the bad-sample verdicts
-// (invalid UTF-8, corrupt JPEG, empty) returned as values.
+// SampleTransform: each sample kind's path, the bad-sample verdicts (invalid
+// UTF-8, corrupt JPEG, empty) returned as values, and apply_batch giving
+// exactly apply's results.
 #include <turbojpeg.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -195,4 +198,153 @@ TEST_CASE("text and image-text through a real tokenizer", "[transform]") {
   }
   CHECK(transform.state_bytes() > 0);
   std::filesystem::remove(vocab);
+}
+
+namespace {
+
+// Every field of the result, so that a difference says which.
+void check_same(const TransformedSample& got, const TransformedSample& expected) {
+  CHECK(got.kind == expected.kind);
+  CHECK(got.tokens == expected.tokens);
+  CHECK(got.image.width == expected.image.width);
+  CHECK(got.image.height == expected.image.height);
+  CHECK(got.image.source_width == expected.image.source_width);
+  CHECK(got.image.source_height == expected.image.source_height);
+  CHECK(got.image.patches == expected.image.patches);
+  CHECK(got.image.decode_scale_num == expected.image.decode_scale_num);
+  CHECK(got.image.decode_scale_denom == expected.image.decode_scale_denom);
+  CHECK(got.image.decoded_width == expected.image.decoded_width);
+  CHECK(got.image.decoded_height == expected.image.decoded_height);
+  CHECK(got.image.pixels == expected.image.pixels);
+}
+
+// A shuffled mix of every path through the transform: text (short, long,
+// multilingual), image-text, pre-tokenized, and each kind of bad sample.
+std::vector<RawSample> mixed_samples() {
+  std::mt19937 rng(17);
+  const std::string jpeg = small_jpeg(96, 40);
+  const std::vector<std::string> words = {"the ", "cat ", "Grüße ", "世界 ", "  ", "\n", "123 ", "don't ", "🙂 "};
+  auto random_text = [&](size_t count) {
+    std::string text;
+    for (size_t k = 0; k < count; ++k) text += words[rng() % words.size()];
+    return text;
+  };
+  std::vector<RawSample> samples;
+  for (int i = 0; i < 120; ++i) {
+    RawSample raw;
+    switch (i % 10) {
+      case 0:
+      case 1:
+      case 2:
+        raw.kind = SampleKind::text;
+        raw.text = random_text(i % 3 == 0 ? 2000 : rng() % 40);
+        break;
+      case 3:
+        raw.kind = SampleKind::image_text;
+        raw.text = random_text(rng() % 12);  // sometimes empty: the image still has positions
+        raw.image = jpeg;
+        break;
+      case 4:
+        raw.kind = SampleKind::tokens;
+        raw.tokens.assign(rng() % 30, static_cast<int32_t>(i));  // sometimes empty
+        break;
+      case 5:
+        raw.kind = SampleKind::text;
+        raw.text = random_text(5) + "\xC3(";  // invalid UTF-8
+        break;
+      case 6:
+        raw.kind = SampleKind::image_text;
+        raw.text = "a cut picture";
+        raw.image = jpeg.substr(0, jpeg.size() / 3);  // corrupt
+        break;
+      case 7:
+        raw.kind = SampleKind::image_text;
+        raw.text = "bad \xFF caption";
+        raw.image = jpeg;
+        break;
+      case 8:
+        raw.kind = SampleKind::text;  // empty
+        break;
+      default:
+        raw.kind = i % 2 == 0 ? SampleKind::text : SampleKind::image_text;
+        raw.bad = BadKind::truncated_member;
+        raw.reason = "cut short at " + std::to_string(i);
+    }
+    samples.push_back(std::move(raw));
+  }
+  std::shuffle(samples.begin(), samples.end(), rng);
+  return samples;
+}
+
+}  // namespace
+
+TEST_CASE("apply_batch gives exactly apply's results on any number of threads", "[transform][batch]") {
+  // A vocabulary with merges, so that tokenization is real work.
+  const std::string vocab = std::string(MSD_TEST_DATA) + "/tokenizer/small.tiktoken";
+  const msd::ImageOptions image{64, 16};
+  msd::Tokenizer reference_tokenizer(vocab, msd::TokenizerOptions{});
+  SampleTransform reference(&reference_tokenizer, image);
+  const std::vector<RawSample> samples = mixed_samples();
+  std::vector<TransformedSample> expected(samples.size());
+  std::vector<BadKind> expected_verdicts(samples.size());
+  std::vector<std::string> expected_reasons(samples.size());
+  for (size_t i = 0; i < samples.size(); ++i) {
+    expected_verdicts[i] = reference.apply(samples[i], expected[i], expected_reasons[i]);
+  }
+  // Every path is taken.
+  for (const BadKind kind : {BadKind::none, BadKind::invalid_utf8, BadKind::corrupt_jpeg, BadKind::empty,
+                             BadKind::truncated_member}) {
+    CHECK(std::count(expected_verdicts.begin(), expected_verdicts.end(), kind) > 0);
+  }
+
+  msd::Tokenizer tokenizer(vocab, msd::TokenizerOptions{});
+  SampleTransform transform(&tokenizer, image);
+  std::vector<const RawSample*> raws;
+  for (const RawSample& raw : samples) raws.push_back(&raw);
+  // The outputs are reused across batches, as a loader's slots are: nothing
+  // of a previous batch may remain.
+  std::vector<TransformedSample> outs(samples.size());
+  std::vector<TransformedSample*> out_pointers;
+  for (TransformedSample& out : outs) out_pointers.push_back(&out);
+  for (const unsigned threads : {1u, 2u, 4u}) {
+    std::vector<BadKind> verdicts(samples.size(), BadKind::read_error);
+    std::vector<std::string> reasons(samples.size());
+    transform.apply_batch(raws, out_pointers, verdicts, reasons, threads);
+    for (size_t i = 0; i < samples.size(); ++i) {
+      INFO(threads << " threads, sample " << i << " (" << expected_reasons[i] << ")");
+      CHECK(verdicts[i] == expected_verdicts[i]);
+      CHECK(reasons[i] == expected_reasons[i]);
+      check_same(outs[i], expected[i]);
+    }
+    // Reversed, so that each slot now holds another kind of sample.
+    std::reverse(raws.begin(), raws.end());
+    transform.apply_batch(raws, out_pointers, verdicts, reasons, threads);
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const size_t source = samples.size() - 1 - i;
+      INFO(threads << " threads, reversed, sample " << source);
+      CHECK(verdicts[i] == expected_verdicts[source]);
+      check_same(outs[i], expected[source]);
+    }
+    std::reverse(raws.begin(), raws.end());
+  }
+}
+
+TEST_CASE("apply_batch without a tokenizer: tokens pass, text is a configuration error", "[transform][batch]") {
+  SampleTransform transform(nullptr, msd::ImageOptions{});
+  RawSample tokens;
+  tokens.kind = SampleKind::tokens;
+  tokens.tokens = {1, 2, 3};
+  RawSample text;
+  text.kind = SampleKind::text;
+  text.text = "hello";
+  TransformedSample a, b;
+  std::vector<const RawSample*> raws = {&tokens, &tokens};
+  std::vector<TransformedSample*> outs = {&a, &b};
+  std::vector<BadKind> verdicts(2, BadKind::read_error);
+  std::vector<std::string> reasons(2);
+  transform.apply_batch(raws, outs, verdicts, reasons, 4);
+  CHECK(verdicts == std::vector<BadKind>{BadKind::none, BadKind::none});
+  CHECK(b.tokens == tokens.tokens);
+  raws[1] = &text;
+  CHECK_THROWS_AS(transform.apply_batch(raws, outs, verdicts, reasons, 4), msd::ConfigError);
 }

@@ -270,9 +270,9 @@ struct Tokenizer::Impl {
   Impl(std::shared_ptr<const Vocabulary> vocab, PreTokenizer splitter) : encoder(std::move(vocab), std::move(splitter)) {}
 
   Encoder encoder;  // encode()'s, and the calling thread's in encode_batch
+  std::atomic<bool> has_pool{false};  // for state_bytes() on another thread
   // Declared last: destroyed (threads joined) before anything they use.
   std::unique_ptr<EncodePool> pool;
-  std::atomic<bool> has_pool{false};  // for state_bytes() on another thread
 };
 
 namespace {
