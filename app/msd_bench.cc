@@ -31,6 +31,7 @@ int transforms_main(int argc, char** argv) {
       "  tokenizer  MB/s of UTF-8 text: msd's tokenizer vs the npm package tiktoken under\n"
       "             Node.js (tools/reference/install.sh installs it; without it the\n"
       "             reference is reported unavailable), and documents whose ids differ;\n"
+      "             and msd's encode_batch over --threads threads (aggregate and per thread);\n"
       "  jpeg       source megapixels/s: msd's image transform (decode + resize + patchify)\n"
       "             vs a plain full-size TurboJPEG decode, with the transform's time split;\n"
       "             on the dataset's images (or --images) and on large synthetic photos.\n"
@@ -57,6 +58,8 @@ int transforms_main(int argc, char** argv) {
       ("max-images", po::value(&options.max_images)->default_value(options.max_images), "images to decode, at most")
       ("reference-dir", po::value(&options.reference_dir), "folder of bench_encode.mjs (default: the source tree's tools/reference)")
       ("node", po::value(&options.node)->default_value(options.node), "the Node.js executable")
+      ("threads", po::value(&options.threads)->default_value(options.threads),
+       "threads for the tokenizer's encode_batch rate")
       ("json", po::bool_switch(&json), "print one JSON object instead of text");
   po::variables_map values;
   po::store(po::command_line_parser(argc, argv).options(described).run(), values);

@@ -195,6 +195,30 @@ void bench_msd_tokenizer(const TransformsBenchOptions& options, const TextInput&
   });
   result.msd_passes = static_cast<uint32_t>(passes.size());
   result.msd_mb_per_s = static_cast<double>(text.bytes) / median(passes) / 1e6;
+
+  // encode_batch: the same documents in loader-sized calls. The untimed pass
+  // starts the pool and checks the ids against encode()'s.
+  result.threads = options.threads;
+  const std::vector<std::string_view> documents(text.documents.begin(), text.documents.end());
+  std::vector<std::vector<int32_t>> batch_ids;
+  auto batch_pass = [&](auto&& on_batch) {
+    for (size_t first = 0; first < documents.size(); first += kBatchDocuments) {
+      const std::span<const std::string_view> batch =
+          std::span(documents).subspan(first, std::min(kBatchDocuments, documents.size() - first));
+      tokenizer.encode_batch(batch, batch_ids, options.threads);
+      on_batch(first);
+    }
+  };
+  batch_pass([&](size_t first) {
+    for (size_t k = 0; k < batch_ids.size(); ++k) {
+      if (batch_ids[k].size() != encoded.token_counts[first + k] || ids_digest(batch_ids[k]) != encoded.digests[first + k]) {
+        ++result.batch_mismatched_documents;
+      }
+    }
+  });
+  const std::vector<double> batch_passes = time_passes(options, [&] { batch_pass([](size_t) {}); });
+  result.msd_batch_passes = static_cast<uint32_t>(batch_passes.size());
+  result.msd_batch_mb_per_s = static_cast<double>(text.bytes) / median(batch_passes) / 1e6;
 }
 
 // Runs bench_encode.mjs on the same documents. Every way it can fail leaves the
@@ -471,6 +495,7 @@ TransformsReport run_transforms_bench(const TransformsBenchOptions& options_in) 
   if (options.reference_dir.empty()) options.reference_dir = MSD_REFERENCE_DIR_DEFAULT;
   if (!(options.seconds >= 0)) throw ConfigError("--seconds must be 0 or more");
   if (options.min_passes == 0) throw ConfigError("--min-passes must be at least 1");
+  if (options.threads == 0) throw ConfigError("--threads must be at least 1");
   if (!file_exists(options.vocab)) throw ConfigError(str("no vocabulary at ", options.vocab, " (see --vocab, --data)"));
 
   TransformsReport report;
@@ -513,6 +538,14 @@ void write_transforms_text(const TransformsReport& report, std::ostream& out) {
   out << '\n' << std::setprecision(1);
   out << "  msd tokenizer     " << std::setw(8) << t.msd_mb_per_s << " MB/s  (one thread, median of " << t.msd_passes
       << " passes)\n";
+  out << "  msd encode_batch  " << std::setw(8) << t.msd_batch_mb_per_s << " MB/s  (" << t.threads << " thread"
+      << (t.threads == 1 ? "" : "s") << ", " << t.msd_batch_mb_per_s / t.threads << " MB/s per thread, "
+      << std::setprecision(2) << ratio(t.msd_batch_mb_per_s, t.msd_mb_per_s) << std::setprecision(1)
+      << "x one thread, " << kBatchDocuments << " documents per call, median of " << t.msd_batch_passes
+      << " passes)\n";
+  if (t.batch_mismatched_documents > 0) {
+    out << "  encode_batch ids differ from encode()'s in " << t.batch_mismatched_documents << " documents\n";
+  }
   if (t.reference_mb_per_s) {
     out << "  tiktoken (node)   " << std::setw(8) << *t.reference_mb_per_s << " MB/s  (median of "
         << t.reference_passes << " passes)\n";
@@ -548,7 +581,12 @@ std::string transforms_json(const TransformsReport& report) {
       .value("tokens", t.tokens)
       .value("skipped_documents", t.skipped_documents)
       .value("msd_passes", t.msd_passes)
-      .value("reference_passes", t.reference_passes);
+      .value("reference_passes", t.reference_passes)
+      .value("msd_batch_mb_per_s", t.msd_batch_mb_per_s)
+      .value("threads", t.threads)
+      .value("msd_batch_mb_per_s_per_thread", t.msd_batch_mb_per_s / t.threads)
+      .value("batch_mismatched_documents", t.batch_mismatched_documents)
+      .value("msd_batch_passes", t.msd_batch_passes);
   if (!t.reference_note.empty()) json.value("reference_note", t.reference_note);
   if (!t.first_mismatch.empty()) json.value("first_mismatch", t.first_mismatch);
   json.end_object();

@@ -4,6 +4,9 @@
 //   tokenizer  MB/s of UTF-8 text per core: msd::Tokenizer (one thread) vs the
 //              npm package tiktoken under Node.js (tools/reference/bench_encode.mjs),
 //              same vocabulary and pattern; the ids of every document compared.
+//              Also Tokenizer::encode_batch over `threads` threads, in calls of
+//              kBatchDocuments documents as a loader would make, aggregate and
+//              per thread; its ids compared with encode()'s.
 //   jpeg       source megapixels/s per core: ImageTransform::apply (decode +
 //              resize + patchify) vs a plain full-size TurboJPEG decode to RGB,
 //              passes interleaved; plus where the transform's time goes.
@@ -13,6 +16,7 @@
 // app/msd_bench.cc only parses the command line.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
@@ -38,7 +42,11 @@ struct TransformsBenchOptions {
   // Where bench_encode.mjs lives (its packages: tools/reference/install.sh).
   std::string reference_dir;
   std::string node = "node";  // the Node.js executable
+  uint32_t threads = 1;       // encode_batch's threads for the batch rate; at least 1
 };
+
+// Documents per encode_batch call in the batch rate.
+inline constexpr size_t kBatchDocuments = 128;
 
 struct TokenizerResult {
   uint64_t documents = 0;
@@ -47,6 +55,10 @@ struct TokenizerResult {
   uint64_t skipped_documents = 0;  // not valid UTF-8, or bad records: neither side sees them
   double msd_mb_per_s = 0;       // 10^6 bytes per second
   uint32_t msd_passes = 0;
+  uint32_t threads = 1;               // encode_batch's threads
+  double msd_batch_mb_per_s = 0;      // encode_batch over `threads`, all threads together
+  uint32_t msd_batch_passes = 0;
+  uint64_t batch_mismatched_documents = 0;  // encode_batch's ids differ from encode()'s
   // Absent when the reference could not run; `reference_note` says why.
   std::optional<double> reference_mb_per_s;
   std::optional<uint64_t> mismatched_lines;  // documents whose ids differ
@@ -87,7 +99,8 @@ TransformsReport run_transforms_bench(const TransformsBenchOptions& options);
 void write_transforms_text(const TransformsReport& report, std::ostream& out);
 
 // One JSON object: tokenizer {msd_mb_per_s, reference_mb_per_s, ratio,
-// mismatched_lines, ...}, jpeg and jpeg_large {msd_mp_per_s,
+// mismatched_lines, msd_batch_mb_per_s, threads, msd_batch_mb_per_s_per_thread,
+// batch_mismatched_documents, ...}, jpeg and jpeg_large {msd_mp_per_s,
 // turbojpeg_mp_per_s, ratio, split {decode, resize, patchify}, ...}. A value
 // that could not be measured is null.
 std::string transforms_json(const TransformsReport& report);
