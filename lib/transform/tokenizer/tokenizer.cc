@@ -186,7 +186,8 @@ struct Vocabulary {
 };
 
 // The scratch state of encoding over a shared vocabulary: one per thread.
-class Encoder {
+// Cache-line aligned, so that two encoders' hot members never share a line.
+class alignas(64) Encoder {
  public:
   // `splitter` holds the compiled pattern (shared between encoders) and this
   // encoder's own matcher.
@@ -201,6 +202,8 @@ class Encoder {
     return std::make_unique<Encoder>(vocab_, splitter_.sharing_pattern());
   }
   const Vocabulary& vocab() const { return *vocab_; }
+  // Where encode_batch's threads build one document's ids (see drain()).
+  std::vector<int32_t>& batch_ids() { return batch_ids_; }
   // What state_bytes() counts per encoder: fixed at construction, so it can
   // be read while another thread encodes.
   static constexpr uint64_t kFixedScratchBytes = sizeof(CacheEntry) * kCacheEntries;
@@ -219,6 +222,7 @@ class Encoder {
   std::vector<uint32_t> next_, prev_, pair_rank_;
   std::vector<HeapEntry> heap_;
   std::vector<CacheEntry> cache_ = std::vector<CacheEntry>(kCacheEntries);
+  std::vector<int32_t> batch_ids_;
 };
 
 // encode_batch's workers: each a thread with its own Encoder, woken per batch.
@@ -261,7 +265,7 @@ class EncodePool {
   // The batch: written before generation_ advances, read by workers after.
   std::span<const std::string_view> texts_;
   std::vector<std::vector<int32_t>>* out_ = nullptr;
-  std::atomic<size_t> next_text_{0};
+  alignas(64) std::atomic<size_t> next_text_{0};  // its own line: written per text
 };
 
 }  // namespace
@@ -592,9 +596,14 @@ std::exception_ptr EncodePool::drain(Encoder& encoder) {
   try {
     for (size_t i = next_text_.fetch_add(1, std::memory_order_relaxed); i < count;
          i = next_text_.fetch_add(1, std::memory_order_relaxed)) {
-      std::vector<int32_t>& ids = (*out_)[i];
+      // Encoding into out[i] directly would write its end pointer per token,
+      // on a cache line it shares with its neighbours, which other threads
+      // are filling: swap the buffer into the encoder's own vector instead.
+      std::vector<int32_t>& ids = encoder.batch_ids();
+      ids.swap((*out_)[i]);
       ids.clear();
       encoder.encode(texts_[i], ids);
+      ids.swap((*out_)[i]);
     }
   } catch (...) {
     next_text_.store(count, std::memory_order_relaxed);  // the others stop at their next text
