@@ -68,6 +68,7 @@ struct LoaderConfig {
   uint64_t window_mb = 256;  // RMA window per loader rank
   std::string cache_dir;     // index caches; empty: beside the data (else ~/.cache/msd)
   uint64_t deadline_ms = 2000;  // a loader silent this long with requests pending is failed over
+  uint32_t threads = 1;         // threads tokenizing a batch of requests together
 };
 
 struct ModelConfig {

@@ -270,6 +270,9 @@ std::vector<Section> static_sections() {
        count([](Config& c) -> auto& { return c.loader.window_mb; })},
       {"loader.cache_dir", "DIR", "", "index caches; empty: beside the data",
        [](Config& c, const Setting& s, const ParseContext& x) { c.loader.cache_dir = resolve_path(trim(s.text), s, x); }},
+      {"loader.threads", "N", text_of(d.loader.threads),
+       "threads per loader tokenizing a batch of pending requests together (1: one sample at a time)",
+       count([](Config& c) -> auto& { return c.loader.threads; })},
       {"loader.deadline_ms", "MS", text_of(d.loader.deadline_ms),
        "a loader silent this long with requests pending is handed over to a shadow",
        count([](Config& c) -> auto& { return c.loader.deadline_ms; })},
@@ -707,6 +710,7 @@ void validate(const Config& config) {
           str("emulator.tflops: must be positive (got ", config.emulator.tflops, ")"));
   require_one_of(config.output.log_level, {"debug", "info", "warn", "error", "quiet"}, "output.log_level");
   require_at_least(config.loader.deadline_ms, uint64_t{1}, "loader.deadline_ms");
+  require_at_least(config.loader.threads, uint32_t{1}, "loader.threads");
 
   const auto& ckpt = config.checkpoint;
   require_at_least(ckpt.planner_every, uint64_t{1}, "checkpoint.planner_every");
@@ -865,6 +869,7 @@ std::string to_ini(const Config& config) {
   line("window_mb", str(config.loader.window_mb));
   line("cache_dir", config.loader.cache_dir);
   line("deadline_ms", str(config.loader.deadline_ms));
+  line("threads", str(config.loader.threads));
   begin("model");
   line("hidden", str(config.model.hidden));
   line("layers", str(config.model.layers));

@@ -107,44 +107,64 @@ void LoaderRole::write_checkpoint(uint64_t step) {
 
 int32_t LoaderRole::vocab_size() const { return tokenizer_ ? tokenizer_->vocab_size() : -1; }
 
-void LoaderRole::prepare(const LoadItem& item, Prepared& out) {
-  out.item = item;
-  out.bad = BadKind::none;
-  out.snapshot.reset();
-  served_[item.source] = std::max(served_[item.source], item.cursor);
-  if (auto it = snapshot_.find({item.source, item.cursor}); it != snapshot_.end()) {
-    // The same bytes the transform would make: the stream does not change.
-    out.bytes = it->second.bytes.size();
-    out.snapshot = std::move(it->second);
-    snapshot_.erase(it);
-    ++snapshot_hits_;
-    return;
-  }
-  Source* source = item.source < sources_.size() ? sources_[item.source].get() : nullptr;
-  if (source == nullptr || item.index >= source->size())
-    throw ProtocolError(str("loader rank ", job_.rank, " asked for sample ", item.index, " of source ", item.source,
-                            ", which it does not serve"));
-  RawSample raw;
-  source->read(item.index, raw);
-  if (fault_ == Fault::fail) {
-    raw.bad = BadKind::read_error;
-    raw.reason = "injected read failure (fault.kind = fail)";
-  }
-  std::string reason = raw.reason;
-  BadKind bad = raw.bad;
-  if (bad == BadKind::none) bad = transform_->apply(raw, out.sample, reason);
-  if (bad == BadKind::none) {
-    out.bytes = SlotLayout::bytes(static_cast<uint32_t>(out.sample.tokens.size()), out.sample.image.patches,
-                                  job_.config.image.patch * job_.config.image.patch * 3);
-    if (out.bytes > slots_->capacity()) {
-      bad = BadKind::too_large;
-      reason = str(out.bytes, " bytes transformed, more than the whole window (loader.window_mb)");
+void LoaderRole::prepare(std::span<const LoadItem> items, std::deque<Prepared>& ready) {
+  std::vector<RawSample> raws(items.size());
+  std::vector<Prepared*> prepared;
+  std::vector<const RawSample*> to_transform;
+  std::vector<TransformedSample*> outs;
+  for (size_t k = 0; k < items.size(); ++k) {
+    const LoadItem& item = items[k];
+    Prepared& out = ready.emplace_back();  // references to deque elements stay valid
+    prepared.push_back(&out);
+    out.item = item;
+    served_[item.source] = std::max(served_[item.source], item.cursor);
+    if (auto it = snapshot_.find({item.source, item.cursor}); it != snapshot_.end()) {
+      // The same bytes the transform would make: the stream does not change.
+      out.bytes = it->second.bytes.size();
+      out.snapshot = std::move(it->second);
+      snapshot_.erase(it);
+      ++snapshot_hits_;
+      continue;
+    }
+    Source* source = item.source < sources_.size() ? sources_[item.source].get() : nullptr;
+    if (source == nullptr || item.index >= source->size())
+      throw ProtocolError(str("loader rank ", job_.rank, " asked for sample ", item.index, " of source ", item.source,
+                              ", which it does not serve"));
+    source->read(item.index, raws[k]);
+    if (fault_ == Fault::fail) {
+      raws[k].bad = BadKind::read_error;
+      raws[k].reason = "injected read failure (fault.kind = fail)";
+    }
+    out.bad = raws[k].bad;
+    if (out.bad == BadKind::none) {
+      to_transform.push_back(&raws[k]);
+      outs.push_back(&out.sample);
     }
   }
-  if (bad != BadKind::none) {
-    out.bad = bad;
-    log_warn("bad sample in source '", job_.config.sources[item.source].name, "': ", raw.where.file, " offset ",
-             raw.where.offset, " (sample ", item.index, "): ", bad_kind_name(bad), ": ", reason);
+  std::vector<BadKind> verdicts(to_transform.size());
+  std::vector<std::string> reasons(to_transform.size());
+  transform_->apply_batch(to_transform, outs, verdicts, reasons, job_.config.loader.threads);
+  const uint32_t patch_bytes = job_.config.image.patch * job_.config.image.patch * 3;
+  for (size_t k = 0, t = 0; k < items.size(); ++k) {
+    Prepared& out = *prepared[k];
+    if (out.snapshot) continue;
+    std::string reason = raws[k].reason;
+    if (out.bad == BadKind::none) {
+      out.bad = verdicts[t];
+      if (out.bad != BadKind::none) reason = reasons[t];
+      ++t;
+    }
+    if (out.bad == BadKind::none) {
+      out.bytes = SlotLayout::bytes(static_cast<uint32_t>(out.sample.tokens.size()), out.sample.image.patches, patch_bytes);
+      if (out.bytes > slots_->capacity()) {
+        out.bad = BadKind::too_large;
+        reason = str(out.bytes, " bytes transformed, more than the whole window (loader.window_mb)");
+      }
+    }
+    if (out.bad != BadKind::none)
+      log_warn("bad sample in source '", job_.config.sources[out.item.source].name, "': ", raws[k].where.file,
+               " offset ", raws[k].where.offset, " (sample ", out.item.index, "): ", bad_kind_name(out.bad), ": ",
+               reason);
   }
 }
 
@@ -206,7 +226,10 @@ RoleStats LoaderRole::serve() {
   slots_ = std::make_unique<SlotAllocator>(job_.windows.bytes());
   const int planner = job_.layout.planner_rank();
   std::deque<LoadItem> pending;
-  std::optional<Prepared> head;  // transformed, waiting for room in the window
+  std::deque<Prepared> ready;  // transformed, in request order, waiting for room in the window
+  // With several threads, requests are transformed in batches (their text
+  // tokenized together); with one, one at a time for the lowest latency.
+  const size_t batch = job_.config.loader.threads > 1 ? size_t{16} * job_.config.loader.threads : 1;
   std::vector<SampleMeta> outbox;
   Backoff backoff;
   bool stop = false;
@@ -257,16 +280,17 @@ RoleStats LoaderRole::serve() {
       continue;
     }
     // Serve in request order; a full window stalls the queue until releases.
-    for (int served = 0; served < 8; ++served) {
-      if (!head && !pending.empty()) {
-        head.emplace();
+    for (size_t served = 0; served < std::max<size_t>(8, batch); ++served) {
+      if (ready.empty() && !pending.empty()) {
+        const size_t count = std::min(batch, pending.size());
+        const std::vector<LoadItem> items(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(count));
+        pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(count));
         const auto t0 = Clock::now();
-        prepare(pending.front(), *head);
+        prepare(items, ready);
         stats_.transform_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
-        pending.pop_front();
       }
-      if (!head || !place(*head, outbox)) break;
-      head.reset();
+      if (ready.empty() || !place(ready.front(), outbox)) break;
+      ready.pop_front();
       progressed = true;
     }
     if (!outbox.empty() && (!progressed || pending.empty() || outbox.size() >= 16)) flush();

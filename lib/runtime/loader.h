@@ -3,7 +3,9 @@
 // of its RMA window and reports their metadata; frees slots on release.
 #pragma once
 
+#include <deque>
 #include <map>
+#include <span>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -34,9 +36,11 @@ class LoaderRole {
 
  private:
   struct Prepared;
-  // Reads and transforms one requested sample (or takes it from a loader
-  // checkpoint's snapshot); a bad sample is logged and marked in `out`.
-  void prepare(const LoadItem& item, Prepared& out);
+  // Reads and transforms requested samples, in order, onto `ready` (a sample
+  // in a loader checkpoint's snapshot is taken from it); their text is
+  // tokenized together over loader.threads threads. A bad sample is logged
+  // and marked.
+  void prepare(std::span<const LoadItem> items, std::deque<Prepared>& ready);
   bool place(Prepared& prepared, std::vector<SampleMeta>& outbox);
   void write_checkpoint(uint64_t step);
 

@@ -7,8 +7,10 @@ run_job "$WORK/job.ini" --summary-json "$WORK/a.json" >/dev/null
 run_job "$WORK/job.ini" --summary-json "$WORK/b.json" >/dev/null
 run_job "$WORK/job.ini" --summary-json "$WORK/c.json" --loaders 1 >/dev/null
 run_job "$WORK/job.ini" --summary-json "$WORK/d.json" --loaders 4 >/dev/null
+# Loaders tokenizing batches of requests on two threads.
+run_job "$WORK/job.ini" --summary-json "$WORK/t.json" --loader.threads=2 >/dev/null
 a=$(json_field "$WORK/a.json" batch_digest)
-for run in b c d; do
+for run in b c d t; do
   other=$(json_field "$WORK/$run.json" batch_digest)
   if [ "$a" != "$other" ] || [ -z "$a" ]; then
     echo "FAIL: batch_digest differs: run a $a, run $run $other"
@@ -20,4 +22,4 @@ steps=$(json_field "$WORK/a.json" steps)
 # A different seed must change the stream (the digest is not a constant).
 run_job "$WORK/job.ini" --summary-json "$WORK/e.json" --seed 6 >/dev/null
 [ "$(json_field "$WORK/e.json" batch_digest)" != "$a" ] || { echo "FAIL: seed does not change the digest"; exit 1; }
-echo "determinism: batch_digest $a across 2 runs and 1, 2, 4 loaders"
+echo "determinism: batch_digest $a across 2 runs, 1, 2, 4 loaders and 2 loader threads"
