@@ -1,6 +1,7 @@
 #include "runtime/summary.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "common/digest.h"
@@ -116,6 +117,9 @@ Summary gather_summary(JobContext& job, const SummaryInput& input) {
   // Balance: per step, each DP rank's cost (sum over its micro-batches) and
   // each micro-batch index's cost, max over mean across DP ranks.
   std::vector<double> dp_ratio, mb_ratio, bound_ratio;
+  // The same per step (NaN, null in JSON, for a step without cost).
+  std::vector<double> step_dp(steps, std::nan("")), step_bound(steps, std::nan(""));
+  std::vector<std::vector<double>> step_mb(steps);
   const size_t stride = micro + 1;
   for (uint64_t t = 0; t < steps; ++t) {
     std::vector<double> rank_cost;
@@ -138,13 +142,14 @@ Summary gather_summary(JobContext& job, const SummaryInput& input) {
     for (double c : rank_cost) mean += c;
     mean /= static_cast<double>(rank_cost.size());
     if (mean <= 0) continue;
-    dp_ratio.push_back(max_of(rank_cost) / mean);
-    bound_ratio.push_back(std::max(largest, mean) / mean);
+    dp_ratio.push_back(step_dp[t] = max_of(rank_cost) / mean);
+    bound_ratio.push_back(step_bound[t] = std::max(largest, mean) / mean);
     for (const auto& per_mb : mb_cost) {
       double m_mean = 0.0;
       for (double c : per_mb) m_mean += c;
       m_mean /= static_cast<double>(per_mb.size());
-      if (m_mean > 0) mb_ratio.push_back(max_of(per_mb) / m_mean);
+      step_mb[t].push_back(m_mean > 0 ? max_of(per_mb) / m_mean : std::nan(""));
+      if (m_mean > 0) mb_ratio.push_back(step_mb[t].back());
     }
   }
 
@@ -249,9 +254,27 @@ Summary gather_summary(JobContext& job, const SummaryInput& input) {
   w.begin_array("step_digests");
   for (uint64_t d : per_step) w.value("", hex64(d));
   w.end_array();
-  w.begin_object("dp_max_over_mean").value("median", median(dp_ratio)).value("max", max_of(dp_ratio)).end_object();
-  w.begin_object("microbatch_max_over_mean").value("median", median(mb_ratio)).value("max", max_of(mb_ratio)).end_object();
-  w.begin_object("lower_bound").value("median", median(bound_ratio)).value("max", max_of(bound_ratio)).end_object();
+  // Both balance objectives, for every step and summarized.
+  auto write_per_step = [&w](const std::vector<double>& values) {
+    w.begin_array("per_step");
+    for (double v : values) w.value("", v);
+    w.end_array();
+  };
+  w.begin_object("dp_max_over_mean").value("median", median(dp_ratio)).value("max", max_of(dp_ratio));
+  write_per_step(step_dp);
+  w.end_object();
+  w.begin_object("microbatch_max_over_mean").value("median", median(mb_ratio)).value("max", max_of(mb_ratio));
+  w.begin_array("per_step");  // per step, one value per micro-batch index
+  for (const auto& values : step_mb) {
+    w.begin_array();
+    for (double v : values) w.value("", v);
+    w.end_array();
+  }
+  w.end_array();
+  w.end_object();
+  w.begin_object("lower_bound").value("median", median(bound_ratio)).value("max", max_of(bound_ratio));
+  write_per_step(step_bound);
+  w.end_object();
   w.begin_object("mix_target");
   for (size_t s = 0; s < sources; ++s)
     w.begin_object(config.sources[s].name).value("share", share[s]).value("samples", target[s]).end_object();
