@@ -14,19 +14,13 @@
 #include "checkpoint/step_files.h"
 #include "common/error.h"
 #include "msd/config.h"
+#include "unit/scratch.h"
 
 namespace fs = std::filesystem;
 using namespace msd;
+using test::scratch_dir;
 
 namespace {
-
-// A fresh, empty directory under the build tree.
-std::string scratch_dir(const std::string& name) {
-  const fs::path dir = fs::path(MSD_BINARY_DIR) / "test-scratch" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
 
 Config parse(std::vector<std::string> args) {
   args.insert(args.begin(), "msd-run");

@@ -10,34 +10,17 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "unit/scratch.h"
 #include "inspect/inspect.h"
 #include "source/indexed/indexed_source.h"
 #include "source/jsonl/jsonl_source.h"
 #include "source/wds/tar.h"
 
 using namespace msd;
+using test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = std::string(MSD_BINARY_DIR) + "/test_inspect.XXXXXX";
-    std::vector<char> buffer(pattern.begin(), pattern.end());
-    buffer.push_back('\0');
-    REQUIRE(::mkdtemp(buffer.data()) != nullptr);
-    path_ = buffer.data();
-  }
-  ~TempDir() {
-    std::error_code error;
-    fs::remove_all(path_, error);
-  }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 void write_text(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

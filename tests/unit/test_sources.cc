@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "unit/scratch.h"
 #include "common/files.h"
 #include "source/index_cache.h"
 #include "source/indexed/indexed_source.h"
@@ -23,30 +24,10 @@
 #include "source/wds/wds_source.h"
 
 using namespace msd;
+using test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A fresh directory under the build tree, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = std::string(MSD_BINARY_DIR) + "/test_sources.XXXXXX";
-    std::vector<char> buffer(pattern.begin(), pattern.end());
-    buffer.push_back('\0');
-    REQUIRE(::mkdtemp(buffer.data()) != nullptr);
-    path_ = buffer.data();
-  }
-  ~TempDir() {
-    std::error_code error;
-    fs::remove_all(path_, error);
-  }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 void write_text(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

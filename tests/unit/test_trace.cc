@@ -17,18 +17,13 @@
 #include "plan/mix.h"
 #include "plan/pack.h"
 #include "source/permutation.h"
+#include "unit/scratch.h"
 
 namespace fs = std::filesystem;
 using namespace msd;
+using test::scratch_dir;
 
 namespace {
-
-std::string scratch_dir(const std::string& name) {
-  const fs::path dir = fs::path(MSD_BINARY_DIR) / "test-scratch" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
 
 Config job_config() {
   const std::vector<std::string> args = {
