@@ -15,36 +15,8 @@
 // 2166136261, so the benchmark can compare ids without printing them all.
 // Packages: tools/reference/install.sh (<repo>/.cache/node), or $MSD_REFERENCE_DIR.
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const referenceDir = process.env.MSD_REFERENCE_DIR || path.join(here, "..", "..", ".cache", "node");
-const require = createRequire(path.join(referenceDir, "package.json"));
-const { Tiktoken } = require("tiktoken/lite");
-
-function parseArgs(argv) {
-  const args = { seconds: "2", "min-passes": "3" };
-  for (let i = 0; i < argv.length; i += 2) {
-    if (!argv[i].startsWith("--") || i + 1 >= argv.length) {
-      throw new Error(`expected --name value pairs, got '${argv[i]}'`);
-    }
-    args[argv[i].slice(2)] = argv[i + 1];
-  }
-  for (const required of ["vocab", "pattern", "input"]) {
-    if (!(required in args)) throw new Error(`missing --${required}`);
-  }
-  return args;
-}
-
-const encoderFiles = { cl100k: "cl100k_base", o200k: "o200k_base", gpt2: "gpt2", r50k: "r50k_base", p50k: "p50k_base" };
-
-function resolvePattern(nameOrRegex) {
-  const encoder = encoderFiles[nameOrRegex.replace(/_base$/, "")];
-  if (encoder === undefined) return nameOrRegex;
-  return require(`tiktoken/encoders/${encoder}.json`).pat_str;
-}
+import { openEncoding, parseArgs } from "./tiktoken.mjs";
 
 function digest(ids) {
   let h = 2166136261;
@@ -58,8 +30,8 @@ function median(values) {
   return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
-const args = parseArgs(process.argv.slice(2));
-const encoding = new Tiktoken(readFileSync(args.vocab, "utf8"), {}, resolvePattern(args.pattern));
+const args = parseArgs(process.argv.slice(2), ["vocab", "pattern", "input"], { seconds: "2", "min-passes": "3" });
+const encoding = openEncoding(args.vocab, args.pattern);
 const documents = readFileSync(args.input, "utf8")
   .split("\n")
   .filter((line) => line.length > 0)
