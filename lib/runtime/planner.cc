@@ -199,10 +199,12 @@ bool PlannerRole::try_plan_step() {
     end_cursor[s] = cursor;
   }
   const uint64_t step = next_step_;
-  StepStart& start = starts_[step];
-  for (const auto& src : sources_) start.consumed.push_back(src.consumed);
-  start.realized = realized_before_.front();
-  start.bad = report_.bad_samples;
+  if (checkpoints_) {  // kept until a checkpoint passes the step
+    StepStart& start = starts_[step];
+    for (const auto& src : sources_) start.consumed.push_back(src.consumed);
+    start.realized = realized_before_.front();
+    start.bad = report_.bad_samples;
+  }
   std::vector<SampleMeta> samples;
   std::vector<TraceSample> consumed;  // every cursor of the step, bad ones too
   for (size_t s = 0; s < sources_.size(); ++s) {
