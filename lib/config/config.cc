@@ -203,7 +203,8 @@ std::vector<Section> static_sections() {
        count([](Config& c) -> auto& { return c.job.micro_batches; })},
       {"job.prefetch_steps", "N", text_of(d.job.prefetch_steps), "steps the planner plans ahead",
        count([](Config& c) -> auto& { return c.job.prefetch_steps; })},
-      {"job.mode", "M", d.job.mode, "disaggregated | colocated (the baseline; alias --mode)",
+      {"job.mode", "M", d.job.mode, "colocated_samples | colocated_tokens | msd_tokens | msd_greedy | msd_kk; aliases colocated "
+       "(= colocated_samples), disaggregated (= msd_ with job.balance). docs/evaluation.md; alias --mode",
        text([](Config& c) -> auto& { return c.job.mode; })},
       {"job.long_docs", "M", d.job.long_docs, "split | truncate: documents longer than seq_len",
        text([](Config& c) -> auto& { return c.job.long_docs; })},
@@ -608,14 +609,22 @@ void require_one_of(const std::string& value, std::initializer_list<const char*>
 
 }  // namespace
 
+// job.mode colocated_samples (alias colocated): training ranks load their own
+// data, with no planner and no loader ranks (plan/modes.h loads_on_trainers).
+namespace {
+bool trainers_load(const std::string& mode) { return mode == "colocated" || mode == "colocated_samples"; }
+}  // namespace
+
 int Config::world_size() const {
-  return job.mode == "colocated" ? clients() : 1 + topology.loaders + topology.shadow_loaders + clients();
+  return trainers_load(job.mode) ? clients() : 1 + topology.loaders + topology.shadow_loaders + clients();
 }
 
 void validate(const Config& config) {
   const auto& job = config.job;
   const auto& topo = config.topology;
-  require_one_of(job.mode, {"disaggregated", "colocated"}, "job.mode");
+  require_one_of(job.mode,
+                 {"disaggregated", "colocated", "colocated_samples", "colocated_tokens", "msd_tokens", "msd_greedy", "msd_kk"},
+                 "job.mode");
   require_one_of(job.long_docs, {"split", "truncate"}, "job.long_docs");
   require_one_of(job.balance, {"greedy", "karmarkar_karp", "tokens"}, "job.balance");
   require_at_least(job.steps, uint64_t{1}, "job.steps");
@@ -623,7 +632,7 @@ void validate(const Config& config) {
   require_at_least(topo.pp, 1, "topology.pp");
   require_at_least(topo.cp, 1, "topology.cp");
   require_at_least(topo.tp, 1, "topology.tp");
-  if (job.mode == "disaggregated") require_at_least(topo.loaders, 1, "topology.loaders");
+  if (!trainers_load(job.mode)) require_at_least(topo.loaders, 1, "topology.loaders");
   require_at_least(topo.loaders, 0, "topology.loaders");
   require_at_least(topo.shadow_loaders, 0, "topology.shadow_loaders");
   // The rank count is an int for MPI; a product that overflows is a typo.
@@ -717,7 +726,7 @@ void validate(const Config& config) {
   require_at_least(ckpt.keep, uint32_t{1}, "checkpoint.keep");
   require(!ckpt.resume || !ckpt.dir.empty(), "checkpoint.resume: needs checkpoint.dir (where to find checkpoints)");
   require(ckpt.loader_every == 0 || !ckpt.dir.empty(), "checkpoint.loader_every: needs checkpoint.dir");
-  require(!ckpt.resume || job.mode == "disaggregated", "checkpoint.resume: only the disaggregated mode checkpoints");
+  require(!ckpt.resume || !trainers_load(job.mode), "checkpoint.resume: the colocated mode does not checkpoint");
   for (const auto& name : split_list(ckpt.snapshot_sources))
     require(name.empty() || names.count(name) > 0, str("checkpoint.snapshot_sources: '", name, "' is not a source in mix.sources"));
 

@@ -1,6 +1,7 @@
 #include "plan/pack.h"
 
 #include "plan/balance.h"
+#include "plan/modes.h"
 
 #include <algorithm>
 #include <array>
@@ -385,6 +386,13 @@ PackOptions make_pack_options(const Config& config) {
   options.micro_batches = config.job.micro_batches;
   options.long_docs = config.job.long_docs == "truncate" ? LongDocs::truncate : LongDocs::split;
   options.balance = parse_balance_method(config.job.balance, "job.balance");
+  // A mode that names its balance (msd_tokens, msd_greedy, msd_kk) overrides job.balance.
+  switch (parse_training_mode(config.job.mode, config.job.balance)) {
+    case TrainingMode::msd_tokens: options.balance = BalanceMethod::tokens; break;
+    case TrainingMode::msd_greedy: options.balance = BalanceMethod::greedy; break;
+    case TrainingMode::msd_kk: options.balance = BalanceMethod::karmarkar_karp; break;
+    default: break;
+  }
   options.cp = static_cast<uint32_t>(config.topology.cp);
   return options;
 }

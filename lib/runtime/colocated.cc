@@ -6,17 +6,13 @@
 #include "common/digest.h"
 #include "common/log.h"
 #include "plan/baseline.h"
+#include "plan/modes.h"
 #include "source/permutation.h"
 #include "transport/slot.h"
 
 namespace msd {
 
 namespace {
-uint32_t local_batch(const Config& config, int data_group) {
-  const uint32_t dp = static_cast<uint32_t>(config.topology.dp);
-  return config.job.global_batch / dp + (static_cast<uint32_t>(data_group) < config.job.global_batch % dp ? 1 : 0);
-}
-
 // Reads from the rank's own memory, laid out like a loader window.
 class ArenaFetcher : public ByteFetcher {
  public:
@@ -36,7 +32,7 @@ ColocatedClient::ColocatedClient(JobContext& job, int client_index)
     : job_(job),
       client_index_(client_index),
       data_group_(job.tree.data_group(client_index)),
-      mixer_(make_schedule(job.config), local_batch(job.config, job.tree.data_group(client_index))) {
+      mixer_(make_schedule(job.config), job.config.job.global_batch) {
   const Config& config = job.config;
   SourceOptions options;
   options.cache_dir = config.loader.cache_dir;
@@ -52,7 +48,7 @@ ColocatedClient::ColocatedClient(JobContext& job, int client_index)
     state_bytes_ += tokenizer_->state_bytes();
   }
   transform_ = std::make_unique<SampleTransform>(tokenizer_.get(), ImageOptions{config.image.max_side, config.image.patch});
-  shard_cursor_.assign(sources_.size(), 0);
+  next_cursor_.assign(sources_.size(), 0);
   bad_.assign(bad_kind_count, 0);
 }
 
@@ -72,68 +68,71 @@ void ColocatedClient::start(int32_t image_token_id) {
   worker_ = std::thread([this] { prefetch_loop(); });
 }
 
+// Loads one sample of the step into `out`; false (counted and logged) when it
+// is bad.
+bool ColocatedClient::load(uint32_t source_index, uint64_t cursor, Prepared& out, TransformedSample& sample) {
+  const Config& config = job_.config;
+  const uint32_t patch_bytes = config.image.patch * config.image.patch * 3;
+  Source& source = *sources_[source_index];
+  const StreamPosition pos = stream_position(config.job.seed, source_index, source.size(), cursor);
+  RawSample raw;
+  source.read(pos.index, raw);
+  std::string reason = raw.reason;
+  const BadKind bad = raw.bad != BadKind::none ? raw.bad : transform_->apply(raw, sample, reason);
+  if (bad != BadKind::none) {
+    bad_[static_cast<size_t>(bad)]++;
+    log_warn("bad sample in source '", config.sources[source_index].name, "': ", raw.where.file, " offset ",
+             raw.where.offset, " (sample ", pos.index, "): ", bad_kind_name(bad), ": ", reason, " (dropped)");
+    return false;
+  }
+  SampleMeta meta;
+  meta.source = source_index;
+  meta.cursor = cursor;
+  meta.index = pos.index;
+  meta.loader_rank = 0;
+  meta.text_tokens = static_cast<uint32_t>(sample.tokens.size());
+  meta.patches = sample.image.patches;
+  meta.patch_bytes = meta.patches > 0 ? patch_bytes : 0;
+  const uint64_t bytes = SlotLayout::bytes(meta.text_tokens, meta.patches, patch_bytes);
+  meta.slot_offset = (out.arena.size() + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
+  meta.slot_bytes = static_cast<uint32_t>(bytes);
+  out.arena.resize(meta.slot_offset + bytes);
+  uint8_t* slot = out.arena.data() + meta.slot_offset;
+  std::memcpy(slot + SlotLayout::tokens_offset(), sample.tokens.data(), sample.tokens.size() * sizeof(int32_t));
+  if (meta.patches > 0)
+    std::memcpy(slot + SlotLayout::patches_offset(meta.text_tokens), sample.image.pixels.data(),
+                sample.image.pixels.size());
+  out.plan.samples.push_back(meta);
+  out.bytes_loaded += bytes - SlotLayout::tokens_offset();
+  return true;
+}
+
+// The step's documents are the global mixer's, as the planner's are: source
+// s's next quota[s] cursors, in source order, then in the step's arrival
+// order (plan/modes.h). This rank loads its share, every dp-th, and packs it
+// as colocated_samples does (place_step). A bad sample is dropped: replacing
+// it would need the other ranks' samples.
 ColocatedClient::Prepared ColocatedClient::prepare(uint64_t step) {
   const Config& config = job_.config;
-  const uint64_t dp = static_cast<uint64_t>(config.topology.dp);
-  const uint32_t patch_bytes = config.image.patch * config.image.patch * 3;
   Prepared out;
   out.plan.step = step;
   out.plan.seq_len = config.job.seq_len;
   const std::vector<uint32_t> quota = mixer_.next();
+  std::vector<std::pair<uint32_t, uint64_t>> step_samples;  // (source, cursor)
+  for (uint32_t s = 0; s < quota.size(); ++s)
+    for (uint32_t k = 0; k < quota[s]; ++k) step_samples.emplace_back(s, next_cursor_[s]++);
+  const uint32_t n = checked_cast<uint32_t>(step_samples.size());
+  const std::vector<uint32_t> order = arrival_order(config.job.seed, step, n);
   TransformedSample sample;
-  for (uint32_t s = 0; s < quota.size(); ++s) {
-    Source& source = *sources_[s];
-    uint64_t failures_in_a_row = 0;
-    for (uint32_t taken = 0; taken < quota[s];) {
-      // This rank's shard of the source's stream: every dp-th position.
-      const uint64_t cursor = shard_cursor_[s]++ * dp + static_cast<uint64_t>(data_group_);
-      const StreamPosition pos = stream_position(config.job.seed, s, source.size(), cursor);
-      RawSample raw;
-      source.read(pos.index, raw);
-      std::string reason = raw.reason;
-      BadKind bad = raw.bad != BadKind::none ? raw.bad : transform_->apply(raw, sample, reason);
-      if (bad != BadKind::none) {
-        bad_[static_cast<size_t>(bad)]++;
-        log_warn("bad sample in source '", config.sources[s].name, "': ", raw.where.file, " offset ",
-                 raw.where.offset, " (sample ", pos.index, "): ", bad_kind_name(bad), ": ", reason);
-        if (++failures_in_a_row >= 2 * source.size())
-          throw IoError(str("source '", config.sources[s].name, "': none of its samples can be loaded"));
-        continue;
-      }
-      failures_in_a_row = 0;
-      SampleMeta meta;
-      meta.source = s;
-      meta.cursor = cursor;
-      meta.index = pos.index;
-      meta.loader_rank = 0;
-      meta.text_tokens = static_cast<uint32_t>(sample.tokens.size());
-      meta.patches = sample.image.patches;
-      meta.patch_bytes = meta.patches > 0 ? patch_bytes : 0;
-      const uint64_t bytes = SlotLayout::bytes(meta.text_tokens, meta.patches, patch_bytes);
-      meta.slot_offset = (out.arena.size() + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
-      meta.slot_bytes = static_cast<uint32_t>(bytes);
-      out.arena.resize(meta.slot_offset + bytes);
-      uint8_t* slot = out.arena.data() + meta.slot_offset;
-      std::memcpy(slot + SlotLayout::tokens_offset(), sample.tokens.data(), sample.tokens.size() * sizeof(int32_t));
-      if (meta.patches > 0)
-        std::memcpy(slot + SlotLayout::patches_offset(meta.text_tokens), sample.image.pixels.data(),
-                    sample.image.pixels.size());
-      out.plan.samples.push_back(meta);
-      out.bytes_loaded += bytes - SlotLayout::tokens_offset();
-      ++taken;
-    }
+  for (uint32_t position : sample_share(n, static_cast<uint32_t>(config.topology.dp), static_cast<uint32_t>(data_group_))) {
+    const auto [source, cursor] = step_samples[order[position]];
+    load(source, cursor, out, sample);
   }
-  // Arrival order: the sources' samples interleaved as a shuffled data
-  // loader delivers them (seeded: the baseline is deterministic too).
-  auto& samples = out.plan.samples;
-  uint64_t rng = mix64(config.job.seed ^ mix64(step * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(data_group_)));
-  for (size_t i = samples.size(); i > 1; --i) {
-    rng = mix64(rng + 0x9e3779b97f4a7c15ULL);
-    std::swap(samples[i - 1], samples[rng % i]);
-  }
+  if (out.plan.samples.empty() && n > 0)
+    throw IoError(str("step ", step, ": every sample of DP rank ", data_group_, "'s share is bad"));
   std::vector<PlanDoc> docs;
-  for (uint32_t i = 0; i < samples.size(); ++i)
-    docs.push_back({i, samples[i].positions(), samples[i].patches, 0.0});
+  for (uint32_t i = 0; i < out.plan.samples.size(); ++i)
+    docs.push_back({i, out.plan.samples[i].positions(), out.plan.samples[i].patches, 0.0});
   const LongDocs long_docs = config.job.long_docs == "truncate" ? LongDocs::truncate : LongDocs::split;
   for (const MicroBatchPlan& mb : baseline_micro_batches(docs, config.job.micro_batches, config.job.seq_len, long_docs)) {
     MicroBatchWire wire;

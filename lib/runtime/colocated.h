@@ -1,9 +1,11 @@
-// The colocated baseline (DESIGN.md "Baseline mode"), run by the same binary
-// for side-by-side measurement: no planner and no loader ranks. Every client
-// opens every source, takes its DP shard of each source's stream, transforms
+// The colocated_samples baseline (DESIGN.md "Baseline mode", docs/evaluation.md),
+// run by the same binary for side-by-side measurement: no planner and no
+// loader ranks. Every client opens every source, runs the one global mixer
+// (the same step documents as every other mode), loads its DP rank's share of
+// them (every dp-th in arrival order, as DistributedSampler does), transforms
 // in-process (on a prefetch thread, as data-loader workers do), fills
-// micro-batches by sample count with the same mixing weights, and packs them
-// next-fit in arrival order. TP/CP/PP peers load the same data redundantly.
+// micro-batches by sample count and packs them next-fit in arrival order.
+// TP/CP/PP peers load the same data redundantly.
 #pragma once
 
 #include <condition_variable>
@@ -40,6 +42,7 @@ class ColocatedClient : public ClientImpl {
     uint64_t bytes_loaded = 0;   // transformed sample bytes (tokens and patches) this rank made
   };
   Prepared prepare(uint64_t step);
+  bool load(uint32_t source, uint64_t cursor, Prepared& out, TransformedSample& sample);
   void prefetch_loop();
 
   JobContext& job_;
@@ -49,7 +52,7 @@ class ColocatedClient : public ClientImpl {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<SampleTransform> transform_;
   Mixer mixer_;
-  std::vector<uint64_t> shard_cursor_;  // per source: next position in this rank's shard
+  std::vector<uint64_t> next_cursor_;   // per source: next cursor of the global stream
   std::vector<uint64_t> bad_;           // per BadKind
   uint64_t state_bytes_ = 0;
   BuildOptions options_;

@@ -55,7 +55,7 @@ RoleLayout layout_of(const Config& config) {
   layout.loaders = config.topology.loaders;
   layout.shadows = config.topology.shadow_loaders;
   layout.clients = config.clients();
-  layout.colocated = config.job.mode == "colocated";
+  layout.colocated = loads_on_trainers(parse_training_mode(config.job.mode, config.job.balance));
   return layout;
 }
 

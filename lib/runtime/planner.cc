@@ -16,7 +16,8 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
       out_(job.world.get()),
       mixer_(make_schedule(job.config), job.config.job.global_batch),
       cost_(make_cost_model(job.config)),
-      pack_(make_pack_options(job.config)) {
+      pack_(make_pack_options(job.config)),
+      mode_(parse_training_mode(job.config.job.mode, job.config.job.balance)) {
   sources_.resize(job.config.sources.size());
   for (const auto& info : sources) sources_.at(info.source).samples = info.samples;
   for (size_t s = 0; s < sources_.size(); ++s) {
@@ -235,7 +236,14 @@ bool PlannerRole::try_plan_step() {
     const auto& m = samples[i];
     docs[i] = PlanDoc{static_cast<uint32_t>(i), m.positions(), m.patches, cost_.document(m.positions(), m.patches)};
   }
-  std::vector<BucketPlan> buckets = distribute_and_pack(docs, pack_, cost_);
+  // The colocated_tokens baseline packs in the step's arrival order, the one
+  // the colocated client uses; msd's plans do not depend on the order.
+  if (mode_ == TrainingMode::colocated_tokens) {
+    std::vector<PlanDoc> arrived;
+    for (uint32_t i : arrival_order(job_.config.job.seed, step, static_cast<uint32_t>(docs.size()))) arrived.push_back(docs[i]);
+    docs = std::move(arrived);
+  }
+  std::vector<BucketPlan> buckets = place_step(mode_, docs, pack_, cost_);
   MSD_CHECK_EQ(buckets.size(), static_cast<size_t>(job_.tree.data_groups()));
   if (trace_) trace_->append_step(make_step_record(step, std::move(consumed), buckets, cost_));
 

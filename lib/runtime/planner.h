@@ -14,6 +14,7 @@
 #include "checkpoint/trace.h"
 #include "plan/cost.h"
 #include "plan/mix.h"
+#include "plan/modes.h"
 #include "plan/pack.h"
 #include "runtime/context.h"
 
@@ -73,6 +74,7 @@ class PlannerRole {
   Mixer mixer_;
   CostModel cost_;
   PackOptions pack_;
+  TrainingMode mode_;  // job.mode: how a step's documents are placed (plan/modes.h)
   std::deque<std::vector<uint32_t>> quotas_;  // for steps next_step_, next_step_+1, ...
   std::deque<std::vector<uint64_t>> realized_before_;  // Mixer::realized() before each step in quotas_
   // What a checkpoint of step t needs, taken when t is planned: consumed

@@ -1,0 +1,127 @@
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "plan/modes.h"
+#include "plan/simulate.h"
+
+using namespace msd;
+
+namespace {
+// Positions each document has placed, summed over its pieces.
+std::map<uint32_t, uint64_t> coverage(const std::vector<BucketPlan>& buckets, uint32_t seq_len) {
+  std::map<uint32_t, uint64_t> placed;
+  for (const BucketPlan& bucket : buckets)
+    for (const MicroBatchPlan& mb : bucket.micro_batches)
+      for (const PackedSequence& seq : mb.sequences) {
+        uint32_t used = 0;
+        for (const Piece& p : seq.pieces) {
+          placed[p.doc] += p.length;
+          used += p.length;
+        }
+        REQUIRE(used == seq.used);
+        REQUIRE(used <= seq_len);
+      }
+  return placed;
+}
+}  // namespace
+
+TEST_CASE("Megatron-style packing cuts text at sequence edges and never cuts image-text") {
+  // seq_len 8: text 6, text 5, image-text 4 (3 patches), text 3.
+  const std::vector<PlanDoc> docs = {{0, 6, 0, 0}, {1, 5, 0, 0}, {2, 4, 3, 0}, {3, 3, 0, 0}};
+  const std::vector<PackedSequence> seqs = pack_concatenated(docs, 8);
+  REQUIRE(seqs.size() == 3);
+  REQUIRE(seqs[0].used == 8);  // doc 0 and the first 2 of doc 1
+  REQUIRE(seqs[0].pieces[1].doc == 1);
+  REQUIRE(seqs[0].pieces[1].length == 2);
+  REQUIRE(seqs[1].pieces[0].begin == 2);  // doc 1 continues
+  REQUIRE(seqs[1].pieces[1].doc == 2);    // the image fits whole (3 + 4 <= 8)
+  REQUIRE(seqs[1].used == 8);
+  REQUIRE(seqs[1].pieces[2].doc == 3);  // one position of doc 3, then the rest
+  REQUIRE(seqs[2].pieces[0].begin == 1);
+  REQUIRE(seqs[2].used == 2);
+  // An image-text document that does not fit starts a new sequence.
+  const std::vector<PackedSequence> padded = pack_concatenated({{0, 6, 0, 0}, {1, 4, 2, 0}}, 8);
+  REQUIRE(padded.size() == 2);
+  REQUIRE(padded[0].used == 6);
+  REQUIRE(padded[1].pieces[0].doc == 1);
+}
+
+TEST_CASE("colocated_samples gives rank r every dp-th document in arrival order") {
+  REQUIRE(sample_share(7, 3, 1) == std::vector<uint32_t>{1, 4});
+  std::vector<PlanDoc> docs;
+  for (uint32_t i = 0; i < 10; ++i) docs.push_back({i, 100 + i, 0, 0});
+  PackOptions options;
+  options.seq_len = 1024;
+  options.dp = 3;
+  options.micro_batches = 2;
+  const auto buckets = place_step(TrainingMode::colocated_samples, docs, options);
+  REQUIRE(buckets.size() == 3);
+  REQUIRE(buckets[1].micro_batches[0].sequences[0].pieces[0].doc == 1);
+  REQUIRE(buckets[1].micro_batches[1].sequences[0].pieces[0].doc == 7);
+  REQUIRE(buckets[1].positions == 101 + 104 + 107);
+}
+
+TEST_CASE("colocated_tokens gives ranks equal sequence counts, within one") {
+  std::vector<PlanDoc> docs;
+  for (uint32_t i = 0; i < 50; ++i) docs.push_back({i, 700 + 37 * i, 0, 0});
+  PackOptions options;
+  options.seq_len = 2048;
+  options.dp = 4;
+  options.micro_batches = 2;
+  const auto buckets = place_step(TrainingMode::colocated_tokens, docs, options);
+  size_t low = SIZE_MAX, high = 0;
+  for (const BucketPlan& b : buckets) {
+    size_t n = 0;
+    for (const MicroBatchPlan& mb : b.micro_batches) n += mb.sequences.size();
+    low = std::min(low, n);
+    high = std::max(high, n);
+    REQUIRE(b.micro_batches.size() == 2);
+  }
+  REQUIRE(high - low <= 1);
+}
+
+TEST_CASE("every mode places the same documents each step") {
+  SimulateOptions sim;
+  sim.dp = 8;
+  sim.tp = 1;
+  sim.seq_len = 4096;
+  sim.samples_per_gpu = 12;
+  const CostModel cost;
+  for (uint32_t cp : {1u, 2u}) {
+    for (uint64_t step = 0; step < 6; ++step) {
+      std::vector<PlanDoc> docs = synthetic_step(sim, cost, step);
+      const std::vector<uint32_t> order = arrival_order(sim.seed, step, static_cast<uint32_t>(docs.size()));
+      std::vector<PlanDoc> arrived;
+      for (uint32_t i : order) arrived.push_back(docs[i]);
+      std::vector<uint64_t> key(docs.size());
+      for (size_t i = 0; i < docs.size(); ++i) key[i] = i * 1000003 + step;
+      PackOptions options;
+      options.seq_len = sim.seq_len;
+      options.dp = sim.dp;
+      options.micro_batches = 1 + static_cast<uint32_t>(step % 3);
+      options.cp = cp;
+      std::map<uint32_t, uint64_t> expected;
+      for (const PlanDoc& d : docs) expected[d.id] = d.fixed > 0 ? std::min(d.positions, sim.seq_len) : d.positions;
+      uint64_t first = 0;
+      for (TrainingMode mode : kTrainingModes) {
+        INFO(training_mode_name(mode) << " step " << step << " cp " << cp);
+        const auto buckets = place_step(mode, arrived, options, cost);
+        REQUIRE(buckets.size() == sim.dp);
+        for (const BucketPlan& b : buckets) REQUIRE(b.micro_batches.size() == options.micro_batches);
+        REQUIRE(coverage(buckets, sim.seq_len) == expected);
+        const uint64_t digest = documents_digest(buckets, key);
+        if (mode == kTrainingModes[0]) first = digest;
+        REQUIRE(digest == first);
+      }
+    }
+  }
+}
+
+TEST_CASE("mode names and aliases") {
+  REQUIRE(parse_training_mode("colocated") == TrainingMode::colocated_samples);
+  REQUIRE(parse_training_mode("disaggregated", "karmarkar_karp") == TrainingMode::msd_kk);
+  REQUIRE(parse_training_mode("disaggregated", "tokens") == TrainingMode::msd_tokens);
+  for (TrainingMode mode : kTrainingModes) REQUIRE(parse_training_mode(training_mode_name(mode)) == mode);
+  REQUIRE_THROWS_WITH(parse_training_mode("hybrid"), Catch::StartsWith("job.mode: 'hybrid'"));
+}
