@@ -140,6 +140,8 @@ HybridLayout hybrid_layout(int ranks) {
   throw ConfigError(str("--ranks: ", ranks, " is not 1, 2, 4 or a multiple of 8 (dp x pp 2 x cp 2 x tp 2)"));
 }
 
+int megatron_loading_ranks(const HybridLayout& layout) { return layout.dp * layout.cp * std::min(layout.pp, 2); }
+
 MemoryReport run_memory_bench(const MemoryOptions& options) {
   if (options.sources.empty() || options.ranks.empty()) throw ConfigError("--sources and --ranks need a value each");
   int max_sources = 0;
@@ -200,6 +202,12 @@ MemoryReport run_memory_bench(const MemoryOptions& options) {
       row.ratio = row.disaggregated.loader_memory_bytes
                       ? double(row.colocated.loader_memory_bytes) / double(row.disaggregated.loader_memory_bytes)
                       : 0.0;
+      const int clients = row.layout.dp * row.layout.pp * row.layout.cp * row.layout.tp;
+      row.megatron_bytes = row.colocated.loader_memory_bytes / static_cast<uint64_t>(clients) *
+                           static_cast<uint64_t>(megatron_loading_ranks(row.layout));
+      row.ratio_vs_megatron = row.disaggregated.loader_memory_bytes
+                                  ? double(row.megatron_bytes) / double(row.disaggregated.loader_memory_bytes)
+                                  : 0.0;
       report.rows.push_back(row);
     }
   }
@@ -224,6 +232,8 @@ std::string memory_json(const MemoryReport& report) {
     w.value("colocated_bytes", row.colocated.loader_memory_bytes);
     w.value("disaggregated_bytes", row.disaggregated.loader_memory_bytes);
     w.value("ratio", row.ratio);
+    w.value("megatron_bytes", row.megatron_bytes);
+    w.value("ratio_vs_megatron", row.ratio_vs_megatron);
     w.begin_object("fetch_redundancy")
         .value("colocated", row.colocated.fetch_redundancy)
         .value("disaggregated", row.disaggregated.fetch_redundancy)
@@ -249,20 +259,23 @@ void write_memory_text(const MemoryReport& report, std::ostream& out) {
   out << "msd-bench memory: loader memory (peak RSS over start-up) and sample bytes fetched/needed per step,\n"
          "colocated (every rank opens every source) vs disaggregated (planner + loaders), "
       << report.documents_per_source << " documents per source\n";
-  std::snprintf(line, sizeof line, "  %7s %5s %-12s %12s %12s %7s %12s %12s %10s %10s\n", "sources", "ranks",
-                "dp.pp.cp.tp", "colocated", "disagg.", "ratio", "coloc. MB/st", "disagg MB/st", "coloc f/n",
+  std::snprintf(line, sizeof line, "  %7s %5s %-12s %12s %12s %7s %12s %7s %12s %12s %10s %10s\n", "sources", "ranks",
+                "dp.pp.cp.tp", "colocated", "disagg.", "ratio", "megatron", "ratio", "coloc. MB/st", "disagg MB/st", "coloc f/n",
                 "disagg f/n");
   out << line;
   for (const MemoryRow& row : report.rows) {
     char layout[32];
     std::snprintf(layout, sizeof layout, "%d.%d.%d.%d", row.layout.dp, row.layout.pp, row.layout.cp, row.layout.tp);
-    std::snprintf(line, sizeof line, "  %7d %5d %-12s %9.1f MB %9.1f MB %6.2fx %12.3f %12.3f %10.2f %10.2f\n",
-                  row.sources, row.ranks, layout, row.colocated.loader_memory_bytes / 1e6,
-                  row.disaggregated.loader_memory_bytes / 1e6, row.ratio, row.colocated.bytes_fetched_per_step / 1e6,
+    std::snprintf(line, sizeof line,
+                  "  %7d %5d %-12s %9.1f MB %9.1f MB %6.2fx %9.1f MB %6.2fx %12.3f %12.3f %10.2f %10.2f\n", row.sources,
+                  row.ranks, layout, row.colocated.loader_memory_bytes / 1e6, row.disaggregated.loader_memory_bytes / 1e6,
+                  row.ratio, row.megatron_bytes / 1e6, row.ratio_vs_megatron, row.colocated.bytes_fetched_per_step / 1e6,
                   row.disaggregated.bytes_fetched_per_step / 1e6, row.colocated.fetch_redundancy,
                   row.disaggregated.fetch_redundancy);
     out << line;
   }
+  out << "  megatron: the colocated run's loader memory per rank x the ranks that load under Megatron-LM\n"
+         "  (TP rank 0, first and last pipeline stage, every CP rank); its ratio is against disaggregated\n";
   out << "  f/n: bytes fetched (colocated: loaded and transformed) over bytes the batches use, all client ranks\n";
 }
 

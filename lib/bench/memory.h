@@ -41,11 +41,23 @@ struct MemoryMode {
   int world_size = 0;
 };
 
+// Ranks that load data under Megatron-LM's practice (colocated_tokens): TP
+// rank 0 of each TP group only (it broadcasts to its TP peers), the first and
+// the last pipeline stage only (tokens in, labels out; middle stages load
+// nothing), every CP rank (each loads whole sequences and keeps its slice):
+// dp * cp * min(pp, 2).
+int megatron_loading_ranks(const HybridLayout& layout);
+
 struct MemoryRow {
   int sources = 0, ranks = 0;
   HybridLayout layout;
   MemoryMode colocated, disaggregated;
   double ratio = 0;  // colocated / disaggregated loader memory
+  // The Megatron-style baseline: the colocated run's measured loader memory
+  // per client rank (every colocated rank opens every source alike) times
+  // megatron_loading_ranks.
+  uint64_t megatron_bytes = 0;
+  double ratio_vs_megatron = 0;  // megatron_bytes / disaggregated loader memory
 };
 
 struct MemoryReport {
