@@ -50,6 +50,10 @@ struct JobConfig {
   std::string mode = "disaggregated";  // | colocated
   std::string long_docs = "split";     // split | truncate: documents over seq_len
   std::string balance = "greedy";      // greedy | karmarkar_karp | tokens (even split by positions)
+  // Most positions (tokens + patches) one micro-batch may hold: the activation
+  // memory budget. 0: seq_len x the sequences a micro-batch gets under an
+  // equal token split of the step (PackOptions::max_positions_per_micro_batch).
+  uint64_t max_positions_per_micro_batch = 0;
 };
 
 struct TokenizerConfig {
@@ -77,10 +81,20 @@ struct ModelConfig {
   uint32_t vision_hidden = 768;  // vision encoder, for image patches' cost
   uint32_t vision_layers = 4;
   double cost_a = 0.0;  // the cost model's linear weight a; 0: derived, 6 * hidden
+  // llama3-8b | llama3-70b | vit-l: the model's shape (replaces hidden and
+  // layers for the planner and the device model). Empty: hidden x layers.
+  std::string preset;
+};
+
+// The GPU the device model (lib/plan/device_model.h) emulates.
+struct DeviceConfig {
+  std::string preset = "h100";  // h100 | h200
 };
 
 struct EmulatorConfig {
-  double tflops = 50.0;  // sustained device speed the trainer emulator assumes
+  // The trainer emulator sleeps the device model's step time times this
+  // (e.g. 0.01: a 1 s step sleeps 10 ms). 0: no sleeping at all.
+  double time_scale = 1.0;
 };
 
 struct OutputConfig {
@@ -119,6 +133,7 @@ struct Config {
   ImageConfig image;
   LoaderConfig loader;
   ModelConfig model;
+  DeviceConfig device;
   EmulatorConfig emulator;
   OutputConfig output;
   CheckpointConfig checkpoint;

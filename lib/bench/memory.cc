@@ -93,7 +93,7 @@ std::string write_config(const MemoryOptions& options, const std::string& dir, c
   for (int s = 0; s < sources; ++s)
     out << "[source." << source_name(s) << "]\nformat = " << (s % 2 == 0 ? "jsonl" : "indexed") << "\npath = "
         << paths[static_cast<size_t>(s)] << "\n\n";
-  out << "[tokenizer]\nvocab = " << vocab << "\n\n[loader]\nwindow_mb = 16\n\n[emulator]\ntflops = 1000000\n\n"
+  out << "[tokenizer]\nvocab = " << vocab << "\n\n[loader]\nwindow_mb = 16\n\n[emulator]\ntime_scale = 0\n\n"
       << "[output]\nprogress_every = 0\nlog_level = warn\n";
   if (!out) throw IoError(str("cannot write ", path));
   return path;

@@ -211,6 +211,9 @@ std::vector<Section> static_sections() {
       {"job.balance", "M", d.job.balance,
        "greedy | karmarkar_karp | tokens: how the planner balances DP ranks and micro-batches",
        text([](Config& c) -> auto& { return c.job.balance; })},
+      {"job.max_positions_per_micro_batch", "N", "0",
+       "most positions (tokens + patches) a micro-batch may hold; 0: seq_len x the sequences of an equal token split",
+       count([](Config& c) -> auto& { return c.job.max_positions_per_micro_batch; })},
   };
   Section& topology = section("topology");
   topology.options = {
@@ -292,12 +295,22 @@ std::vector<Section> static_sections() {
        [](Config& c, const Setting& s, const ParseContext& x) {
          if (!parse_double(s.text, c.model.cost_a) || c.model.cost_a < 0) bad_value(s, x, "a number >= 0");
        }},
+      {"model.preset", "NAME", "", "llama3-8b | llama3-70b | vit-l (replaces hidden and layers); empty: hidden x layers",
+       text([](Config& c) -> auto& { return c.model.preset; })},
+  };
+  Section& device = section("device");
+  device.options = {
+      {"device.preset", "NAME", d.device.preset, "h100 | h200: the GPU the device model emulates",
+       text([](Config& c) -> auto& { return c.device.preset; })},
   };
   Section& emulator = section("emulator");
   emulator.options = {
-      {"emulator.tflops", "T", text_of(d.emulator.tflops), "sustained device speed the trainer emulator assumes",
+      {"emulator.time_scale", "X", text_of(d.emulator.time_scale),
+       "the trainer emulator sleeps the device model's time times X (0: no sleep)",
        [](Config& c, const Setting& s, const ParseContext& x) {
-         if (!parse_double(s.text, c.emulator.tflops) || c.emulator.tflops <= 0) bad_value(s, x, "a positive number");
+         if (!parse_double(s.text, c.emulator.time_scale) || !(c.emulator.time_scale >= 0) ||
+             !std::isfinite(c.emulator.time_scale))
+           bad_value(s, x, "a number >= 0");
        }},
   };
   Section& checkpoint = section("checkpoint");
@@ -715,8 +728,14 @@ void validate(const Config& config) {
   require_at_least(config.loader.window_mb, uint64_t{1}, "loader.window_mb");
   require_at_least(config.model.hidden, uint32_t{1}, "model.hidden");
   require_at_least(config.model.layers, uint32_t{1}, "model.layers");
-  require(std::isfinite(config.emulator.tflops) && config.emulator.tflops > 0,
-          str("emulator.tflops: must be positive (got ", config.emulator.tflops, ")"));
+  require(std::isfinite(config.emulator.time_scale) && config.emulator.time_scale >= 0,
+          str("emulator.time_scale: must be >= 0 (got ", config.emulator.time_scale, ")"));
+  if (!config.model.preset.empty())
+    require_one_of(config.model.preset, {"llama3-8b", "llama3-70b", "vit-l"}, "model.preset");
+  require_one_of(config.device.preset, {"h100", "h200"}, "device.preset");
+  require(job.max_positions_per_micro_batch == 0 || job.max_positions_per_micro_batch >= job.seq_len,
+          str("job.max_positions_per_micro_batch: ", job.max_positions_per_micro_batch,
+              " cannot hold one sequence; give 0 or at least job.seq_len (", job.seq_len, ")"));
   require_one_of(config.output.log_level, {"debug", "info", "warn", "error", "quiet"}, "output.log_level");
   require_at_least(config.loader.deadline_ms, uint64_t{1}, "loader.deadline_ms");
   require_at_least(config.loader.threads, uint32_t{1}, "loader.threads");
@@ -849,6 +868,7 @@ std::string to_ini(const Config& config) {
   line("mode", job.mode);
   line("long_docs", job.long_docs);
   line("balance", job.balance);
+  line("max_positions_per_micro_batch", str(job.max_positions_per_micro_batch));
   const auto& topology = config.topology;
   begin("topology");
   line("dp", str(topology.dp));
@@ -885,8 +905,11 @@ std::string to_ini(const Config& config) {
   line("vision_hidden", str(config.model.vision_hidden));
   line("vision_layers", str(config.model.vision_layers));
   line("cost_a", exact(config.model.cost_a));
+  line("preset", config.model.preset);
+  begin("device");
+  line("preset", config.device.preset);
   begin("emulator");
-  line("tflops", exact(config.emulator.tflops));
+  line("time_scale", exact(config.emulator.time_scale));
   begin("output");
   line("summary_json", config.output.summary_json);
   line("progress_every", str(config.output.progress_every));

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "plan/device_model.h"
 
 namespace msd {
 
@@ -75,6 +76,16 @@ double CostModel::seconds(double units, double tflops) const {
   return units * flops_per_unit / (tflops * 1e12);
 }
 
-CostModel make_cost_model(const Config& config) { return CostModel::from(config.model, config.model.cost_a); }
+CostModel make_cost_model(const Config& config) {
+  // A preset names the model's shape; the planner learns its hidden size and
+  // depth from it, nothing of the device model.
+  ModelConfig model = config.model;
+  if (!model.preset.empty()) {
+    const ModelSpec spec = model_spec_preset(model.preset);
+    model.hidden = spec.hidden;
+    model.layers = spec.layers;
+  }
+  return CostModel::from(model, config.model.cost_a);
+}
 
 }  // namespace msd

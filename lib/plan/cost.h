@@ -51,7 +51,8 @@ struct CostModel {
   double seconds(double units, double tflops) const;
 };
 
-// The cost model of a job: model.* with model.cost_a.
+// The cost model of a job: model.* with model.cost_a; model.preset, when
+// set, gives hidden and layers.
 CostModel make_cost_model(const Config& config);
 
 }  // namespace msd

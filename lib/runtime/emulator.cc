@@ -4,28 +4,41 @@
 #include <thread>
 #include <vector>
 
-#include "plan/cost.h"
 #include "transport/mpi.h"
 
 namespace msd {
 
+Parallel parallel_of(const Config& config) {
+  const TopologyConfig& t = config.topology;
+  return Parallel{static_cast<uint32_t>(t.dp), static_cast<uint32_t>(t.pp), static_cast<uint32_t>(t.cp),
+                  static_cast<uint32_t>(t.tp)};
+}
+
+double emulated_compute_seconds(const Batch& batch, const DeviceModel& model, const Parallel& parallel) {
+  std::vector<MicroBatchShape> shapes;
+  shapes.reserve(batch.micro_batches.size());
+  for (const MicroBatch& mb : batch.micro_batches) shapes.push_back(shape_of(mb));
+  return rank_time(model, parallel, shapes).seconds;
+}
+
 double emulated_compute_seconds(const Batch& batch, const Config& config) {
-  const CostModel cost = make_cost_model(config);
-  double units = 0.0;
-  for (const MicroBatch& mb : batch.micro_batches)
-    for (const DocSpan& doc : mb.docs) units += cost.document(doc.length, doc.patches);
-  return units * cost.flops_per_unit / (config.emulator.tflops * 1e12);
+  return emulated_compute_seconds(batch, make_device_model(config), parallel_of(config));
 }
 
 TrainerStats run_trainer_emulator(Job& job) {
   using Clock = std::chrono::steady_clock;
   TrainerStats stats;
   Client& client = job.client();
-  // A stand-in gradient: small, so the sync costs latency, not bandwidth.
+  const DeviceModel model = make_device_model(job.config());
+  const Parallel parallel = parallel_of(job.config());
+  const double scale = job.config().emulator.time_scale;
+  const double allreduce = gradient_allreduce_seconds(model, parallel) * scale;
+  // A stand-in gradient: small, so the real sync costs latency, not bandwidth;
+  // the modeled all-reduce is slept after it.
   std::vector<float> gradient(1024, 1.0f), reduced(1024);
   const auto start = Clock::now();
   while (const Batch* batch = client.next()) {
-    const double compute = emulated_compute_seconds(*batch, job.config());
+    const double compute = emulated_compute_seconds(*batch, model, parallel) * scale;
     stats.compute_seconds += compute;
     std::this_thread::sleep_for(std::chrono::duration<double>(compute));
     MPI_Request request;
@@ -33,6 +46,7 @@ TrainerStats run_trainer_emulator(Job& job) {
                            job.dp_comm(), &request),
             "emulated gradient allreduce over dp_comm");
     wait(request, "emulated gradient allreduce over dp_comm");
+    std::this_thread::sleep_for(std::chrono::duration<double>(allreduce));
     ++stats.steps;
   }
   stats.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();

@@ -34,7 +34,7 @@ std::vector<std::string> job_args() {
           "--source.web.weight=0:0.75, 30:0.25", "--source.corpus.format=indexed",
           "--source.corpus.path=/data/corpus/a.idx,/data/corpus/b.idx", "--source.corpus.weight=0.3",
           "--mix.schedule=linear", "--tokenizer.vocab=/data/vocab.tiktoken", "--job.seed=77", "--topology.dp=2",
-          "--job.global_batch=24", "--emulator.tflops=123.456789", "--model.cost_a=0.1"};
+          "--job.global_batch=24", "--emulator.time_scale=0.123456789", "--model.cost_a=0.1"};
 }
 
 PlannerCheckpoint sample_checkpoint(uint64_t step) {
@@ -65,7 +65,7 @@ TEST_CASE("to_ini reads back to the same configuration", "[config][checkpoint]")
   const Config again = parse({"--config=" + path});
   CHECK(to_ini(again) == ini);
   CHECK(again.job.seed == 77);
-  CHECK(again.emulator.tflops == config.emulator.tflops);  // exactly, not to 6 digits
+  CHECK(again.emulator.time_scale == config.emulator.time_scale);  // exactly, not to 6 digits
   CHECK(again.model.cost_a == config.model.cost_a);
   REQUIRE(again.sources.size() == 2);
   CHECK(again.sources[0].weight.size() == 2);

@@ -114,7 +114,9 @@ TEST_CASE("config: every option of a full INI file lands in its field", "[config
   CHECK(c.model.layers == 32);
   CHECK(c.model.vision_hidden == 1024);
   CHECK(c.model.vision_layers == 24);
-  CHECK(c.emulator.tflops == 400.5);
+  CHECK(c.model.preset == "llama3-8b");
+  CHECK(c.device.preset == "h200");
+  CHECK(c.emulator.time_scale == 0.5);
   CHECK(c.output.summary_json == "out/summary.json");  // never resolved against the file
   CHECK(c.output.progress_every == 10);
   CHECK(c.output.log_level == "warn");
@@ -250,7 +252,11 @@ TEST_CASE("config: every error names the option", "[config]") {
     CHECK_THAT(error_of_ini(kBase, {"--topology.dp=-2"}), Catch::StartsWith("topology.dp: '-2' is not a valid value"));
     CHECK_THAT(error_of_ini(kBase, {"--job.global_batch=99999999999"}), Catch::StartsWith("job.global_batch: "));
     CHECK_THAT(error_of_ini(kBase, {"--mix.schedule=cubic"}), Catch::StartsWith("mix.schedule: 'cubic'"));
-    CHECK_THAT(error_of_ini(kBase, {"--emulator.tflops=0"}), Catch::StartsWith("emulator.tflops: '0'"));
+    CHECK_THAT(error_of_ini(kBase, {"--emulator.time_scale=-1"}), Catch::StartsWith("emulator.time_scale: '-1'"));
+    CHECK_THAT(error_of_ini(kBase, {"--model.preset=gpt5"}), Catch::StartsWith("model.preset: 'gpt5'"));
+    CHECK_THAT(error_of_ini(kBase, {"--device.preset=a100"}), Catch::StartsWith("device.preset: 'a100'"));
+    CHECK_THAT(error_of_ini(kBase, {"--job.max_positions_per_micro_batch=8"}),
+               Catch::StartsWith("job.max_positions_per_micro_batch: 8 cannot hold one sequence"));
     CHECK_THAT(error_of_ini(kBase, {"--image.token_id=-2"}), Catch::StartsWith("image.token_id: '-2'"));
     CHECK_THAT(error_of_ini(kBase, {"--job.steps"}), Catch::Contains("job.steps"));
   }
