@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench/memory.h"
+#include "bench/sweep.h"
 #include "bench/throughput.h"
 #include "bench/transforms.h"
 #include "common/error.h"
@@ -82,23 +83,70 @@ int transforms_main(int argc, char** argv) {
   return 0;
 }
 
+// Parses a subcommand's options; prints the help and returns false for --help.
+bool parse_or_help(int argc, char** argv, const po::options_description& described) {
+  po::variables_map values;
+  po::store(po::command_line_parser(argc, argv).options(described).run(), values);
+  if (values.count("help")) {
+    std::cout << described << '\n';
+    return false;
+  }
+  po::notify(values);
+  return true;
+}
+
+// "a,b,c" -> its items; `parse` turns one item into a value.
+template <typename T, typename Parse>
+std::vector<T> parse_list(const std::string& text, Parse parse) {
+  std::vector<T> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    out.push_back(parse(text.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  return out;
+}
+
+template <typename T>
+std::vector<T> number_list(const std::string& text, const char* what) {
+  return parse_list<T>(text, [&](const std::string& item) {
+    try {
+      size_t used = 0;
+      const long long value = std::stoll(item, &used);
+      if (used != item.size() || value < 0) throw std::invalid_argument(item);
+      return static_cast<T>(value);
+    } catch (const std::exception&) {
+      throw msd::ConfigError(std::string(what) + ": '" + text + "' is not a list of numbers");
+    }
+  });
+}
+
 int throughput_main(int argc, char** argv) {
   msd::bench::ThroughputOptions options;
   bool json = false;
+  std::string modes;
   po::options_description described(
       "Usage: msd-bench throughput --config FILE [options] [-- msd-run options...]\n\n"
-      "Runs the configuration twice through msd-run under mpirun, back to back: the\n"
-      "colocated baseline (--mode=colocated: every training rank loads its own shard,\n"
-      "micro-batches by sample count, greedy packing in arrival order) and msd\n"
-      "(disaggregated: planner + loaders, attention-cost balancing). Prints tokens/s of\n"
-      "each and their ratio, the per-step max/mean cost over DP ranks (median and\n"
-      "worst), the same per micro-batch index, the lower bound, and data-wait time.\n"
-      "Options after -- go to both runs (e.g. -- --job.steps=10). mpirun flags come from\n"
-      "MSD_MPIRUN_FLAGS when set (default: as tools/mpirun.sh).\n\n"
+      "Runs the configuration through msd-run under mpirun once per training mode, back\n"
+      "to back, on the same documents each step (docs/evaluation.md):\n"
+      "  colocated_samples  every rank loads its own share, equal samples per rank;\n"
+      "  colocated_tokens   Megatron-LM practice: fixed seq_len sequences cut from the\n"
+      "                     concatenated documents, equal sequences per rank;\n"
+      "  msd_tokens, msd_greedy, msd_kk  planner + loaders, balancing positions, or cost\n"
+      "                     by LPT or Karmarkar-Karp.\n"
+      "The trainer emulator sleeps the device model's time (model.preset, device.preset,\n"
+      "emulator.time_scale). Prints per mode the measured tokens/s (real tokens), step\n"
+      "time and data wait; padding, DP and micro-batch max/mean of device time and the\n"
+      "bubble fraction from the device model on the same steps, with its tokens/s and\n"
+      "the measurement's difference from it; and every msd mode's speedup over every\n"
+      "baseline. Options after -- go to every run (e.g. -- --job.steps=10). mpirun flags\n"
+      "come from MSD_MPIRUN_FLAGS when set (default: as tools/mpirun.sh).\n\n"
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")
       ("config", po::value(&options.config)->required(), "msd-run configuration (e.g. configs/bench-longctx.ini)")
+      ("modes", po::value(&modes), "comma-separated modes to run (default: all five)")
       ("work-dir", po::value(&options.work_dir), "where summaries and logs go (default: a new /tmp/msd-bench-*)")
       ("json", po::bool_switch(&json), "print one JSON object instead of text");
   int own = argc;
@@ -109,13 +157,11 @@ int throughput_main(int argc, char** argv) {
       break;
     }
   }
-  po::variables_map values;
-  po::store(po::command_line_parser(own, argv).options(described).run(), values);
-  if (values.count("help")) {
-    std::cout << described << '\n';
-    return 0;
-  }
-  po::notify(values);
+  if (!parse_or_help(own, argv, described)) return 0;
+  if (!modes.empty())
+    options.modes = parse_list<msd::TrainingMode>(modes, [](const std::string& name) {
+      return msd::parse_training_mode(name, "greedy", "--modes");
+    });
   const msd::bench::ThroughputReport report = msd::bench::run_throughput_bench(options);
   if (json) {
     std::cout << msd::bench::throughput_json(report) << '\n';
@@ -149,34 +195,64 @@ int memory_main(int argc, char** argv) {
       ("seq-len", po::value(&options.seq_len)->default_value(options.seq_len), "positions per sequence")
       ("work-dir", po::value(&options.work_dir), "dataset, summaries and logs (default: a new /tmp/msd-bench-memory-*)")
       ("json", po::bool_switch(&json), "print one JSON object instead of text");
-  po::variables_map values;
-  po::store(po::command_line_parser(argc, argv).options(described).run(), values);
-  if (values.count("help")) {
-    std::cout << described << '\n';
-    return 0;
-  }
-  po::notify(values);
-  auto list = [](const std::string& text, const char* what) {
-    std::vector<int> out;
-    size_t start = 0;
-    while (start <= text.size()) {
-      const size_t comma = std::min(text.find(',', start), text.size());
-      try {
-        out.push_back(std::stoi(text.substr(start, comma - start)));
-      } catch (const std::exception&) {
-        throw msd::ConfigError(std::string(what) + ": '" + text + "' is not a list of numbers");
-      }
-      start = comma + 1;
-    }
-    return out;
-  };
-  options.sources = list(sources, "--sources");
-  options.ranks = list(ranks, "--ranks");
+  if (!parse_or_help(argc, argv, described)) return 0;
+  options.sources = number_list<int>(sources, "--sources");
+  options.ranks = number_list<int>(ranks, "--ranks");
   const msd::bench::MemoryReport report = msd::bench::run_memory_bench(options);
   if (json) {
     std::cout << msd::bench::memory_json(report) << '\n';
   } else {
     msd::bench::write_memory_text(report, std::cout);
+  }
+  return 0;
+}
+
+int sweep_main(int argc, char** argv) {
+  msd::bench::SweepOptions options;
+  bool json = false;
+  std::string seq_lens = "4096,8192,16384,32768,65536", dps = "8,16,32,64,128,256,512", pps = "1,4";
+  std::string mixes = "longtail_text,text_image,demo", csv, plot;
+  po::options_description described(
+      "Usage: msd-bench sweep [options]\n\n"
+      "The gain at scale without MPI (docs/evaluation.md): for every seq_len x dp x mix x\n"
+      "pp, synthetic steps placed by colocated_samples, colocated_tokens and msd_greedy\n"
+      "are timed on the device model, and msd_greedy's tokens/s over each baseline's is\n"
+      "printed, with the average and best over rows and the average per seq_len.\n"
+      "Mixes: longtail_text (15% long documents), text_image (15% long, 40% image-text),\n"
+      "demo (the demo dataset's: 30% long, 20% image-text).\n\n"
+      "Options");
+  described.add_options()
+      ("help,h", "print this help and exit")
+      ("seq-lens", po::value(&seq_lens)->default_value(seq_lens), "positions per sequence, comma-separated")
+      ("dps", po::value(&dps)->default_value(dps), "data-parallel sizes, comma-separated")
+      ("pps", po::value(&pps)->default_value(pps), "pipeline-parallel sizes, comma-separated")
+      ("mixes", po::value(&mixes)->default_value(mixes), "document mixes, comma-separated")
+      ("tp", po::value(&options.tp)->default_value(options.tp), "tensor-parallel size")
+      ("samples-per-gpu", po::value(&options.samples_per_gpu)->default_value(options.samples_per_gpu),
+       "samples per DP rank and step")
+      ("micro-batches-per-stage", po::value(&options.micro_batches_per_stage)->default_value(options.micro_batches_per_stage),
+       "micro-batches per DP rank = this x pp")
+      ("steps", po::value(&options.steps)->default_value(options.steps), "steps per row")
+      ("seed", po::value(&options.seed)->default_value(options.seed), "seed of the synthetic steps")
+      ("model", po::value(&options.compare.model_preset)->default_value(options.compare.model_preset),
+       "device model's language model preset")
+      ("vision", po::value(&options.compare.vision_preset)->default_value(options.compare.vision_preset),
+       "vision tower preset, or none")
+      ("device", po::value(&options.compare.device_preset)->default_value(options.compare.device_preset), "GPU preset")
+      ("csv", po::value(&csv), "also write the rows as CSV to this file")
+      ("plot", po::value(&plot), "also draw the rows as a PNG (tools/plot_sweep.py, /usr/bin/python3 + matplotlib)")
+      ("json", po::bool_switch(&json), "print one JSON object instead of text");
+  if (!parse_or_help(argc, argv, described)) return 0;
+  options.seq_lens = number_list<uint32_t>(seq_lens, "--seq-lens");
+  options.dps = number_list<uint32_t>(dps, "--dps");
+  options.pps = number_list<uint32_t>(pps, "--pps");
+  options.mixes = parse_list<std::string>(mixes, [](const std::string& item) { return item; });
+  const msd::bench::SweepReport report = msd::bench::run_sweep(options);
+  if (!csv.empty() || !plot.empty()) msd::bench::write_sweep_files(report, csv, plot);
+  if (json) {
+    std::cout << msd::bench::sweep_json(report) << '\n';
+  } else {
+    msd::bench::write_sweep_text(report, std::cout);
   }
   return 0;
 }
@@ -189,8 +265,9 @@ struct Subcommand {
 
 constexpr Subcommand subcommands[] = {
     {"transforms", "tokenizer and JPEG speed against tiktoken and TurboJPEG", transforms_main},
-    {"throughput", "msd against the colocated baseline on one configuration", throughput_main},
+    {"throughput", "every training mode on one configuration: msd against the baselines", throughput_main},
     {"memory", "loader memory and fetched bytes, colocated vs disaggregated, over sources x ranks", memory_main},
+    {"sweep", "msd_greedy over the baselines on the device model, seq_len x dp x mix x pp", sweep_main},
 };
 
 void print_usage(std::ostream& out) {

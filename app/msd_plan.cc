@@ -1,6 +1,7 @@
 // msd-plan: offline planning tools. `simulate` plans steps for an emulated
 // cluster from synthetic metadata and reports planner time and balance per
-// balance method (lib/plan/simulate.h).
+// balance method (lib/plan/simulate.h); with --compare, every training mode's
+// throughput on the device model (lib/plan/simulate_compare.h).
 #include <boost/program_options.hpp>
 
 #include <iostream>
@@ -8,11 +9,13 @@
 
 #include "common/error.h"
 #include "plan/simulate.h"
+#include "plan/simulate_compare.h"
 
 namespace po = boost::program_options;
 
 int main(int argc, char** argv) {
   msd::SimulateOptions options;
+  msd::CompareOptions compare;
   std::string command, methods, long_docs = "split";
   po::options_description described(
       "Usage: msd-plan simulate [options]\n\n"
@@ -20,7 +23,11 @@ int main(int argc, char** argv) {
       "(short web text, long documents, image-text), with no data and no MPI, once per\n"
       "balance method, and prints the planner's milliseconds per step (one core) and the\n"
       "balance reached: DP max/mean cost, its lower bound, micro-batch max/mean and DP\n"
-      "max/mean positions (median and worst over steps). docs/cost-and-balance.md.\n\n"
+      "max/mean positions (median and worst over steps). docs/cost-and-balance.md.\n"
+      "With --compare: every training mode (colocated_samples, colocated_tokens,\n"
+      "msd_tokens, msd_greedy, msd_kk) places the same steps and the device model\n"
+      "(--model, --vision, --device) times them: tokens/s, padding, DP and micro-batch\n"
+      "max/mean, bubbles, and msd's speedups over the baselines. docs/evaluation.md.\n\n"
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")
@@ -44,6 +51,12 @@ int main(int argc, char** argv) {
       ("long-share", po::value(&options.long_share)->default_value(options.long_share), "share of long documents")
       ("image-share", po::value(&options.image_share)->default_value(options.image_share), "share of image-text samples")
       ("methods", po::value(&methods), "comma-separated balance methods (default: tokens,greedy,karmarkar_karp)")
+      ("compare", "evaluate every training mode on the device model instead")
+      ("model", po::value(&compare.model_preset)->default_value(compare.model_preset),
+       "--compare: language model preset (llama3-8b, llama3-70b)")
+      ("vision", po::value(&compare.vision_preset)->default_value(compare.vision_preset),
+       "--compare: vision tower preset for image patches (vit-l), or none")
+      ("device", po::value(&compare.device_preset)->default_value(compare.device_preset), "--compare: GPU preset (h100, h200)")
       ("json", "print the report as JSON");
   po::positional_options_description positional;
   positional.add("command", 1);
@@ -70,6 +83,14 @@ int main(int argc, char** argv) {
         options.methods.push_back(msd::parse_balance_method(methods.substr(begin, comma - begin), "--methods"));
         begin = comma + 1;
       }
+    }
+    if (values.count("compare")) {
+      const msd::CompareReport report = msd::compare_modes(options, compare);
+      if (values.count("json"))
+        std::cout << msd::compare_json(report) << '\n';
+      else
+        msd::print_compare(report, std::cout);
+      return 0;
     }
     const msd::SimulateReport report = msd::simulate(options);
     if (values.count("json"))

@@ -11,6 +11,7 @@ packages=(
   libturbojpeg0-dev libjpeg-turbo-progs
   libicu-dev
   catch2
+  python3-matplotlib  # msd-bench sweep --plot (tools/plot_sweep.py)
 )
 
 missing=()

@@ -1,5 +1,7 @@
 #include "bench/launch.h"
 
+#include <sys/stat.h>
+
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -57,6 +59,10 @@ int run_command(const std::vector<std::string>& command, const std::string& log_
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void make_dir(const std::string& path) {
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) throw IoError(str("cannot create directory ", path));
 }
 
 JsonValue read_json_file(const std::string& path) {

@@ -22,6 +22,9 @@ std::vector<std::string> mpirun_command(int ranks, const std::string& program, c
 // exit status; throws Error when it cannot be started.
 int run_command(const std::vector<std::string>& command, const std::string& log_path);
 
+// Creates a directory unless it exists; throws IoError when it cannot.
+void make_dir(const std::string& path);
+
 // Reads and parses a JSON file; throws IoError naming it.
 JsonValue read_json_file(const std::string& path);
 // A number member of an object path ("a.b.c"), or NaN when absent.

@@ -31,10 +31,6 @@ bool exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-void make_dir(const std::string& path) {
-  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) throw IoError(str("cannot create directory ", path));
-}
-
 std::string source_name(int s) {
   char name[16];
   std::snprintf(name, sizeof name, "s%03d", s);

@@ -1,117 +1,168 @@
 #include "bench/throughput.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
 
 #include "bench/launch.h"
+#include "bench/step_stream.h"
 #include "common/error.h"
 #include "common/json_writer.h"
 #include "msd/config.h"
+#include "plan/device_model.h"
 
 namespace msd::bench {
 
 namespace {
-ModeResult run_mode(const ThroughputOptions& options, const std::string& mode, const std::string& work) {
-  std::vector<std::string> args = {"--config", options.config, "--mode", mode};
-  args.insert(args.end(), options.overrides.begin(), options.overrides.end());
-  // Parse here first: a bad configuration fails before anything runs, and
-  // the rank count comes from the same code msd-run uses.
+
+Invocation parse_for(const ThroughputOptions& options, const std::vector<std::string>& args) {
   std::vector<const char*> argv = {"msd-run"};
   for (const auto& a : args) argv.push_back(a.c_str());
-  const Invocation inv = parse_command_line(static_cast<int>(argv.size()), argv.data());
-  ModeResult result;
-  result.mode = mode;
-  result.ranks = inv.config.world_size();
-  const std::string summary = work + "/" + mode + ".json";
-  const std::string log = work + "/" + mode + ".log";
-  args.push_back("--summary-json");
-  args.push_back(summary);
-  args.push_back("--output.progress_every=0");
-  std::fprintf(stderr, "msd-bench throughput: running %s on %d ranks (log %s)\n", mode.c_str(), result.ranks,
+  return parse_command_line(static_cast<int>(argv.size()), argv.data());
+}
+
+std::vector<std::string> mode_args(const ThroughputOptions& options, TrainingMode mode) {
+  std::vector<std::string> args = {"--config", options.config, "--mode", training_mode_name(mode)};
+  args.insert(args.end(), options.overrides.begin(), options.overrides.end());
+  return args;
+}
+
+void run_mode(const ThroughputOptions& options, const std::string& work, ModeResult& result) {
+  const std::string name = training_mode_name(result.mode);
+  std::vector<std::string> args = mode_args(options, result.mode);
+  result.ranks = parse_for(options, args).config.world_size();
+  const std::string summary = work + "/" + name + ".json";
+  const std::string log = work + "/" + name + ".log";
+  args.insert(args.end(), {"--summary-json", summary, "--output.progress_every=0"});
+  std::fprintf(stderr, "msd-bench throughput: running %s on %d ranks (log %s)\n", name.c_str(), result.ranks,
                log.c_str());
   const int rc = run_command(mpirun_command(result.ranks, executable_dir() + "/msd-run", args), log);
-  if (rc != 0) throw Error(str("the ", mode, " run failed with exit code ", rc, "; see ", log));
+  if (rc != 0) throw Error(str("the ", name, " run failed with exit code ", rc, "; see ", log));
   const JsonValue s = read_json_file(summary);
   result.tokens_per_s = json_number(s, "tokens_per_s");
   result.wall_s = json_number(s, "wall_s");
   result.data_wait_s = json_number(s, "data_wait_s");
-  result.dp_median = json_number(s, "dp_max_over_mean.median");
-  result.dp_max = json_number(s, "dp_max_over_mean.max");
-  result.mb_median = json_number(s, "microbatch_max_over_mean.median");
-  result.mb_max = json_number(s, "microbatch_max_over_mean.max");
-  result.bound_median = json_number(s, "lower_bound.median");
-  result.bound_max = json_number(s, "lower_bound.max");
   result.tokens = json_number(s, "tokens");
   result.steps = json_number(s, "steps");
-  if (const JsonValue* d = s.find("batch_digest")) result.batch_digest = d->string;
-  return result;
 }
+
 }  // namespace
 
+double measured_speedup(const ThroughputReport& report, TrainingMode mode, TrainingMode baseline) {
+  double mine = 0, theirs = 0;
+  for (const ModeResult& m : report.modes) {
+    if (m.mode == mode) mine = m.tokens_per_s;
+    if (m.mode == baseline) theirs = m.tokens_per_s;
+  }
+  return mine > 0 && theirs > 0 ? mine / theirs : 0.0;
+}
+
 ThroughputReport run_throughput_bench(const ThroughputOptions& options) {
+  if (options.modes.empty()) throw ConfigError("--modes: name at least one mode");
+  // Parse every mode's command line first: a bad configuration fails before
+  // anything runs, and the simulation reads the same configuration.
+  for (TrainingMode mode : options.modes) parse_for(options, mode_args(options, mode));
+  const Config config = parse_for(options, mode_args(options, TrainingMode::msd_greedy)).config;
   std::string work = options.work_dir;
   if (work.empty()) {
     char pattern[] = "/tmp/msd-bench-XXXXXX";
     if (!::mkdtemp(pattern)) throw IoError("cannot create a temporary directory under /tmp");
     work = pattern;
   }
+  make_dir(work);
+  std::fprintf(stderr, "msd-bench throughput: reading the stream's %llu steps for the device-model evaluation\n",
+               static_cast<unsigned long long>(config.job.steps));
+  std::vector<std::vector<PlanDoc>> steps;
+  for (StepDocuments& step : job_step_documents(config, config.job.steps)) steps.push_back(std::move(step.docs));
+  const DeviceModel device = make_device_model(config);
+  const Parallel parallel{static_cast<uint32_t>(config.topology.dp), static_cast<uint32_t>(config.topology.pp),
+                          static_cast<uint32_t>(config.topology.cp), static_cast<uint32_t>(config.topology.tp)};
   ThroughputReport report;
-  report.colocated = run_mode(options, "colocated", work);
-  report.disaggregated = run_mode(options, "disaggregated", work);
-  report.speedup = report.colocated.tokens_per_s > 0 ? report.disaggregated.tokens_per_s / report.colocated.tokens_per_s : 0;
+  report.time_scale = config.emulator.time_scale;
+  for (TrainingMode mode : options.modes) {
+    ModeResult result;
+    result.mode = mode;
+    result.simulated = evaluate_mode(mode, steps, make_pack_options(config), make_cost_model(config), device, parallel);
+    const double emulated_s = result.simulated.seconds * report.time_scale;
+    result.simulated_tokens_per_s = emulated_s > 0 ? static_cast<double>(result.simulated.real_positions) / emulated_s : 0;
+    run_mode(options, work, result);
+    result.simulation_error = result.simulated_tokens_per_s > 0 ? result.tokens_per_s / result.simulated_tokens_per_s - 1 : 0;
+    report.same_positions = report.same_positions && result.tokens == static_cast<double>(result.simulated.real_positions);
+    report.modes.push_back(result);
+  }
   return report;
 }
 
 std::string throughput_json(const ThroughputReport& r) {
   JsonWriter w;
   w.begin_object();
-  w.begin_object("tokens_per_s")
-      .value("colocated", r.colocated.tokens_per_s)
-      .value("disaggregated", r.disaggregated.tokens_per_s)
-      .end_object();
-  w.value("speedup", r.speedup);
-  w.begin_object("dp_max_over_mean");
-  for (const ModeResult* m : {&r.colocated, &r.disaggregated})
-    w.begin_object(m->mode).value("median", m->dp_median).value("max", m->dp_max).end_object();
+  w.begin_object("modes");
+  for (const ModeResult& m : r.modes) {
+    const ModeEvaluation& e = m.simulated;
+    w.begin_object(training_mode_name(m.mode));
+    w.value("tokens_per_s", m.tokens_per_s).value("step_s", m.steps > 0 ? m.wall_s / m.steps : 0.0);
+    w.value("padding_fraction", e.padding_fraction).value("dp_max_over_mean", e.dp_max_over_mean);
+    w.value("microbatch_max_over_mean", e.microbatch_max_over_mean).value("bubble_fraction", e.bubble_fraction);
+    w.value("data_wait_s", m.data_wait_s).value("tokens", m.tokens).value("wall_s", m.wall_s).value("ranks", m.ranks);
+    w.value("simulated_tokens_per_s", m.simulated_tokens_per_s).value("simulation_error", m.simulation_error);
+    w.value("simulated_step_s", e.steps ? e.seconds / static_cast<double>(e.steps) : 0.0);
+    w.end_object();
+  }
   w.end_object();
-  w.begin_object("microbatch_max_over_mean");
-  for (const ModeResult* m : {&r.colocated, &r.disaggregated})
-    w.begin_object(m->mode).value("median", m->mb_median).value("max", m->mb_max).end_object();
+  w.begin_object("speedup");
+  for (const ModeResult& m : r.modes)
+    for (const ModeResult& b : r.modes)
+      if (!is_baseline(m.mode) && is_baseline(b.mode))
+        w.value(str(training_mode_name(m.mode), "_over_", training_mode_name(b.mode)), measured_speedup(r, m.mode, b.mode));
   w.end_object();
-  // The bound depends on the documents of a step; msd's steps are the
-  // reference (the baseline takes the same mix, not the same documents).
-  w.begin_object("lower_bound")
-      .value("median", r.disaggregated.bound_median)
-      .value("max", r.disaggregated.bound_max)
-      .end_object();
-  w.begin_object("data_wait_s")
-      .value("colocated", r.colocated.data_wait_s)
-      .value("disaggregated", r.disaggregated.data_wait_s)
-      .end_object();
-  w.begin_object("wall_s").value("colocated", r.colocated.wall_s).value("disaggregated", r.disaggregated.wall_s).end_object();
-  w.begin_object("ranks").value("colocated", r.colocated.ranks).value("disaggregated", r.disaggregated.ranks).end_object();
+  w.begin_object("simulated_speedup");
+  for (const ModeResult& m : r.modes)
+    for (const ModeResult& b : r.modes)
+      if (!is_baseline(m.mode) && is_baseline(b.mode) && b.simulated.tokens_per_s > 0)
+        w.value(str(training_mode_name(m.mode), "_over_", training_mode_name(b.mode)),
+                m.simulated.tokens_per_s / b.simulated.tokens_per_s);
+  w.end_object();
+  // The planner's cost against device time over a step's micro-batches
+  // (Spearman, median over steps), for the planner's own placement.
+  double fit = 1.0;
+  for (const ModeResult& m : r.modes)
+    if (m.mode == TrainingMode::msd_greedy) fit = m.simulated.cost_model_fit;
+  w.value("cost_model_fit", fit);
+  w.value("time_scale", r.time_scale).value("same_positions", r.same_positions);
   w.end_object();
   return w.str();
 }
 
 void write_throughput_text(const ThroughputReport& r, std::ostream& out) {
-  char line[256];
-  out << "msd-bench throughput: the same configuration, colocated baseline vs disaggregated\n";
-  std::snprintf(line, sizeof line, "  %-14s %8s %12s %8s %10s %19s %19s\n", "mode", "ranks", "tokens/s", "wall s",
-                "wait s", "DP max/mean med|max", "mb max/mean med|max");
+  char line[320];
+  out << "msd-bench throughput: every mode on the same documents; measured by the MPI run, balance, padding and\n"
+         "bubbles from the device model on the same steps (simulated tokens/s in emulated time, time scale "
+      << r.time_scale << ")\n";
+  std::snprintf(line, sizeof line, "  %-18s %6s %11s %8s %8s %8s %9s %9s %8s %11s %7s\n", "mode", "ranks", "tokens/s",
+                "step s", "wait s", "padding", "DP max/mn", "mb max/mn", "bubble", "simulated", "error");
   out << line;
-  for (const ModeResult* m : {&r.colocated, &r.disaggregated}) {
-    std::snprintf(line, sizeof line, "  %-14s %8d %12.0f %8.2f %10.3f %9.3f|%-9.3f %9.3f|%-9.3f\n", m->mode.c_str(),
-                  m->ranks, m->tokens_per_s, m->wall_s, m->data_wait_s, m->dp_median, m->dp_max, m->mb_median,
-                  m->mb_max);
+  for (const ModeResult& m : r.modes) {
+    const ModeEvaluation& e = m.simulated;
+    std::snprintf(line, sizeof line, "  %-18s %6d %11.0f %8.3f %8.3f %7.1f%% %9.3f %9.3f %7.1f%% %11.0f %+6.1f%%\n",
+                  training_mode_name(m.mode), m.ranks, m.tokens_per_s, m.steps > 0 ? m.wall_s / m.steps : 0.0,
+                  m.data_wait_s, 100 * e.padding_fraction, e.dp_max_over_mean, e.microbatch_max_over_mean,
+                  100 * e.bubble_fraction, m.simulated_tokens_per_s, 100 * m.simulation_error);
     out << line;
   }
-  std::snprintf(line, sizeof line, "  speedup (disaggregated / colocated tokens/s): %.2fx\n", r.speedup);
-  out << line;
-  std::snprintf(line, sizeof line, "  lower bound of DP max/mean (msd's steps): median %.3f, max %.3f\n",
-                r.disaggregated.bound_median, r.disaggregated.bound_max);
-  out << line;
+  for (const ModeResult& m : r.modes) {
+    if (is_baseline(m.mode)) continue;
+    out << "  " << training_mode_name(m.mode) << ":";
+    for (const ModeResult& b : r.modes) {
+      if (!is_baseline(b.mode)) continue;
+      std::snprintf(line, sizeof line, "  %.3fx over %s (simulated %.3fx)", measured_speedup(r, m.mode, b.mode),
+                    training_mode_name(b.mode),
+                    b.simulated.tokens_per_s > 0 ? m.simulated.tokens_per_s / b.simulated.tokens_per_s : 0.0);
+      out << line;
+    }
+    out << '\n';
+  }
+  if (!r.same_positions)
+    out << "  note: a run's token count differs from the stream's (a bad sample dropped or replaced?)\n";
 }
 
 }  // namespace msd::bench

@@ -1,0 +1,46 @@
+// Evaluating training modes on a device model, without MPI: place each step's
+// documents with every mode (plan/modes.h), charge each DP rank the device
+// time of its micro-batches, and report throughput, padding, balance and
+// bubbles per mode. `msd-plan simulate --compare`, `msd-bench sweep` and the
+// simulated side of `msd-bench throughput` all go through evaluate_mode.
+// docs/evaluation.md.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "plan/device_model.h"
+#include "plan/modes.h"
+
+namespace msd {
+
+// One mode over a run of steps. Ratios are medians over steps.
+struct ModeEvaluation {
+  TrainingMode mode = TrainingMode::msd_greedy;
+  uint64_t steps = 0;
+  uint64_t real_positions = 0;       // tokens + patches placed (padding excluded)
+  uint64_t computed_positions = 0;   // sequences x seq_len: what the GPUs compute
+  double seconds = 0.0;              // sum over steps of StepTime::step_seconds
+  double tokens_per_s = 0.0;         // real_positions / seconds
+  double padding_fraction = 0.0;     // 1 - real / computed
+  double dp_max_over_mean = 1.0;     // StepTime's: device time over DP ranks
+  double dp_max_over_mean_worst = 1.0;
+  double microbatch_max_over_mean = 1.0;  // StepTime's: slowest micro-batch over the mean
+  double bubble_fraction = 0.0;      // StepTime's, mean over steps
+  // Spearman rank correlation between the planner's cost of a micro-batch and
+  // its device time, over the step's micro-batches (median over steps; 1 when
+  // a step has fewer than 3 micro-batches with work).
+  double cost_model_fit = 1.0;
+};
+
+// `steps[t]` holds step t's documents in arrival order, with ids 0..n-1
+// (any order). options.dp and options.cp must equal parallel.dp and .cp.
+ModeEvaluation evaluate_mode(TrainingMode mode, const std::vector<std::vector<PlanDoc>>& steps,
+                             const PackOptions& options, const CostModel& cost, const DeviceModel& device,
+                             const Parallel& parallel);
+
+// One step placed by `mode`, on the device model.
+StepTime step_time_of(const std::vector<BucketPlan>& buckets, const std::vector<PlanDoc>& docs_by_id,
+                      uint32_t seq_len, const DeviceModel& device, const Parallel& parallel);
+
+}  // namespace msd

@@ -1,0 +1,42 @@
+// `msd-plan simulate --compare` and `msd-bench sweep`: every training mode
+// (plan/modes.h) on the same synthetic steps, timed by the device model
+// (plan/device_model.h), for clusters up to thousands of GPUs. MPI-free.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "plan/compare.h"
+#include "plan/simulate.h"
+
+namespace msd {
+
+struct CompareOptions {
+  std::string model_preset = "llama3-8b";  // the language model (model_spec_preset)
+  std::string vision_preset = "vit-l";     // the vision tower for image patches; "none": patches run as text
+  std::string device_preset = "h100";      // device_spec_preset
+  std::vector<TrainingMode> modes{std::begin(kTrainingModes), std::end(kTrainingModes)};
+};
+
+struct CompareReport {
+  SimulateOptions options;
+  CompareOptions compare;
+  uint32_t dp = 0;
+  std::vector<ModeEvaluation> modes;  // in compare.modes order
+};
+
+// The device model of `compare` (presets by name; ConfigError for an unknown one).
+DeviceModel compare_device_model(const CompareOptions& compare);
+
+// Every mode on options.steps synthetic steps (synthetic_step, arrival order
+// by seed and step). Throws ConfigError like simulate() does.
+CompareReport compare_modes(const SimulateOptions& options, const CompareOptions& compare);
+
+// msd mode's tokens/s over a baseline's (0 when the baseline has none).
+double speedup(const CompareReport& report, TrainingMode mode, TrainingMode baseline);
+
+void print_compare(const CompareReport& report, std::ostream& out);
+std::string compare_json(const CompareReport& report);
+
+}  // namespace msd

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# msd-plan simulate --compare at a tiny size: every training mode is
+# evaluated on the device model, the JSON has every key, msd's cost balancing
+# beats the sample split where the steps are heavy-tailed, padding is where it
+# must be, and an unknown preset is refused with exit code 2.
+set -euo pipefail
+: "${MSD_BUILD:?run through ctest}"
+plan="$MSD_BUILD/app/msd-plan"
+args=(simulate --compare --gpus 64 --tp 4 --pp 2 --samples-per-gpu 16 --seq-len 8192 --steps 3 --seed 5)
+
+"$plan" "${args[@]}" | tee /dev/stderr | grep -q "^msd_kk"
+json=$("$plan" "${args[@]}" --json)
+/usr/bin/python3 - "$json" <<'PY'
+import json, sys
+report = json.loads(sys.argv[1])
+assert report["dp"] == 8 and report["pp"] == 2, report
+modes = report["modes"]
+assert sorted(modes) == sorted(["colocated_samples", "colocated_tokens", "msd_tokens", "msd_greedy", "msd_kk"]), modes
+keys = ["tokens_per_s", "step_s", "padding_fraction", "dp_max_over_mean", "microbatch_max_over_mean",
+        "bubble_fraction", "cost_model_fit"]
+for name, m in modes.items():
+    missing = [k for k in keys if k not in m]
+    assert not missing, (name, missing)
+    assert m["tokens_per_s"] > 0 and m["dp_max_over_mean"] >= 1 - 1e-9, (name, m)
+    assert 0 <= m["padding_fraction"] < 1 and 0 <= m["bubble_fraction"] < 1, (name, m)
+# Megatron-style packing leaves padding only at image-text documents and the
+# last sequences; next-fit by sample count leaves more.
+assert modes["colocated_tokens"]["padding_fraction"] < modes["colocated_samples"]["padding_fraction"], modes
+for msd in ("msd_tokens", "msd_greedy", "msd_kk"):
+    for base in ("colocated_samples", "colocated_tokens"):
+        assert f"{msd}_over_{base}" in report["speedup"], report["speedup"]
+assert report["speedup"]["msd_greedy_over_colocated_samples"] > 1, report["speedup"]
+print("json ok")
+PY
+
+status=0
+"$plan" simulate --compare --gpus 64 --tp 4 --device a100 2>/dev/null || status=$?
+[ "$status" -eq 2 ] || { echo "FAIL: --device a100 gave exit $status, expected 2"; exit 1; }
+echo "ok"
