@@ -235,7 +235,10 @@ bool PlannerRole::try_plan_step() {
     const auto& m = samples[i];
     docs[i] = PlanDoc{static_cast<uint32_t>(i), m.positions(), m.patches, cost_.document(m.positions(), m.patches)};
   }
-  std::vector<BucketPlan> buckets = distribute_and_pack(docs, pack_, cost_);
+  PackedStep packed = pack_step(docs, pack_, cost_);
+  report_.budget_binding_steps += packed.stats.budget_binding;
+  report_.budget_exceeded_steps += packed.stats.budget_exceeded;
+  std::vector<BucketPlan> buckets = std::move(packed.buckets);
   MSD_CHECK_EQ(buckets.size(), static_cast<size_t>(job_.tree.data_groups()));
   if (trace_) trace_->append_step(make_step_record(step, std::move(consumed), buckets, cost_));
 
