@@ -61,6 +61,12 @@ struct PackOptions {
   // its busiest CP rank's share (CostModel::zigzag_sequence), in micro-batch
   // and bucket costs and the order of micro-batches. Default: 1.
   uint32_t cp = 1;
+  // The activation-memory budget: no micro-batch holds more positions
+  // (tokens + patches, padding not counted) than this. 0: micro_batch_budget's
+  // default, seq_len x the sequences one micro-batch gets under an equal token
+  // split of the step, ceil(positions / (dp * micro_batches * seq_len)).
+  // Enforced after balancing (pack_step, step 3).
+  uint64_t max_positions_per_micro_batch = 0;
 };
 
 // The two balance objectives of a step, measured on its plan. "Cost" is
@@ -89,6 +95,15 @@ struct PlanStats {
   double micro_batch_lower_bound = 1.0;
   // Positions over DP buckets (memory, not time): max / mean.
   double positions_imbalance = 1.0;
+  // The memory budget (PackOptions::max_positions_per_micro_batch, resolved),
+  // the fullest micro-batch, whether the budget changed the plan, and whether
+  // the step could not be held within it (more positions than the budget
+  // times the micro-batches, or an image that fits nowhere): then it rose to
+  // the step's even share, and the fullest micro-batch may exceed it.
+  uint64_t positions_budget = 0;
+  uint64_t max_micro_batch_positions = 0;
+  bool budget_binding = false;
+  bool budget_exceeded = false;
 };
 
 struct PackedStep {
@@ -125,6 +140,13 @@ struct PackedStep {
 //       contiguous runs minimizing the largest run's positions; a run is
 //       empty only when the bucket has fewer sequences than runs.
 //    Within a sequence pieces are ordered by (doc, begin).
+// 3. The memory budget (PackOptions::max_positions_per_micro_batch): when a
+//    micro-batch holds more positions, it gives up its shortest pieces; they
+//    go, longest first, to the micro-batch with the most room (any bucket),
+//    a text piece longer than that room cut at it; changed micro-batches are
+//    repacked first-fit decreasing, and (cost methods) each bucket's
+//    micro-batches reordered heaviest first. A plan within the budget is
+//    unchanged. PlanStats says whether the budget bound.
 //
 // O(pieces * log(pieces) * log(dp)) time for karmarkar_karp, O(pieces *
 // log(pieces)) otherwise; no pass over all buckets per piece.
@@ -132,6 +154,9 @@ struct PackedStep {
 // long_docs and balance from the configuration. The planner and msd-replay
 // both use it, so a replay packs exactly as the run did.
 PackOptions make_pack_options(const Config& config);
+
+// The budget of a step of `total_positions` (pieces, after long_docs).
+uint64_t micro_batch_budget(uint64_t total_positions, const PackOptions& options);
 
 PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& options, const CostModel& cost = CostModel{});
 

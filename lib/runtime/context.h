@@ -68,6 +68,9 @@ struct PlannerReport {
   uint64_t checkpoints = 0;             // planner checkpoints written
   double checkpoint_seconds = 0.0;      // their cost on the planner's thread
   double checkpoint_max_seconds = 0.0;
+  // Steps whose plan the memory budget changed, and steps it could not hold
+  // (PlanStats::budget_binding, budget_exceeded).
+  uint64_t budget_binding_steps = 0, budget_exceeded_steps = 0;
   uint64_t steps = 0;
   uint64_t tokens = 0;  // non-padding positions over all data groups
   double wall_seconds = 0.0;

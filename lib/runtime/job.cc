@@ -257,6 +257,8 @@ Summary Job::finish(const TrainerStats& trainer) {
     input.checkpoints = job.report.checkpoints;
     input.checkpoint_seconds = job.report.checkpoint_seconds;
     input.checkpoint_max_seconds = job.report.checkpoint_max_seconds;
+    input.budget_binding_steps = job.report.budget_binding_steps;
+    input.budget_exceeded_steps = job.report.budget_exceeded_steps;
   }
   job.stats.peak_rss_bytes = peak_rss_bytes();
   input.stats = job.stats;

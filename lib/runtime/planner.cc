@@ -236,14 +236,20 @@ bool PlannerRole::try_plan_step() {
     const auto& m = samples[i];
     docs[i] = PlanDoc{static_cast<uint32_t>(i), m.positions(), m.patches, cost_.document(m.positions(), m.patches)};
   }
-  // The colocated_tokens baseline packs in the step's arrival order, the one
-  // the colocated client uses; msd's plans do not depend on the order.
+  std::vector<BucketPlan> buckets;
   if (mode_ == TrainingMode::colocated_tokens) {
+    // The Megatron-style baseline packs in the step's arrival order, the one
+    // the colocated client uses; msd's plans do not depend on the order.
     std::vector<PlanDoc> arrived;
     for (uint32_t i : arrival_order(job_.config.job.seed, step, static_cast<uint32_t>(docs.size()))) arrived.push_back(docs[i]);
-    docs = std::move(arrived);
+    buckets = place_step(mode_, arrived, pack_, cost_);
+  } else {
+    // pack_.balance is the mode's (make_pack_options), as place_step would set it.
+    PackedStep packed = pack_step(docs, pack_, cost_);
+    report_.budget_binding_steps += packed.stats.budget_binding;
+    report_.budget_exceeded_steps += packed.stats.budget_exceeded;
+    buckets = std::move(packed.buckets);
   }
-  std::vector<BucketPlan> buckets = place_step(mode_, docs, pack_, cost_);
   MSD_CHECK_EQ(buckets.size(), static_cast<size_t>(job_.tree.data_groups()));
   if (trace_) trace_->append_step(make_step_record(step, std::move(consumed), buckets, cost_));
 

@@ -293,6 +293,10 @@ Summary gather_summary(JobContext& job, const SummaryInput& input) {
     w.value(bad_kind_name(static_cast<BadKind>(k)), totals[2 * sources + static_cast<size_t>(k)]);
   w.value("total", bad_total);
   w.end_object();
+  w.begin_object("memory_budget")
+      .value("binding_steps", input.budget_binding_steps)
+      .value("exceeded_steps", input.budget_exceeded_steps)
+      .end_object();
   w.begin_object("planner_checkpoints")
       .value("written", input.checkpoints)
       .value("seconds", input.checkpoint_seconds)

@@ -19,6 +19,7 @@ struct SummaryInput {
   std::vector<Takeover> takeovers;    // the planner's
   uint64_t checkpoints = 0;           // the planner's checkpoint writes and their cost
   double checkpoint_seconds = 0.0, checkpoint_max_seconds = 0.0;
+  uint64_t budget_binding_steps = 0, budget_exceeded_steps = 0;  // the planner's memory budget
 };
 
 // Collective over the world. The returned Summary is complete on world rank 0

@@ -456,3 +456,65 @@ TEST_CASE("pack_step under CP costs micro-batches by their packed sequences") {
   for (const auto& b : sliced.buckets) sliced_total += b.cost;
   REQUIRE(sliced_total >= flat_total * (1 - 1e-12));
 }
+
+TEST_CASE("pack: the memory budget is never exceeded on random heavy-tailed steps", "[pack][budget]") {
+  std::mt19937_64 rng(29);
+  msd::CostModel cost;
+  cost.vision_scale = 0.5;
+  int binding = 0;
+  for (int round = 0; round < 90; ++round) {
+    PackOptions options;
+    options.seq_len = std::uniform_int_distribution<uint32_t>(64, 8192)(rng);
+    options.dp = std::uniform_int_distribution<uint32_t>(1, 64)(rng);
+    options.micro_batches = std::uniform_int_distribution<uint32_t>(1, 8)(rng);
+    options.long_docs = round % 2 == 0 ? LongDocs::split : LongDocs::truncate;
+    const msd::BalanceMethod methods[] = {msd::BalanceMethod::tokens, msd::BalanceMethod::greedy,
+                                          msd::BalanceMethod::karmarkar_karp};
+    options.balance = methods[round % 3];
+    // Half the rounds with the default budget, half with a given one of 1 to 4 sequences.
+    if (round % 4 >= 2)
+      options.max_positions_per_micro_batch =
+          options.seq_len * std::uniform_int_distribution<uint64_t>(1, 4)(rng);
+    const size_t count = std::uniform_int_distribution<size_t>(1, 2000)(rng);
+    // Patches at most a quarter of a sequence: an image always fits beside others.
+    const auto docs = random_docs(rng, count, options.seq_len, options.seq_len / 4);
+    const msd::PackedStep step = msd::pack_step(docs, options, cost);
+    check_plan(docs, options, step.buckets);
+    uint64_t total = 0;
+    for (const BucketPlan& plan : step.buckets) total += plan.positions;
+    const uint64_t budget = msd::micro_batch_budget(total, options);
+    REQUIRE(step.stats.positions_budget == budget);
+    const uint64_t bins = uint64_t{options.dp} * options.micro_batches;
+    const bool holds = total <= budget * bins;
+    REQUIRE(step.stats.budget_exceeded == !holds);
+    if (options.max_positions_per_micro_batch == 0) REQUIRE(holds);  // the default always holds the step
+    // A step the given budget cannot hold gets the even share, met up to one
+    // piece (an image cannot be cut to fit the last room).
+    const uint64_t limit = holds ? budget : (total + bins - 1) / bins + options.seq_len;
+    for (const BucketPlan& plan : step.buckets)
+      for (const auto& mb : plan.micro_batches) REQUIRE(mb.positions <= limit);
+    REQUIRE(step.stats.max_micro_batch_positions <= limit);
+    binding += step.stats.budget_binding;
+  }
+  CHECK(binding > 10);  // the test exercises the repair, not only plans already within budget
+}
+
+TEST_CASE("pack: a plan within the budget is unchanged by it", "[pack][budget]") {
+  std::mt19937_64 rng(5);
+  const auto docs = random_docs(rng, 3000, 4096, 256);
+  PackOptions options;
+  options.seq_len = 4096;
+  options.dp = 16;
+  options.micro_batches = 4;
+  options.max_positions_per_micro_batch = UINT64_MAX;
+  const msd::PackedStep free = msd::pack_step(docs, options);
+  REQUIRE_FALSE(free.stats.budget_binding);
+  options.max_positions_per_micro_batch = free.stats.max_micro_batch_positions;
+  const msd::PackedStep exact = msd::pack_step(docs, options);
+  CHECK_FALSE(exact.stats.budget_binding);
+  CHECK(same_plan(free.buckets, exact.buckets));
+  options.max_positions_per_micro_batch = free.stats.max_micro_batch_positions - 1;
+  const msd::PackedStep tighter = msd::pack_step(docs, options);
+  CHECK(tighter.stats.budget_binding);
+  CHECK(tighter.stats.max_micro_batch_positions < free.stats.max_micro_batch_positions);
+}
