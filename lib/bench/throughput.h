@@ -45,6 +45,10 @@ struct ThroughputReport {
 // Measured tokens/s of `mode` over `baseline`'s (0 when either is missing).
 double measured_speedup(const ThroughputReport& report, TrainingMode mode, TrainingMode baseline);
 
+// The planner cost's fit to device time (ModeEvaluation::cost_model_fit) of
+// msd_greedy, else msd_kk, else msd_tokens; 1 when none ran.
+double planner_fit(const ThroughputReport& report);
+
 // Throws ConfigError for a bad configuration (before running anything) and
 // Error when a run fails (its log is named).
 ThroughputReport run_throughput_bench(const ThroughputOptions& options);
