@@ -2,7 +2,9 @@
 // Text: a*L + L^2 per document under document masking, with a = 6 * hidden
 // (linear layers against attention) or a value given directly; image-text adds
 // the vision encoder's cost on its patch count. docs/cost-and-balance.md
-// derives it and says how the trainer emulator turns it into time.
+// derives it. The trainer emulator does not sleep it: it sleeps the device
+// model (plan/device_model.h), so benchmarks do not score the planner by its
+// own objective.
 #pragma once
 
 #include <cstdint>

@@ -44,7 +44,7 @@ vocab = $D/vocab.tiktoken
 max_side = 64
 patch = 16
 [emulator]
-tflops = 2000
+time_scale = 0.3
 [output]
 progress_every = 0
 log_level = warn

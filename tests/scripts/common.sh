@@ -59,7 +59,7 @@ patch = 16
 window_mb = 8
 
 [emulator]
-tflops = 2000
+time_scale = 0.3
 
 [output]
 progress_every = 0

@@ -8,7 +8,7 @@ source "$(dirname "$0")/common.sh"
 steps=24
 # Slow enough steps (emulated compute) that the kill lands mid-run.
 write_tiny_config "$WORK/job.ini"
-sed -i -e "s/^steps = .*/steps = $steps/" -e "s/^tflops = .*/tflops = 20/" "$WORK/job.ini"
+sed -i -e "s/^steps = .*/steps = $steps/" -e "s/^time_scale = .*/time_scale = 30/" "$WORK/job.ini"
 
 run_job "$WORK/job.ini" --summary-json "$WORK/full.json" --checkpoint.dir="$WORK/full" >/dev/null
 full_digests=$(grep -o '"step_digests":\[[^]]*\]' "$WORK/full.json" | tr -d '[]"' | cut -d: -f2 | tr ',' '\n')

@@ -36,6 +36,20 @@ std::vector<PlanDoc> random_docs(std::mt19937_64& rng, size_t count, uint32_t se
   return docs;
 }
 
+// Random sizes (seq_len from `min_seq_len` to 8192), long_docs alternating and
+// the three methods in turn.
+PackOptions random_options(std::mt19937_64& rng, int round, uint32_t min_seq_len) {
+  PackOptions options;
+  options.seq_len = std::uniform_int_distribution<uint32_t>(min_seq_len, 8192)(rng);
+  options.dp = std::uniform_int_distribution<uint32_t>(1, 64)(rng);
+  options.micro_batches = std::uniform_int_distribution<uint32_t>(1, 8)(rng);
+  options.long_docs = round % 2 == 0 ? LongDocs::split : LongDocs::truncate;
+  const msd::BalanceMethod methods[] = {msd::BalanceMethod::tokens, msd::BalanceMethod::greedy,
+                                        msd::BalanceMethod::karmarkar_karp};
+  options.balance = methods[round % 3];
+  return options;
+}
+
 std::vector<Piece> all_pieces(const std::vector<BucketPlan>& plans) {
   std::vector<Piece> pieces;
   for (const auto& plan : plans)
@@ -230,14 +244,7 @@ TEST_CASE("pack: random heavy-tailed steps keep every invariant, balanced by cos
   msd::CostModel cost;
   cost.vision_scale = 0.5;
   for (int round = 0; round < 90; ++round) {
-    PackOptions options;
-    options.seq_len = std::uniform_int_distribution<uint32_t>(16, 8192)(rng);
-    options.dp = std::uniform_int_distribution<uint32_t>(1, 64)(rng);
-    options.micro_batches = std::uniform_int_distribution<uint32_t>(1, 8)(rng);
-    options.long_docs = round % 2 == 0 ? LongDocs::split : LongDocs::truncate;
-    const msd::BalanceMethod methods[] = {msd::BalanceMethod::tokens, msd::BalanceMethod::greedy,
-                                          msd::BalanceMethod::karmarkar_karp};
-    options.balance = methods[round % 3];
+    PackOptions options = random_options(rng, round, 16);
     const size_t count = std::uniform_int_distribution<size_t>(0, 2000)(rng);
     const auto docs = random_docs(rng, count, options.seq_len, options.seq_len - 1);
     const msd::PackedStep step = msd::pack_step(docs, options, cost);
@@ -463,14 +470,7 @@ TEST_CASE("pack: the memory budget is never exceeded on random heavy-tailed step
   cost.vision_scale = 0.5;
   int binding = 0;
   for (int round = 0; round < 90; ++round) {
-    PackOptions options;
-    options.seq_len = std::uniform_int_distribution<uint32_t>(64, 8192)(rng);
-    options.dp = std::uniform_int_distribution<uint32_t>(1, 64)(rng);
-    options.micro_batches = std::uniform_int_distribution<uint32_t>(1, 8)(rng);
-    options.long_docs = round % 2 == 0 ? LongDocs::split : LongDocs::truncate;
-    const msd::BalanceMethod methods[] = {msd::BalanceMethod::tokens, msd::BalanceMethod::greedy,
-                                          msd::BalanceMethod::karmarkar_karp};
-    options.balance = methods[round % 3];
+    PackOptions options = random_options(rng, round, 64);
     // Half the rounds with the default budget, half with a given one of 1 to 4 sequences.
     if (round % 4 >= 2)
       options.max_positions_per_micro_batch =
