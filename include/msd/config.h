@@ -133,9 +133,9 @@ struct Config {
 // What parse_command_line decided besides the configuration itself.
 struct Invocation {
   Config config;
-  bool help = false;              // --help: print usage and exit 0
+  bool help = false;              // --help or --help-markdown: print usage and exit 0
   bool print_world_size = false;  // --print-world-size
-  std::string usage;              // the text --help prints
+  std::string usage;              // the text --help prints (--help-markdown: README's option table)
 };
 
 // Parses argv (`--config FILE`, `--key=value` overrides, aliases) and the INI
@@ -147,9 +147,10 @@ Invocation parse_command_line(int argc, const char* const* argv);
 void validate(const Config& config);
 
 // The configuration as canonical INI text: every option of every section, in
-// a fixed order, paths already resolved, numbers written so they read back
-// exactly. parse_command_line with `--config` of this text gives a Config
-// equal to `config` (except config_path). Checkpoints and traces store it.
+// the order of the option table in lib/config/config.cc (which prints them),
+// paths already resolved, numbers written so they read back exactly.
+// parse_command_line with `--config` of this text gives a Config equal to
+// `config` (except config_path). Checkpoints and traces store it.
 // Throws ConfigError for a value INI cannot hold (a '#', a line break, or
 // leading/trailing blanks, e.g. in a tokenizer.pattern regex).
 std::string to_ini(const Config& config);
