@@ -1,9 +1,12 @@
 // Control messages between planner, loaders and clients (docs/wire.md). Sample
 // bytes never travel here: they go loader -> client through RMA windows
-// (docs/window-slot.md). Encoding: little-endian fixed-width integers, counts
-// before arrays; every message starts with a version byte.
+// (docs/window-slot.md). Encoding: little-endian fixed-width integers and
+// doubles on every host (a big-endian host swaps), counts before arrays; every
+// message starts with a version byte.
 #pragma once
 
+#include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -42,7 +45,9 @@ class WireWriter {
   template <typename T>
   void put(T v) {
     const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    const size_t at = bytes_.size();
     bytes_.insert(bytes_.end(), p, p + sizeof v);
+    if constexpr (std::endian::native == std::endian::big) std::reverse(bytes_.begin() + at, bytes_.end());
   }
   std::vector<uint8_t> bytes_;
 };
@@ -66,8 +71,10 @@ class WireReader {
   T get() {
     need(sizeof(T));
     T v;
+    auto* p = reinterpret_cast<uint8_t*>(&v);
     std::copy(bytes_.begin() + static_cast<std::ptrdiff_t>(pos_),
-              bytes_.begin() + static_cast<std::ptrdiff_t>(pos_ + sizeof(T)), reinterpret_cast<uint8_t*>(&v));
+              bytes_.begin() + static_cast<std::ptrdiff_t>(pos_ + sizeof(T)), p);
+    if constexpr (std::endian::native == std::endian::big) std::reverse(p, p + sizeof(T));
     pos_ += sizeof(T);
     return v;
   }

@@ -68,6 +68,19 @@ TEST_CASE("hello, release and ack round trips") {
   REQUIRE(decode_ack(encode(AckMessage{9})).step == 9);
 }
 
+TEST_CASE("the wire is little-endian on every host (docs/wire.md)") {
+  AckMessage ack;
+  ack.step = 0x0102030405060708ULL;
+  ack.wait_seconds = -2.0;  // IEEE 754: 0xC000000000000000
+  const std::vector<uint8_t> bytes = encode(ack);
+  const std::vector<uint8_t> expected = {kWireVersion, 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+                                         0x00,         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xC0};
+  CHECK(bytes == expected);
+  const AckMessage back = decode_ack(bytes);
+  CHECK(back.step == ack.step);
+  CHECK(back.wait_seconds == ack.wait_seconds);
+}
+
 TEST_CASE("slot allocator places, frees and coalesces") {
   SlotAllocator alloc(64 * 10);
   auto a = alloc.allocate(100);  // two blocks
