@@ -88,7 +88,6 @@ void LoaderRole::resume(uint64_t first_step) {
 void LoaderRole::write_checkpoint(uint64_t step) {
   LoaderCheckpointPart part;
   part.loader = static_cast<uint32_t>(job_.layout.loader_index(job_.rank));
-  for (const auto& [source, cursor] : served_) part.served.push_back({source, cursor});
   for (const auto& [offset, meta] : live_) {
     if (!snapshot_source_[meta.source]) continue;
     SnapshotRecord record;
@@ -117,7 +116,6 @@ void LoaderRole::prepare(std::span<const LoadItem> items, std::deque<Prepared>& 
     Prepared& out = ready.emplace_back();  // references to deque elements stay valid
     prepared.push_back(&out);
     out.item = item;
-    served_[item.source] = std::max(served_[item.source], item.cursor);
     if (auto it = snapshot_.find({item.source, item.cursor}); it != snapshot_.end()) {
       // The same bytes the transform would make: the stream does not change.
       out.bytes = it->second.bytes.size();

@@ -54,7 +54,6 @@ class LoaderRole {
   enum class Fault { none, hang, fail };
   Fault fault_ = Fault::none;  // injected for testing failover (config [fault])
   std::map<uint64_t, SampleMeta> live_;       // slot offset -> the sample in it
-  std::map<uint32_t, uint64_t> served_;       // source -> highest cursor served
   std::vector<bool> snapshot_source_;         // per source: keep in loader checkpoints
   std::map<std::pair<uint32_t, uint64_t>, SnapshotRecord> snapshot_;  // (source, cursor) from a checkpoint
   uint64_t snapshot_hits_ = 0;
