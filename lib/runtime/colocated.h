@@ -1,4 +1,4 @@
-// The colocated baseline (DESIGN.md "Baseline mode"), run by the same binary
+// The colocated baseline (docs/design.md, "The colocated baseline"), run by the same binary
 // for side-by-side measurement: no planner and no loader ranks. Every client
 // opens every source, takes its DP shard of each source's stream, transforms
 // in-process (on a prefetch thread, as data-loader workers do), fills
