@@ -50,6 +50,11 @@ struct JobConfig {
   std::string mode = "disaggregated";  // | colocated
   std::string long_docs = "split";     // split | truncate: documents over seq_len
   std::string balance = "greedy";      // greedy | karmarkar_karp | tokens (even split by positions)
+  // A transformed sample bigger than this (slot bytes: header, tokens,
+  // patches; docs/window-slot.md) is bad (too_large): a property of the
+  // stream, so the window size never changes which samples are used. Every
+  // loader window must hold at least one such sample.
+  uint64_t max_sample_bytes = uint64_t{1} << 20;
 };
 
 struct TokenizerConfig {
@@ -101,10 +106,11 @@ struct CheckpointConfig {
 
 // Fault injection, for testing and showing failover: from step `step` on,
 // loader `loader` hangs (stops serving), stalls (for stall_ms, then goes on)
-// or fails its reads.
+// or fails its reads; or (kind crash) the rank `rank` (any role) throws.
 struct FaultConfig {
   int loader = -1;  // loader index; -1: no fault
-  std::string kind = "hang";  // hang | stall | fail
+  int rank = -1;    // kind crash: world rank that throws at `step`; -1: fault.loader's rank
+  std::string kind = "hang";  // hang | stall | fail | crash
   uint64_t step = 0;
   uint64_t stall_ms = 3000;
 };

@@ -245,6 +245,9 @@ std::vector<OptionSpec> job_options() {
            [](auto& c) -> auto& { return c.job.mode; }),
       text("job.long_docs", "M", "split | truncate: documents longer than seq_len",
            [](auto& c) -> auto& { return c.job.long_docs; }),
+      count("job.max_sample_bytes", "BYTES",
+            "a transformed sample bigger than this is skipped as too_large (a stream setting; <= loader.window_mb)",
+            [](auto& c) -> auto& { return c.job.max_sample_bytes; }),
       text("job.balance", "M", "greedy | karmarkar_karp | tokens: how the planner balances DP ranks and micro-batches (docs/cost-and-balance.md)",
            [](auto& c) -> auto& { return c.job.balance; }),
   };
@@ -385,7 +388,15 @@ std::vector<OptionSpec> fault_options() {
          c.fault.loader = static_cast<int>(v);
        },
        [](const Config& c) { return str(c.fault.loader); }},
-      text("fault.kind", "K", "hang | stall | fail: stop serving, pause for stall_ms, or fail every read",
+      {"fault.rank", "R", "kind crash: the world rank that throws at fault.step; -1: fault.loader's rank",
+       [](Config& c, const Setting& s, const ParseContext& x) {
+         int64_t v = 0;
+         if (!parse_integer(s.text, v) || v < -1 || v > 1000000) bad_value(s, x, "-1 or a world rank");
+         c.fault.rank = static_cast<int>(v);
+       },
+       [](const Config& c) { return str(c.fault.rank); }},
+      text("fault.kind", "K",
+           "hang | stall | fail | crash: stop serving, pause for stall_ms, fail every read, or throw (ends the job)",
            [](auto& c) -> auto& { return c.fault.kind; }),
       count("fault.step", "N", "the step the fault starts at", [](auto& c) -> auto& { return c.fault.step; }),
       count("fault.stall_ms", "MS", "how long a stall lasts", [](auto& c) -> auto& { return c.fault.stall_ms; }),
@@ -814,6 +825,10 @@ void validate(const Config& config) {
   }
 
   require_at_least(config.loader.window_mb, uint64_t{1}, "loader.window_mb");
+  require_at_least(job.max_sample_bytes, uint64_t{64}, "job.max_sample_bytes");
+  require(job.mode != "disaggregated" || (config.loader.window_mb << 20) >= job.max_sample_bytes,
+          str("loader.window_mb: ", config.loader.window_mb, " MiB cannot hold one sample of job.max_sample_bytes = ",
+              job.max_sample_bytes, " bytes; raise loader.window_mb or lower job.max_sample_bytes"));
   require_at_least(config.model.hidden, uint32_t{1}, "model.hidden");
   require_at_least(config.model.layers, uint32_t{1}, "model.layers");
   require(std::isfinite(config.emulator.tflops) && config.emulator.tflops > 0,
@@ -832,7 +847,11 @@ void validate(const Config& config) {
     require(name.empty() || names.count(name) > 0, str("checkpoint.snapshot_sources: '", name, "' is not a source in mix.sources"));
 
   const auto& fault = config.fault;
-  require_one_of(fault.kind, {"hang", "stall", "fail"}, "fault.kind");
+  require_one_of(fault.kind, {"hang", "stall", "fail", "crash"}, "fault.kind");
+  require(fault.rank < config.world_size(),
+          str("fault.rank: ", fault.rank, " is not a rank of this job (", config.world_size(), " ranks)"));
+  require(fault.rank < 0 || (fault.kind == "crash" && job.mode == "disaggregated"),
+          "fault.rank: only fault.kind = crash names a rank, and only in the disaggregated mode");
   require(fault.loader < topo.loaders,
           str("fault.loader: ", fault.loader, " is not a loader index (topology.loaders = ", topo.loaders, ")"));
 }

@@ -279,8 +279,36 @@ void Job::serve() {
   }
 }
 
+namespace {
+// The ranks alive at the end and their communicator: the planner decided who
+// is left out (PlannerRole::stop_loaders) and told every other live rank.
+void join_live_ranks(JobImpl& job) {
+  if (job.ctx.layout.colocated) return;
+  std::vector<int> gone = job.report.gone;
+  if (job.role != Role::planner) {
+    auto finish = receive_for(job.ctx.world.get(), job.ctx.layout.planner_rank(), kTagFinish, 60000,
+                              "waiting for the planner's end of job");
+    if (!finish) throw Error("the planner (world rank 0) sent no end of job within 60 s");
+    gone = decode_ranks(finish->bytes).ranks;
+  }
+  for (int rank = 0; rank < job.ctx.layout.world_size(); ++rank)
+    if (std::find(gone.begin(), gone.end(), rank) == gone.end()) job.ctx.live_ranks.push_back(rank);
+  job.ctx.live = Comm::create_group(job.ctx.world.get(), job.ctx.live_ranks, kTagFinish, "joining the live ranks");
+}
+}  // namespace
+
+int Job::shutdown() {
+  if (impl_->role == Role::planner && !impl_->report.gone.empty()) {
+    log_warn("every step was delivered and the summary written; ", impl_->report.gone.size(),
+             " loader(s) did not stop, so the job ends with MPI_Abort (exit status ", kExitOk, ")");
+    MPI_Abort(MPI_COMM_WORLD, kExitOk);
+  }
+  return kExitOk;
+}
+
 Summary Job::finish(const TrainerStats& trainer) {
   JobImpl& job = *impl_;
+  join_live_ranks(job);
   SummaryInput input;
   if (job.role == Role::client) {
     const ClientLog& log = job.client->log();

@@ -42,7 +42,8 @@ class LoaderRole {
   // and marked.
   void prepare(std::span<const LoadItem> items, std::deque<Prepared>& ready);
   bool place(Prepared& prepared, std::vector<SampleMeta>& outbox);
-  void write_checkpoint(uint64_t step);
+  bool on_control(const Message& message);
+  void write_checkpoint(const RanksMessage& go);
 
   JobContext& job_;
   HelloMessage hello_;

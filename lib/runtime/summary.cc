@@ -27,11 +27,13 @@ double median(std::vector<double> v) {
 
 double max_of(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); }
 
-// Gathers a variable-length array from every rank to rank 0 (Igatherv with
-// backoff). Returns per-rank arrays on rank 0.
+// Gathers a variable-length array from every rank of `comm` to its rank 0
+// (Igatherv with backoff). Returns on rank 0 the arrays by world rank
+// (`world_of`: comm rank -> world rank; ranks not in comm get none).
 template <typename T>
-std::vector<std::vector<T>> gather_arrays(MPI_Comm comm, int size, bool root, const std::vector<T>& mine,
-                                          MPI_Datatype type, const char* what) {
+std::vector<std::vector<T>> gather_arrays(MPI_Comm comm, const std::vector<int>& world_of, bool root,
+                                          const std::vector<T>& mine, MPI_Datatype type, const char* what) {
+  const int size = static_cast<int>(world_of.size());
   const int count = static_cast<int>(mine.size());
   std::vector<int> counts(root ? static_cast<size_t>(size) : 0);
   MPI_Request request;
@@ -43,9 +45,9 @@ std::vector<std::vector<T>> gather_arrays(MPI_Comm comm, int size, bool root, co
   MSD_MPI(MPI_Igatherv(mine.data(), count, type, flat.data(), counts.data(), displs.data(), type, 0, comm, &request),
           what);
   wait(request, what);
-  std::vector<std::vector<T>> out;
+  std::vector<std::vector<T>> out(root ? static_cast<size_t>(world_of.back() + 1) : 0);
   for (size_t r = 0; r < counts.size(); ++r)
-    out.emplace_back(flat.begin() + displs[r], flat.begin() + displs[r] + counts[r]);
+    out[static_cast<size_t>(world_of[r])].assign(flat.begin() + displs[r], flat.begin() + displs[r] + counts[r]);
   return out;
 }
 
@@ -60,8 +62,12 @@ struct Records {
 };
 
 Records gather_records(JobContext& job, const SummaryInput& input) {
-  const MPI_Comm world = job.world.get();
-  const int size = job.world.size();
+  // Over the ranks alive at the end (Job::finish), never a taken-over loader.
+  const MPI_Comm world = job.live.valid() ? job.live.get() : job.world.get();
+  std::vector<int> world_of = job.live_ranks;
+  if (!job.live.valid())
+    for (int r = 0; r < job.world.size(); ++r) world_of.push_back(r);
+  const int size = static_cast<int>(world_of.size());
   const bool root = job.rank == 0;
   const size_t sources = job.config.sources.size();
   const bool client = job.layout.role(job.rank) == Role::client;
@@ -97,13 +103,13 @@ Records gather_records(JobContext& job, const SummaryInput& input) {
   const std::vector<uint64_t> none;
   const std::vector<double> no_costs;
   const ClientLog* log = input.log;
-  records.digests = gather_arrays(world, size, root, log ? log->step_digests : none, MPI_UINT64_T,
+  records.digests = gather_arrays(world, world_of, root, log ? log->step_digests : none, MPI_UINT64_T,
                                   "gathering step digests");
-  records.costs = gather_arrays(world, size, root, group_leader && log ? log->step_costs : no_costs, MPI_DOUBLE,
+  records.costs = gather_arrays(world, world_of, root, group_leader && log ? log->step_costs : no_costs, MPI_DOUBLE,
                                 "gathering step costs");
-  records.fetched = gather_arrays(world, size, root, log ? log->step_bytes_fetched : none, MPI_UINT64_T,
+  records.fetched = gather_arrays(world, world_of, root, log ? log->step_bytes_fetched : none, MPI_UINT64_T,
                                   "gathering fetched bytes");
-  records.needed = gather_arrays(world, size, root, log ? log->step_bytes_needed : none, MPI_UINT64_T,
+  records.needed = gather_arrays(world, world_of, root, log ? log->step_bytes_needed : none, MPI_UINT64_T,
                                  "gathering needed bytes");
   return records;
 }

@@ -25,9 +25,11 @@ enum Tag : int {
   kTagRelease = 4,  // planner -> loader: these slots are free again
   kTagPlan = 5,     // planner -> client: the plan of one step
   kTagAck = 6,      // client -> planner: step built
-  kTagStop = 7,     // planner -> loader: the job is over
+  kTagStop = 7,     // planner -> loader: the job is over; loader -> planner: stopped (empty)
   kTagFault = 8,    // planner -> loader: injected fault (testing failover)
-  kTagCheckpoint = 9,  // planner -> every loader: write the loader checkpoint of this step (u64)
+  kTagCheckpoint = 9,  // planner -> live loaders: a loader checkpoint of this step is due (u64); loader -> planner: ready (u64)
+  kTagCheckpointGo = 10,  // planner -> ready loaders: write it together (u64 step, ranks: the writers); loader -> planner: written (u64)
+  kTagFinish = 11,     // planner -> live loaders and clients: ranks left out of the summary (ranks)
 };
 
 class WireWriter {
@@ -158,6 +160,14 @@ struct FaultMessage {
   uint64_t stall_ms = 0;
 };
 std::vector<uint8_t> encode(const FaultMessage& m);
+
+// A step and a list of world ranks (kTagCheckpointGo, kTagFinish).
+struct RanksMessage {
+  uint64_t step = 0;
+  std::vector<int> ranks;
+};
+std::vector<uint8_t> encode(const RanksMessage& m);
+RanksMessage decode_ranks(std::span<const uint8_t> bytes);
 FaultMessage decode_fault(std::span<const uint8_t> bytes);
 
 HelloMessage decode_hello(std::span<const uint8_t> bytes);
