@@ -120,10 +120,46 @@ bool LoaderRole::on_control(const Message& message) {
   return false;
 }
 
+// Whether every other writer in `go.ranks` is here, each telling the others
+// point-to-point and waiting at most loader.deadline_ms: a writer stopped
+// since it answered ready makes the others skip this checkpoint instead of
+// entering a collective it would never join.
+bool LoaderRole::writers_present(const RanksMessage& go) {
+  WireWriter here;
+  here.u64(go.step);
+  for (int rank : go.ranks)
+    if (rank != job_.rank) send_bytes(job_.world.get(), rank, kTagCheckpointJoin, here.bytes(), "joining a loader checkpoint");
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(job_.config.loader.deadline_ms);
+  for (int rank : go.ranks) {
+    if (rank == job_.rank) continue;
+    for (;;) {
+      const auto now = std::chrono::steady_clock::now();
+      const uint64_t left = now < end ? std::chrono::duration_cast<std::chrono::milliseconds>(end - now).count() : 0;
+      auto message = receive_for(job_.world.get(), rank, kTagCheckpointJoin, left, "waiting for loader checkpoint writers");
+      if (!message) {
+        log_warn("loader checkpoint of step ", go.step, " skipped: loader ", job_.layout.loader_index(rank),
+                 " (world rank ", rank, ") did not join within loader.deadline_ms");
+        return false;
+      }
+      WireReader r(message->bytes, "checkpoint join");
+      const uint64_t step = r.u64();
+      r.finish();
+      if (step == go.step) break;  // else a late one of a checkpoint skipped earlier
+    }
+  }
+  return true;
+}
+
 // Collective over the loaders in `go.ranks` only (those the planner found
 // alive), so a loader taken over by a shadow never blocks the others.
 void LoaderRole::write_checkpoint(const RanksMessage& go) {
   const uint64_t step = go.step;
+  WireWriter done;
+  done.u64(step);
+  if (!writers_present(go)) {
+    send_bytes(job_.world.get(), job_.layout.planner_rank(), kTagCheckpointGo, done.bytes(), "loader checkpoint skipped");
+    return;
+  }
   LoaderCheckpointPart part;
   part.loader = static_cast<uint32_t>(job_.layout.loader_index(job_.rank));
   for (const auto& [offset, meta] : live_) {
@@ -142,8 +178,6 @@ void LoaderRole::write_checkpoint(const RanksMessage& go) {
   const Comm writers = Comm::create_group(job_.world.get(), go.ranks, kTagCheckpointGo,
                                          str("loader checkpoint of step ", step, ": joining the live loaders"));
   write_loader_checkpoint(writers.get(), job_.config.checkpoint.dir, step, part, job_.config.checkpoint.keep);
-  WireWriter done;
-  done.u64(step);
   send_bytes(job_.world.get(), job_.layout.planner_rank(), kTagCheckpointGo, done.bytes(), "loader checkpoint written");
 }
 

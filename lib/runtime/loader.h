@@ -43,6 +43,7 @@ class LoaderRole {
   void prepare(std::span<const LoadItem> items, std::deque<Prepared>& ready);
   bool place(Prepared& prepared, std::vector<SampleMeta>& outbox);
   bool on_control(const Message& message);
+  bool writers_present(const RanksMessage& go);
   void write_checkpoint(const RanksMessage& go);
 
   JobContext& job_;
