@@ -3,6 +3,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "runtime/window_budget.h"
 #include "transport/slot.h"
 #include "transport/wire.h"
 
@@ -126,4 +127,20 @@ TEST_CASE("slot allocator never hands out overlapping ranges") {
       }
     }
   }
+}
+
+TEST_CASE("window budget: a request goes out only when it fits for sure", "[slot]") {
+  // 1024 bytes of window, samples of at most 300 bytes (a 320-byte slot).
+  msd::WindowBudget budget(1024, 300);
+  CHECK(budget.reserve() == 320);
+  CHECK(budget.fits(1, 2));    // 3 x 320 <= 1024
+  CHECK(!budget.fits(1, 3));   // 4 x 320 > 1024
+  budget.placed(1, 0, 100);    // a 128-byte slot
+  CHECK(budget.used(1) == 128);
+  CHECK(budget.fits(1, 1));    // 128 + 2 x 320 <= 1024
+  CHECK(!budget.fits(1, 2));   // 128 + 3 x 320 > 1024
+  CHECK(budget.fits(2, 2));    // each loader has its own window
+  budget.released(1, 0);
+  budget.released(1, 0);       // unknown now: no effect
+  CHECK(budget.used(1) == 0);
 }
