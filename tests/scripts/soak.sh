@@ -14,7 +14,7 @@ ref=$(json_field "$WORK/ref.json" batch_digest)
 TIMEOUT=240 run_job "$WORK/job.ini" "${args[@]}" --checkpoint.dir="$WORK/soak" --summary-json "$WORK/soak.json" \
   >"$WORK/soak.out" 2>&1 &
 job=$!
-trap 'kill $job 2>/dev/null; rm -rf "$WORK"' EXIT
+trap 'kill $job 2>/dev/null || true; rm -rf "$WORK"' EXIT
 declare -A pids
 for _ in $(seq 600); do
   for rank in 1 2 3 4; do pids[$rank]=${pids[$rank]:-$(rank_pid "$WORK/job.ini" $rank)}; done

@@ -14,7 +14,7 @@ ref=$(json_field "$WORK/ref.json" batch_digest)
 run_job "$WORK/job.ini" "${args[@]}" --checkpoint.dir="$WORK/ckpt" --summary-json "$WORK/stop.json" \
   --output.progress_every=1 --output.log_level=info >"$WORK/stop.out" 2>&1 &
 job=$!
-trap 'kill $job 2>/dev/null; rm -rf "$WORK"' EXIT
+trap 'kill $job 2>/dev/null || true; rm -rf "$WORK"' EXIT
 # Stop world rank 1 (loader 0) once the first loader checkpoint exists, a few
 # seconds in (not inside the next checkpoint's collective write: a loader
 # stopped there ends the job with exit status 3, docs/fault-tolerance.md).
