@@ -733,6 +733,22 @@ int Config::world_size() const {
   return job.mode == "colocated" ? clients() : 1 + topology.loaders + topology.shadow_loaders + clients();
 }
 
+namespace {
+// [fault]: what it injects, and where.
+void validate_fault(const Config& config) {
+  const auto& topo = config.topology;
+  const auto& job = config.job;
+  const auto& fault = config.fault;
+  require_one_of(fault.kind, {"hang", "stall", "fail", "crash"}, "fault.kind");
+  require(fault.rank < config.world_size(),
+          str("fault.rank: ", fault.rank, " is not a rank of this job (", config.world_size(), " ranks)"));
+  require(fault.rank < 0 || (fault.kind == "crash" && job.mode == "disaggregated"),
+          "fault.rank: only fault.kind = crash names a rank, and only in the disaggregated mode");
+  require(fault.loader < topo.loaders,
+          str("fault.loader: ", fault.loader, " is not a loader index (topology.loaders = ", topo.loaders, ")"));
+}
+}  // namespace
+
 void validate(const Config& config) {
   const auto& job = config.job;
   const auto& topo = config.topology;
@@ -846,14 +862,7 @@ void validate(const Config& config) {
   for (const auto& name : split_list(ckpt.snapshot_sources))
     require(name.empty() || names.count(name) > 0, str("checkpoint.snapshot_sources: '", name, "' is not a source in mix.sources"));
 
-  const auto& fault = config.fault;
-  require_one_of(fault.kind, {"hang", "stall", "fail", "crash"}, "fault.kind");
-  require(fault.rank < config.world_size(),
-          str("fault.rank: ", fault.rank, " is not a rank of this job (", config.world_size(), " ranks)"));
-  require(fault.rank < 0 || (fault.kind == "crash" && job.mode == "disaggregated"),
-          "fault.rank: only fault.kind = crash names a rank, and only in the disaggregated mode");
-  require(fault.loader < topo.loaders,
-          str("fault.loader: ", fault.loader, " is not a loader index (topology.loaders = ", topo.loaders, ")"));
+  validate_fault(config);
 }
 
 Invocation parse_command_line(int argc, const char* const* argv) {
