@@ -18,19 +18,25 @@ bool job_started = false;
 int run(const msd::Invocation& inv) {
   msd::Job job(inv.config, MPI_COMM_WORLD);
   job_started = true;
-  msd::TrainerStats trainer;
-  if (job.role() == msd::Role::client) trainer = msd::run_trainer_emulator(job);
-  else job.serve();
-  msd::Summary summary = job.finish(trainer);
-  if (job.world_rank() == 0) {
-    std::cout << summary.text << std::flush;
-    if (!inv.config.output.summary_json.empty()) {
-      std::ofstream out(inv.config.output.summary_json);
-      out << summary.json << "\n";
-      if (!out) throw msd::IoError("cannot write " + inv.config.output.summary_json);
+  try {
+    msd::TrainerStats trainer;
+    if (job.role() == msd::Role::client) trainer = msd::run_trainer_emulator(job);
+    else job.serve();
+    msd::Summary summary = job.finish(trainer);
+    if (job.world_rank() == 0) {
+      std::cout << summary.text << std::flush;
+      if (!inv.config.output.summary_json.empty()) {
+        std::ofstream out(inv.config.output.summary_json);
+        out << summary.json << "\n";
+        if (!out) throw msd::IoError("cannot write " + inv.config.output.summary_json);
+      }
     }
+    return job.shutdown();
+  } catch (const std::exception& e) {
+    // Here, before the Job's destructor frees windows and communicators
+    // collectively: a failed peer would never join them.
+    msd::abort_job(e);
   }
-  return 0;
 }
 
 }  // namespace
@@ -63,18 +69,12 @@ int main(int argc, char** argv) {
       // Raised on every rank at start-up, before any work: exit together.
       if (rank == 0) std::fprintf(stderr, "msd-run: %s\n", e.what());
       MPI_Finalize();
-      return 2;
+      return msd::kExitConfig;
     }
-    std::fprintf(stderr, "msd-run: rank %d: %s\n", rank, e.what());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    return 1;
+    msd::abort_job(e);
   } catch (const std::exception& e) {
-    // Mid-run failures cannot be agreed on without risking a hang: abort.
-    std::fprintf(stderr, "msd-run: rank %d: %s\n", rank, e.what());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    return 1;
+    // Start-up failed on this rank alone: agreeing would risk a hang.
+    msd::abort_job(e);
   }
   MPI_Finalize();
   return rc;

@@ -11,6 +11,7 @@
 //     job.serve();                                // planner or loader loop
 //   }
 //   msd::Summary summary = job.finish(stats);     // collective; rank 0 has it all
+//   int status = job.shutdown();                  // may end the job (see there)
 //   MPI_Finalize();
 //
 // Contract:
@@ -28,13 +29,18 @@
 //   of loaders, their speed and restarts do not change it.
 // - Sub-communicators for the trainer (dp, tp, cp, pp, and all clients) are
 //   valid on client ranks for the Job's lifetime.
-// - finish() is collective over the world: call it on every rank once the
-//   client loop or serve() has returned.
+// - finish() is collective over the ranks still alive: call it on every rank
+//   once the client loop or serve() has returned. A loader that a shadow took
+//   over is left out (it may be stopped or hung), and it never joins.
+// - Any exception after the constructor must end the whole job through
+//   abort_job() before the Job is destroyed: its destructor frees windows and
+//   communicators collectively, which a failed peer would never join.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <memory>
 #include <string>
@@ -80,6 +86,17 @@ class Client {
   ClientLog log_;
 };
 
+// Exit statuses of msd-run (docs/errors.md). mpirun returns the status a rank
+// passed to MPI_Abort, so they reach the scheduler.
+inline constexpr int kExitOk = 0;            // every step delivered, summary written
+inline constexpr int kExitConfig = 2;        // bad configuration; resuming would fail the same way
+inline constexpr int kExitAborted = 3;       // a fatal error mid-run ended the job: requeue and --resume
+
+// Ends the whole job now, from any rank, without any collective call: logs
+// one line naming this rank, its role and `cause`, then MPI_Abort with
+// kExitConfig for a ConfigError and kExitAborted for anything else.
+[[noreturn]] void abort_job(const std::exception& cause);
+
 // What a client rank's trainer reports to the summary.
 struct TrainerStats {
   uint64_t steps = 0;
@@ -120,6 +137,12 @@ class Job {
 
   // Collective over the world. `stats` matters on client ranks only.
   Summary finish(const TrainerStats& stats);
+  // After finish(), on every rank: the exit status (kExitOk). When a loader
+  // taken over by a shadow did not confirm the stop (it may be SIGSTOPped or
+  // hung), MPI_Finalize and the Job's collective frees would wait for it
+  // forever, so rank 0 ends the job with MPI_Abort(kExitOk) instead of
+  // returning: mpirun then kills every rank, the stopped one included.
+  int shutdown();
 
  private:
   std::unique_ptr<JobImpl> impl_;

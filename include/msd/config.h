@@ -54,6 +54,11 @@ struct JobConfig {
   // memory budget. 0: seq_len x the sequences a micro-batch gets under an
   // equal token split of the step (PackOptions::max_positions_per_micro_batch).
   uint64_t max_positions_per_micro_batch = 0;
+  // A transformed sample bigger than this (slot bytes: header, tokens,
+  // patches; docs/window-slot.md) is bad (too_large): a property of the
+  // stream, so the window size never changes which samples are used. Every
+  // loader window must hold at least one such sample.
+  uint64_t max_sample_bytes = uint64_t{1} << 20;
 };
 
 struct TokenizerConfig {
@@ -115,10 +120,11 @@ struct CheckpointConfig {
 
 // Fault injection, for testing and showing failover: from step `step` on,
 // loader `loader` hangs (stops serving), stalls (for stall_ms, then goes on)
-// or fails its reads.
+// or fails its reads; or (kind crash) the rank `rank` (any role) throws.
 struct FaultConfig {
   int loader = -1;  // loader index; -1: no fault
-  std::string kind = "hang";  // hang | stall | fail
+  int rank = -1;    // kind crash: world rank that throws at `step`; -1: fault.loader's rank
+  std::string kind = "hang";  // hang | stall | fail | crash
   uint64_t step = 0;
   uint64_t stall_ms = 3000;
 };
@@ -148,9 +154,9 @@ struct Config {
 // What parse_command_line decided besides the configuration itself.
 struct Invocation {
   Config config;
-  bool help = false;              // --help: print usage and exit 0
+  bool help = false;              // --help or --help-markdown: print usage and exit 0
   bool print_world_size = false;  // --print-world-size
-  std::string usage;              // the text --help prints
+  std::string usage;              // the text --help prints (--help-markdown: README's option table)
 };
 
 // Parses argv (`--config FILE`, `--key=value` overrides, aliases) and the INI
@@ -162,9 +168,10 @@ Invocation parse_command_line(int argc, const char* const* argv);
 void validate(const Config& config);
 
 // The configuration as canonical INI text: every option of every section, in
-// a fixed order, paths already resolved, numbers written so they read back
-// exactly. parse_command_line with `--config` of this text gives a Config
-// equal to `config` (except config_path). Checkpoints and traces store it.
+// the order of the option table in lib/config/config.cc (which prints them),
+// paths already resolved, numbers written so they read back exactly.
+// parse_command_line with `--config` of this text gives a Config equal to
+// `config` (except config_path). Checkpoints and traces store it.
 // Throws ConfigError for a value INI cannot hold (a '#', a line break, or
 // leading/trailing blanks, e.g. in a tokenizer.pattern regex).
 std::string to_ini(const Config& config);

@@ -53,10 +53,11 @@ std::string write_source(const std::string& dir, int s, uint64_t documents) {
     {
       std::ofstream out(temp);
       for (uint64_t d = 0; d < documents; ++d) {
-        out << "{\"text\":\"";
+        std::string text;
         const uint64_t n = 8 + splitmix(rng) % 32;
-        for (uint64_t w = 0; w < n; ++w) out << (w ? " " : "") << words[splitmix(rng) % std::size(words)];
-        out << "\"}\n";
+        for (uint64_t w = 0; w < n; ++w) text += std::string(w ? " " : "") + words[splitmix(rng) % std::size(words)];
+        JsonWriter json;
+        out << json.begin_object().value("text", text).end_object().str() << "\n";
       }
       if (!out) throw IoError(str("cannot write ", temp));
     }

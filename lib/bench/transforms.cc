@@ -234,7 +234,10 @@ void bench_reference_tokenizer(const TransformsBenchOptions& options, const Text
   const std::string input = temp.file("documents.jsonl");
   {
     std::ofstream out(input, std::ios::binary);
-    for (const std::string& document : text.documents) out << "{\"text\":\"" << json_escape(document) << "\"}\n";
+    for (const std::string& document : text.documents) {
+      JsonWriter json;
+      out << json.begin_object().value("text", document).end_object().str() << "\n";
+    }
     if (!out.flush()) throw IoError(str("cannot write ", input));
   }
   const std::string errors = temp.file("stderr");

@@ -20,13 +20,7 @@ constexpr const char* kPrefix = "loaders";  // docs/checkpoint.md: loaders-<step
 // Rows as stored (docs/checkpoint.md, "Loader checkpoint").
 struct PartRow {
   uint32_t loader;
-  uint64_t served_begin, served_count;
   uint64_t records_begin, records_count;
-};
-struct ServedRow {
-  uint32_t loader;
-  uint32_t source;
-  uint64_t highest_cursor;
 };
 struct RecordRow {
   uint32_t source;
@@ -42,18 +36,8 @@ struct RecordRow {
 h5::CompoundType part_type() {
   h5::CompoundType type(sizeof(PartRow));
   type.add("loader", offsetof(PartRow, loader), H5T_NATIVE_UINT32)
-      .add("served_begin", offsetof(PartRow, served_begin), H5T_NATIVE_UINT64)
-      .add("served_count", offsetof(PartRow, served_count), H5T_NATIVE_UINT64)
       .add("records_begin", offsetof(PartRow, records_begin), H5T_NATIVE_UINT64)
       .add("records_count", offsetof(PartRow, records_count), H5T_NATIVE_UINT64);
-  return type;
-}
-
-h5::CompoundType served_type() {
-  h5::CompoundType type(sizeof(ServedRow));
-  type.add("loader", offsetof(ServedRow, loader), H5T_NATIVE_UINT32)
-      .add("source", offsetof(ServedRow, source), H5T_NATIVE_UINT32)
-      .add("highest_cursor", offsetof(ServedRow, highest_cursor), H5T_NATIVE_UINT64);
   return type;
 }
 
@@ -112,26 +96,24 @@ void write_loader_checkpoint(MPI_Comm loaders, const std::string& dir, uint64_t 
   MSD_MPI(MPI_Barrier(loaders), "loader checkpoint: waiting for the directory");
 
   // This rank's rows and where they go: an exclusive prefix sum of counts.
-  std::vector<ServedRow> served;
-  for (const auto& s : mine.served) served.push_back({mine.loader, s.source, s.highest_cursor});
   std::vector<RecordRow> records;
   uint64_t my_bytes = 0;
   for (const auto& r : mine.records) {
     records.push_back({r.source, r.text_tokens, r.patches, r.patch_bytes, r.cursor, r.index, my_bytes, r.bytes.size()});
     my_bytes += r.bytes.size();
   }
-  const std::array<uint64_t, 3> counts = {served.size(), records.size(), my_bytes};
-  std::array<uint64_t, 3> first = {0, 0, 0}, total = {0, 0, 0};
-  MSD_MPI(MPI_Exscan(counts.data(), first.data(), 3, MPI_UINT64_T, MPI_SUM, loaders),
+  const std::array<uint64_t, 2> counts = {records.size(), my_bytes};
+  std::array<uint64_t, 2> first = {0, 0}, total = {0, 0};
+  MSD_MPI(MPI_Exscan(counts.data(), first.data(), 2, MPI_UINT64_T, MPI_SUM, loaders),
           "loader checkpoint: offsets of my rows");
-  if (rank == 0) first = {0, 0, 0};  // MPI_Exscan leaves rank 0's result undefined
-  MSD_MPI(MPI_Allreduce(counts.data(), total.data(), 3, MPI_UINT64_T, MPI_SUM, loaders),
+  if (rank == 0) first = {0, 0};  // MPI_Exscan leaves rank 0's result undefined
+  MSD_MPI(MPI_Allreduce(counts.data(), total.data(), 2, MPI_UINT64_T, MPI_SUM, loaders),
           "loader checkpoint: total rows");
-  for (auto& r : records) r.bytes_offset += first[2];
+  for (auto& r : records) r.bytes_offset += first[1];
   std::vector<unsigned char> bytes;
   bytes.reserve(my_bytes);
   for (const auto& r : mine.records) bytes.insert(bytes.end(), r.bytes.begin(), r.bytes.end());
-  const PartRow part{mine.loader, first[0], counts[0], first[1], counts[1]};
+  const PartRow part{mine.loader, first[0], counts[0]};
 
   {
     h5::PropertyList access = h5::file_access(loaders);
@@ -140,11 +122,10 @@ void write_loader_checkpoint(MPI_Comm loaders, const std::string& dir, uint64_t 
     h5::write_attribute(root, "format_version", kLoaderCheckpointVersion);
     h5::write_attribute(root, "step", step);
     h5::write_attribute(root, "loaders", static_cast<uint64_t>(size));
-    const h5::CompoundType parts = part_type(), served_rows = served_type(), record_rows = record_type();
+    const h5::CompoundType parts = part_type(), record_rows = record_type();
     write_slice(root, "parts", parts.get(), static_cast<uint64_t>(size), static_cast<uint64_t>(rank), 1, &part);
-    write_slice(root, "served", served_rows.get(), total[0], first[0], counts[0], served.data());
-    write_slice(root, "records", record_rows.get(), total[1], first[1], counts[1], records.data());
-    write_slice(root, "bytes", H5T_NATIVE_UINT8, total[2], first[2], counts[2], bytes.data());
+    write_slice(root, "records", record_rows.get(), total[0], first[0], counts[0], records.data());
+    write_slice(root, "bytes", H5T_NATIVE_UINT8, total[1], first[1], counts[1], bytes.data());
     file.close(str("closing ", temp, " (collective)"));
   }
   if (rank == 0) {
@@ -163,9 +144,8 @@ std::vector<LoaderCheckpointPart> read_loader_checkpoint(const std::string& path
   if (version != kLoaderCheckpointVersion)
     throw IoError(str(path, ": loader checkpoint format version ", version, ", this msd reads version ",
                       kLoaderCheckpointVersion));
-  const h5::CompoundType parts_type = part_type(), served_rows = served_type(), record_rows = record_type();
+  const h5::CompoundType parts_type = part_type(), record_rows = record_type();
   const auto parts = h5::read_table<PartRow>(root, "parts", parts_type.get());
-  const auto served = h5::read_table<ServedRow>(root, "served", served_rows.get());
   const auto records = h5::read_table<RecordRow>(root, "records", record_rows.get());
   const auto bytes = h5::read_array<uint8_t>(root, "bytes");
   if (parts.size() != h5::read_u64_attribute(root, "loaders"))
@@ -174,12 +154,10 @@ std::vector<LoaderCheckpointPart> read_loader_checkpoint(const std::string& path
 
   std::vector<LoaderCheckpointPart> result;
   for (const auto& p : parts) {
-    if (p.served_begin + p.served_count > served.size() || p.records_begin + p.records_count > records.size())
+    if (p.records_begin + p.records_count > records.size())
       throw IoError(str(path, ": part of loader ", p.loader, " points past the end of its tables"));
     LoaderCheckpointPart part;
     part.loader = p.loader;
-    for (uint64_t i = p.served_begin; i < p.served_begin + p.served_count; ++i)
-      part.served.push_back({served[i].source, served[i].highest_cursor});
     for (uint64_t i = p.records_begin; i < p.records_begin + p.records_count; ++i) {
       const RecordRow& r = records[i];
       if (r.bytes_offset + r.bytes_length > bytes.size())

@@ -1,10 +1,11 @@
 // The loaders' checkpoint: one file, DIR/loaders-<step>.h5, written together
 // by every loader rank through parallel HDF5 over MPI-IO
-// (docs/checkpoint.md, "Loader checkpoint"). Each loader records the sources
-// it serves, the highest stream cursor it has served per source and,
-// optionally, snapshots of transformed samples it holds (for sources whose
-// transform is expensive: on resume they are taken from the snapshot rather
-// than read and transformed again). Written rarely (checkpoint.loader_every).
+// (docs/checkpoint.md, "Loader checkpoint"). Each loader records snapshots of
+// the transformed samples it holds of the sources in
+// checkpoint.snapshot_sources (sources whose transform is expensive: on resume
+// they are taken from the snapshot rather than read and transformed again).
+// Nothing else is needed: the planner's checkpoint says which samples come
+// next. Written rarely (checkpoint.loader_every).
 #pragma once
 
 #include <mpi.h>
@@ -18,13 +19,8 @@
 namespace msd {
 
 // docs/checkpoint.md, "Loader checkpoint": bump on any change of the layout.
-inline constexpr uint64_t kLoaderCheckpointVersion = 1;
-
-struct ServedCursor {
-  uint32_t source = 0;
-  uint64_t highest_cursor = 0;  // the highest stream cursor this loader has served
-  bool operator==(const ServedCursor&) const = default;
-};
+// Version 2 dropped version 1's per-source `served` cursors, which nothing read.
+inline constexpr uint64_t kLoaderCheckpointVersion = 2;
 
 // A transformed sample as a loader holds it in its window slot.
 struct SnapshotRecord {
@@ -41,7 +37,6 @@ struct SnapshotRecord {
 // One loader's share of the checkpoint.
 struct LoaderCheckpointPart {
   uint32_t loader = 0;                  // loader index (0 .. loaders-1)
-  std::vector<ServedCursor> served;     // one per source it serves
   std::vector<SnapshotRecord> records;  // may be empty
   bool operator==(const LoaderCheckpointPart&) const = default;
 };

@@ -305,18 +305,29 @@ void export_trace(const TraceReader& trace, const std::string& format, std::ostr
     for (const auto& p : record.pieces) {
       const TraceSample& s = record.samples[p.sample];
       const std::string& name = h.source_names.at(s.source);
-      char cost[64];
-      std::snprintf(cost, sizeof cost, "%.17g", p.cost);
       if (csv) {
+        char cost[64];
+        std::snprintf(cost, sizeof cost, "%.17g", p.cost);
         out << step << ',' << p.group << ',' << p.micro_batch << ',' << p.sequence << ',' << p.sample << ','
             << s.source << ',' << name << ',' << s.cursor << ',' << s.index << ',' << p.begin << ',' << p.length << ','
             << cost << '\n';
       } else {
-        out << (first ? "\n" : ",\n") << "{\"step\":" << step << ",\"group\":" << p.group
-            << ",\"micro_batch\":" << p.micro_batch << ",\"sequence\":" << p.sequence << ",\"sample\":" << p.sample
-            << ",\"source\":" << s.source << ",\"source_name\":\"" << json_escape(name) << "\",\"cursor\":" << s.cursor
-            << ",\"index\":" << s.index << ",\"begin\":" << p.begin << ",\"length\":" << p.length
-            << ",\"cost\":" << cost << "}";
+        JsonWriter json;  // one object per line
+        json.begin_object()
+            .value("step", step)
+            .value("group", p.group)
+            .value("micro_batch", p.micro_batch)
+            .value("sequence", p.sequence)
+            .value("sample", p.sample)
+            .value("source", s.source)
+            .value("source_name", name)
+            .value("cursor", s.cursor)
+            .value("index", s.index)
+            .value("begin", p.begin)
+            .value("length", p.length)
+            .exact_value("cost", p.cost)
+            .end_object();
+        out << (first ? "\n" : ",\n") << json.str();
       }
       first = false;
     }

@@ -76,30 +76,6 @@ void rename_durably(const std::string& from, const std::string& to) {
   sync_path(parent.empty() ? "." : parent.string());
 }
 
-void write_file_durably(const std::string& path, std::span<const unsigned char> bytes) {
-  const std::string temp = temporary_path(path);
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail_errno("cannot create", temp, errno);
-  size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      fail_errno("cannot write", temp, err);
-    }
-    written += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    const int err = errno;
-    ::close(fd);
-    fail_errno("fsync of", temp, err);
-  }
-  if (::close(fd) != 0) fail_errno("cannot close", temp, errno);
-  rename_durably(temp, path);
-}
-
 std::vector<std::pair<uint64_t, std::string>> list_step_files(const std::string& dir, const std::string& prefix) {
   std::vector<std::pair<uint64_t, std::string>> files;
   std::error_code error;

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <span>
 #include <optional>
 #include <string>
 #include <utility>
@@ -26,8 +25,6 @@ void sync_path(const std::string& path);
 // Renames `from` to `to` and syncs `to`'s directory, so the new name survives
 // a crash. Throws IoError.
 void rename_durably(const std::string& from, const std::string& to);
-// Writes `bytes` to temporary_path(path), fsyncs it, then rename_durably.
-void write_file_durably(const std::string& path, std::span<const unsigned char> bytes);
 
 // (step, path) of every DIR/PREFIX-<digits>.h5, newest first. Temporary files
 // and other names are not listed. A missing directory lists nothing.

@@ -13,6 +13,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -152,15 +153,36 @@ ScheduleKind to_schedule(const Setting& setting, const ParseContext& context) {
   bad_value(setting, context, "constant, piecewise or linear");
 }
 
-// How an option's text lands in the Config.
+// Shortest text that reads back to the same double.
+std::string exact(double value) {
+  char text[64];
+  auto [end, ec] = std::to_chars(text, text + sizeof text, value);
+  MSD_CHECK(ec == std::errc());
+  return std::string(text, end);
+}
+
+std::string schedule_name(ScheduleKind kind) {
+  return kind == ScheduleKind::constant ? "constant" : kind == ScheduleKind::piecewise ? "piecewise" : "linear";
+}
+
+std::string weight_text(const std::vector<WeightPoint>& weight) {
+  std::string text;
+  for (const auto& point : weight) text += (text.empty() ? "" : ", ") + str(point.step) + ":" + exact(point.weight);
+  return text;
+}
+
+// How an option's text lands in the Config, and how the Config's value reads
+// as INI text again (to_ini; with a default Config, the default --help shows).
 using Apply = std::function<void(Config&, const Setting&, const ParseContext&)>;
+using Print = std::function<std::string(const Config&)>;
 
 struct OptionSpec {
   std::string key;           // "job.seq_len"
   std::string value_name;    // "N", "FILE", ... for --help
-  std::string default_text;  // shown by --help; empty: none
   std::string help;
   Apply apply;
+  Print print;
+  std::string default_text = {};  // --help and README; empty: print(Config{})
 };
 
 struct Section {
@@ -168,203 +190,265 @@ struct Section {
   std::vector<OptionSpec> options;
 };
 
-template <typename T>
-std::string text_of(const T& value) {
-  return str(value);
+// Option makers: `member` is a generic lambda returning the field of a Config
+// (const or not), so one accessor serves both parsing and printing.
+template <typename Member>
+OptionSpec count(std::string key, std::string value_name, std::string help, Member member) {
+  return {std::move(key), std::move(value_name), std::move(help),
+          [member](Config& c, const Setting& s, const ParseContext& x) {
+            auto& field = member(c);
+            field = to_count<std::remove_reference_t<decltype(field)>>(s, x);
+          },
+          [member](const Config& c) { return str(member(c)); }};
 }
 
-// Every static option, grouped by section, defaults taken from a default Config
-// so --help cannot disagree with config.h.
-std::vector<Section> static_sections() {
-  const Config d;
-  std::vector<Section> sections;
-  auto section = [&](const std::string& name) -> Section& { return sections.emplace_back(Section{name, {}}); };
-  auto count = [](auto member) {
-    return [member](Config& c, const Setting& s, const ParseContext& x) {
-      auto& field = member(c);
-      field = to_count<std::remove_reference_t<decltype(field)>>(s, x);
-    };
-  };
-  auto text = [](auto member) {
-    return [member](Config& c, const Setting& s, const ParseContext&) { member(c) = trim(s.text); };
-  };
+template <typename Member>
+OptionSpec text(std::string key, std::string value_name, std::string help, Member member) {
+  return {std::move(key), std::move(value_name), std::move(help),
+          [member](Config& c, const Setting& s, const ParseContext&) { member(c) = trim(s.text); },
+          [member](const Config& c) -> std::string { return member(c); }};
+}
 
-  Section& job = section("job");
-  job.options = {
-      {"job.steps", "N", text_of(d.job.steps), "training steps to run (alias --steps)",
-       count([](Config& c) -> auto& { return c.job.steps; })},
-      {"job.seed", "N", text_of(d.job.seed), "seed of every shuffle and mix (alias --seed)",
-       count([](Config& c) -> auto& { return c.job.seed; })},
-      {"job.global_batch", "N", text_of(d.job.global_batch), "samples per step over all DP groups (>= dp)",
-       count([](Config& c) -> auto& { return c.job.global_batch; })},
-      {"job.seq_len", "N", text_of(d.job.seq_len), "positions (tokens + patches) per packed sequence (>= 16)",
-       count([](Config& c) -> auto& { return c.job.seq_len; })},
-      {"job.micro_batches", "N", text_of(d.job.micro_batches), "micro-batches per DP rank and step",
-       count([](Config& c) -> auto& { return c.job.micro_batches; })},
-      {"job.prefetch_steps", "N", text_of(d.job.prefetch_steps), "steps the planner plans ahead",
-       count([](Config& c) -> auto& { return c.job.prefetch_steps; })},
-      {"job.mode", "M", d.job.mode, "colocated_samples | colocated_tokens | msd_tokens | msd_greedy | msd_kk; aliases colocated "
-       "(= colocated_samples), disaggregated (= msd_ with job.balance). docs/evaluation.md; alias --mode",
-       text([](Config& c) -> auto& { return c.job.mode; })},
-      {"job.long_docs", "M", d.job.long_docs, "split | truncate: documents longer than seq_len",
-       text([](Config& c) -> auto& { return c.job.long_docs; })},
-      {"job.balance", "M", d.job.balance,
-       "greedy | karmarkar_karp | tokens: how the planner balances DP ranks and micro-batches",
-       text([](Config& c) -> auto& { return c.job.balance; })},
-      {"job.max_positions_per_micro_batch", "N", "0",
-       "most positions (tokens + patches) a micro-batch may hold; 0: seq_len x the sequences of an equal token split",
-       count([](Config& c) -> auto& { return c.job.max_positions_per_micro_batch; })},
+// A path: relative to the INI file's directory or the working directory.
+template <typename Member>
+OptionSpec path(std::string key, std::string value_name, std::string help, Member member) {
+  return {std::move(key), std::move(value_name), std::move(help),
+          [member](Config& c, const Setting& s, const ParseContext& x) { member(c) = resolve_path(trim(s.text), s, x); },
+          [member](const Config& c) -> std::string { return member(c); }};
+}
+
+// A comma-separated list of names, kept as "a,b".
+template <typename Member>
+OptionSpec name_list(std::string key, std::string value_name, std::string help, Member member) {
+  return {std::move(key), std::move(value_name), std::move(help),
+          [member](Config& c, const Setting& s, const ParseContext&) {
+            std::string names;
+            for (const auto& name : split_list(s.text)) names += (names.empty() ? "" : ",") + name;
+            member(c) = names;
+          },
+          [member](const Config& c) -> std::string { return member(c); }};
+}
+
+std::vector<OptionSpec> job_options() {
+  return {
+      count("job.steps", "N", "training steps to run (alias --steps)", [](auto& c) -> auto& { return c.job.steps; }),
+      count("job.seed", "N", "seed of every shuffle and mix (alias --seed)", [](auto& c) -> auto& { return c.job.seed; }),
+      count("job.global_batch", "N", "samples per step over all DP groups (>= dp)",
+            [](auto& c) -> auto& { return c.job.global_batch; }),
+      count("job.seq_len", "N", "positions (tokens + patches) per packed sequence (>= 16, a multiple of 2 * topology.cp)",
+            [](auto& c) -> auto& { return c.job.seq_len; }),
+      count("job.micro_batches", "N", "micro-batches per DP rank and step",
+            [](auto& c) -> auto& { return c.job.micro_batches; }),
+      count("job.prefetch_steps", "N", "steps the planner plans ahead",
+            [](auto& c) -> auto& { return c.job.prefetch_steps; }),
+      text("job.mode", "M",
+           "colocated_samples | colocated_tokens | msd_tokens | msd_greedy | msd_kk; aliases colocated "
+           "(= colocated_samples), disaggregated (= msd_ with job.balance). docs/evaluation.md; alias --mode",
+           [](auto& c) -> auto& { return c.job.mode; }),
+      text("job.long_docs", "M", "split | truncate: documents longer than seq_len",
+           [](auto& c) -> auto& { return c.job.long_docs; }),
+      count("job.max_sample_bytes", "BYTES",
+            "a transformed sample bigger than this is skipped as too_large (a stream setting; <= loader.window_mb)",
+            [](auto& c) -> auto& { return c.job.max_sample_bytes; }),
+      text("job.balance", "M", "greedy | karmarkar_karp | tokens: how the planner balances DP ranks and micro-batches (docs/cost-and-balance.md)",
+           [](auto& c) -> auto& { return c.job.balance; }),
+      count("job.max_positions_per_micro_batch", "N",
+            "most positions (tokens + patches) a micro-batch may hold; 0: seq_len x the sequences of an equal token split",
+            [](auto& c) -> auto& { return c.job.max_positions_per_micro_batch; }),
   };
-  Section& topology = section("topology");
-  topology.options = {
-      {"topology.dp", "N", text_of(d.topology.dp), "data-parallel size",
-       count([](Config& c) -> auto& { return c.topology.dp; })},
-      {"topology.pp", "N", text_of(d.topology.pp), "pipeline-parallel size",
-       count([](Config& c) -> auto& { return c.topology.pp; })},
-      {"topology.cp", "N", text_of(d.topology.cp), "context-parallel size",
-       count([](Config& c) -> auto& { return c.topology.cp; })},
-      {"topology.tp", "N", text_of(d.topology.tp), "tensor-parallel size",
-       count([](Config& c) -> auto& { return c.topology.tp; })},
-      {"topology.order", "AXES", d.topology.order, "rank order, fastest axis first: a permutation of tp,cp,dp,pp",
-       [](Config& c, const Setting& s, const ParseContext&) {
-         std::string order;
-         for (const auto& axis : split_list(s.text)) order += (order.empty() ? "" : ",") + axis;
-         c.topology.order = order;
+}
+
+std::vector<OptionSpec> topology_options() {
+  return {
+      count("topology.dp", "N", "data-parallel size", [](auto& c) -> auto& { return c.topology.dp; }),
+      count("topology.pp", "N", "pipeline-parallel size", [](auto& c) -> auto& { return c.topology.pp; }),
+      count("topology.cp", "N", "context-parallel size", [](auto& c) -> auto& { return c.topology.cp; }),
+      count("topology.tp", "N", "tensor-parallel size", [](auto& c) -> auto& { return c.topology.tp; }),
+      name_list("topology.order", "AXES", "rank order, fastest axis first: a permutation of tp,cp,dp,pp",
+                [](auto& c) -> auto& { return c.topology.order; }),
+      count("topology.loaders", "N", "source-loader ranks (alias --loaders)",
+            [](auto& c) -> auto& { return c.topology.loaders; }),
+      count("topology.shadow_loaders", "N",
+            "spare loader ranks, every source open, that take over a loader missing loader.deadline_ms (docs/fault-tolerance.md)",
+            [](auto& c) -> auto& { return c.topology.shadow_loaders; }),
+      text("topology.broadcast_at", "LEVEL",
+           "tp | none: tp, one rank per TP group fetches and shares the batch; none, every TP rank fetches",
+           [](auto& c) -> auto& { return c.topology.broadcast_at; }),
+  };
+}
+
+std::vector<OptionSpec> mix_options() {
+  return {
+      {"mix.sources", "NAMES", "comma-separated source names; each needs a [source.NAME] section",
+       [](Config&, const Setting&, const ParseContext&) {},  // applied first, by parse_command_line
+       [](const Config& c) {
+         std::string names;
+         for (const auto& source : c.sources) names += (names.empty() ? "" : ", ") + source.name;
+         return names;
        }},
-      {"topology.loaders", "N", text_of(d.topology.loaders), "source-loader ranks (alias --loaders)",
-       count([](Config& c) -> auto& { return c.topology.loaders; })},
-      {"topology.shadow_loaders", "N", text_of(d.topology.shadow_loaders),
-       "spare loader ranks, every source open, that take over a loader missing loader.deadline_ms",
-       count([](Config& c) -> auto& { return c.topology.shadow_loaders; })},
-      {"topology.broadcast_at", "LEVEL", d.topology.broadcast_at,
-       "tp | none: tp, one rank per TP group fetches and shares the batch; none, every TP rank fetches",
-       text([](Config& c) -> auto& { return c.topology.broadcast_at; })},
+      {"mix.schedule", "KIND", "constant | piecewise | linear: how weights vary over steps",
+       [](Config& c, const Setting& s, const ParseContext& x) { c.schedule = to_schedule(s, x); },
+       [](const Config& c) { return schedule_name(c.schedule); }},
   };
-  Section& mix = section("mix");
-  mix.options = {
-      {"mix.sources", "NAMES", "", "comma-separated source names; each needs a [source.NAME] section",
-       [](Config&, const Setting&, const ParseContext&) {}},  // applied first, by parse_command_line
-      {"mix.schedule", "KIND", "constant", "constant | piecewise | linear: how weights vary over steps",
-       [](Config& c, const Setting& s, const ParseContext& x) { c.schedule = to_schedule(s, x); }},
-  };
-  Section& tokenizer = section("tokenizer");
-  tokenizer.options = {
-      {"tokenizer.vocab", "FILE", "", "tiktoken-format vocabulary (needed by jsonl and wds sources)",
-       [](Config& c, const Setting& s, const ParseContext& x) { c.tokenizer.vocab = resolve_path(trim(s.text), s, x); }},
-      {"tokenizer.pattern", "P", d.tokenizer.pattern, "pre-tokenizer: cl100k | o200k | gpt2 | a regex",
-       [](Config& c, const Setting& s, const ParseContext&) { c.tokenizer.pattern = s.text; }},
-      {"tokenizer.normalize", "FORM", d.tokenizer.normalize, "none | nfc | nfkc | nfd | nfkd",
-       text([](Config& c) -> auto& { return c.tokenizer.normalize; })},
-  };
-  Section& image = section("image");
-  image.options = {
-      {"image.max_side", "PIXELS", text_of(d.image.max_side), "longest image side after resizing",
-       count([](Config& c) -> auto& { return c.image.max_side; })},
-      {"image.patch", "PIXELS", text_of(d.image.patch), "patch side; one sequence position per patch",
-       count([](Config& c) -> auto& { return c.image.patch; })},
-      {"image.token_id", "ID", text_of(d.image.token_id), "token id at patch positions; -1: the vocabulary size",
+}
+
+std::vector<OptionSpec> tokenizer_and_image_options() {
+  return {
+      path("tokenizer.vocab", "FILE", "tiktoken-format vocabulary (needed by jsonl and wds sources)",
+           [](auto& c) -> auto& { return c.tokenizer.vocab; }),
+      {"tokenizer.pattern", "P", "pre-tokenizer: cl100k | o200k | gpt2 | a regex",
+       [](Config& c, const Setting& s, const ParseContext&) { c.tokenizer.pattern = s.text; },
+       [](const Config& c) { return c.tokenizer.pattern; }},
+      text("tokenizer.normalize", "FORM", "none | nfc | nfkc | nfd | nfkd",
+           [](auto& c) -> auto& { return c.tokenizer.normalize; }),
+      count("image.max_side", "PIXELS", "longest image side after resizing",
+            [](auto& c) -> auto& { return c.image.max_side; }),
+      count("image.patch", "PIXELS", "patch side; one sequence position per patch",
+            [](auto& c) -> auto& { return c.image.patch; }),
+      {"image.token_id", "ID", "token id at patch positions; -1: the vocabulary size",
        [](Config& c, const Setting& s, const ParseContext& x) {
          if (!parse_integer(s.text, c.image.token_id) || c.image.token_id < -1)
            bad_value(s, x, "-1 or a non-negative token id");
-       }},
+       },
+       [](const Config& c) { return str(c.image.token_id); }},
   };
-  Section& loader = section("loader");
-  loader.options = {
-      {"loader.window_mb", "MB", text_of(d.loader.window_mb), "RMA window per loader rank, MiB",
-       count([](Config& c) -> auto& { return c.loader.window_mb; })},
-      {"loader.cache_dir", "DIR", "", "index caches; empty: beside the data",
-       [](Config& c, const Setting& s, const ParseContext& x) { c.loader.cache_dir = resolve_path(trim(s.text), s, x); }},
-      {"loader.threads", "N", text_of(d.loader.threads),
-       "threads per loader tokenizing a batch of pending requests together (1: one sample at a time)",
-       count([](Config& c) -> auto& { return c.loader.threads; })},
-      {"loader.deadline_ms", "MS", text_of(d.loader.deadline_ms),
-       "a loader silent this long with requests pending is handed over to a shadow",
-       count([](Config& c) -> auto& { return c.loader.deadline_ms; })},
-  };
-  Section& model = section("model");
-  model.options = {
-      {"model.hidden", "N", text_of(d.model.hidden), "hidden size (cost model: a = 6 * hidden)",
-       count([](Config& c) -> auto& { return c.model.hidden; })},
-      {"model.layers", "N", text_of(d.model.layers), "transformer layers",
-       count([](Config& c) -> auto& { return c.model.layers; })},
-      {"model.vision_hidden", "N", text_of(d.model.vision_hidden), "vision encoder hidden size",
-       count([](Config& c) -> auto& { return c.model.vision_hidden; })},
-      {"model.vision_layers", "N", text_of(d.model.vision_layers), "vision encoder layers",
-       count([](Config& c) -> auto& { return c.model.vision_layers; })},
-      {"model.cost_a", "A", text_of(d.model.cost_a), "cost model's linear weight a in a*L + L^2; 0: 6 * hidden",
+}
+
+std::vector<OptionSpec> loader_and_model_options() {
+  return {
+      count("loader.window_mb", "MB", "RMA window per loader rank, MiB",
+            [](auto& c) -> auto& { return c.loader.window_mb; }),
+      path("loader.cache_dir", "DIR", "index caches; empty: beside the data, or ~/.cache/msd where its directory is read-only",
+           [](auto& c) -> auto& { return c.loader.cache_dir; }),
+      count("loader.deadline_ms", "MS", "a loader silent this long with requests pending is handed over to a shadow",
+            [](auto& c) -> auto& { return c.loader.deadline_ms; }),
+      count("loader.threads", "N",
+            "threads per loader tokenizing a batch of pending requests together (1: one sample at a time)",
+            [](auto& c) -> auto& { return c.loader.threads; }),
+      count("model.hidden", "N", "hidden size (cost model: a = 6 * hidden)",
+            [](auto& c) -> auto& { return c.model.hidden; }),
+      count("model.layers", "N", "transformer layers", [](auto& c) -> auto& { return c.model.layers; }),
+      count("model.vision_hidden", "N", "vision encoder hidden size",
+            [](auto& c) -> auto& { return c.model.vision_hidden; }),
+      count("model.vision_layers", "N", "vision encoder layers",
+            [](auto& c) -> auto& { return c.model.vision_layers; }),
+      {"model.cost_a", "A", "cost model's linear weight a in a*L + L^2; 0: 6 * hidden",
        [](Config& c, const Setting& s, const ParseContext& x) {
          if (!parse_double(s.text, c.model.cost_a) || c.model.cost_a < 0) bad_value(s, x, "a number >= 0");
-       }},
-      {"model.preset", "NAME", "", "llama3-8b | llama3-70b | vit-l (replaces hidden and layers); empty: hidden x layers",
-       text([](Config& c) -> auto& { return c.model.preset; })},
+       },
+       [](const Config& c) { return exact(c.model.cost_a); }},
+      text("model.preset", "NAME", "llama3-8b | llama3-70b | vit-l (replaces hidden and layers); empty: hidden x layers",
+           [](auto& c) -> auto& { return c.model.preset; }),
   };
-  Section& device = section("device");
-  device.options = {
-      {"device.preset", "NAME", d.device.preset, "h100 | h200: the GPU the device model emulates",
-       text([](Config& c) -> auto& { return c.device.preset; })},
-  };
-  Section& emulator = section("emulator");
-  emulator.options = {
-      {"emulator.time_scale", "X", text_of(d.emulator.time_scale),
-       "the trainer emulator sleeps the device model's time times X (0: no sleep)",
+}
+
+std::vector<OptionSpec> device_and_emulator_options() {
+  return {
+      text("device.preset", "NAME", "h100 | h200: the GPU the device model emulates",
+           [](auto& c) -> auto& { return c.device.preset; }),
+      {"emulator.time_scale", "X", "the trainer emulator sleeps the device model's time times X (0: no sleep)",
        [](Config& c, const Setting& s, const ParseContext& x) {
          if (!parse_double(s.text, c.emulator.time_scale) || !(c.emulator.time_scale >= 0) ||
              !std::isfinite(c.emulator.time_scale))
            bad_value(s, x, "a number >= 0");
-       }},
+       },
+       [](const Config& c) { return exact(c.emulator.time_scale); }},
   };
-  Section& checkpoint = section("checkpoint");
-  checkpoint.options = {
-      {"checkpoint.dir", "DIR", "", "where checkpoints and the trace go; empty: no checkpoints",
-       [](Config& c, const Setting& s, const ParseContext& x) { c.checkpoint.dir = resolve_path(trim(s.text), s, x); }},
-      {"checkpoint.planner_every", "N", text_of(d.checkpoint.planner_every), "planner state every N steps",
-       count([](Config& c) -> auto& { return c.checkpoint.planner_every; })},
-      {"checkpoint.loader_every", "N", text_of(d.checkpoint.loader_every), "loader state every N steps; 0: never",
-       count([](Config& c) -> auto& { return c.checkpoint.loader_every; })},
-      {"checkpoint.keep", "N", text_of(d.checkpoint.keep), "checkpoint files kept of each kind",
-       count([](Config& c) -> auto& { return c.checkpoint.keep; })},
-      {"checkpoint.trace", "FILE", "", "the plan trace (alias --trace); empty: DIR/trace.h5 when checkpoint.dir is set",
-       [](Config& c, const Setting& s, const ParseContext& x) { c.checkpoint.trace = resolve_path(trim(s.text), s, x); }},
-      {"checkpoint.snapshot_sources", "NAMES", "",
-       "sources whose transformed samples loader checkpoints keep (expensive transforms, e.g. images)",
-       [](Config& c, const Setting& s, const ParseContext&) {
-         std::string names;
-         for (const auto& name : split_list(s.text)) names += (names.empty() ? "" : ",") + name;
-         c.checkpoint.snapshot_sources = names;
-       }},
-      {"checkpoint.resume", "BOOL", "false", "start from the latest consistent checkpoint in DIR (alias --resume)",
+}
+
+std::vector<OptionSpec> output_options() {
+  return {
+      {"output.summary_json", "FILE",
+       "write the final summary here; relative to the working directory, also in a file (alias --summary-json)",
+       [](Config& c, const Setting& s, const ParseContext&) { c.output.summary_json = trim(s.text); },
+       [](const Config& c) { return c.output.summary_json; }},
+      count("output.progress_every", "N", "a progress line every N steps; 0: none",
+            [](auto& c) -> auto& { return c.output.progress_every; }),
+      text("output.log_level", "LEVEL", "debug | info | warn | error | quiet",
+           [](auto& c) -> auto& { return c.output.log_level; }),
+  };
+}
+
+std::vector<OptionSpec> checkpoint_options() {
+  return {
+      path("checkpoint.dir", "DIR", "where checkpoints and the trace go; empty: no checkpoints (docs/checkpoint.md, docs/trace.md)",
+           [](auto& c) -> auto& { return c.checkpoint.dir; }),
+      count("checkpoint.planner_every", "N", "planner state every N steps",
+            [](auto& c) -> auto& { return c.checkpoint.planner_every; }),
+      count("checkpoint.loader_every", "N", "loader state every N steps; 0: never",
+            [](auto& c) -> auto& { return c.checkpoint.loader_every; }),
+      count("checkpoint.keep", "N", "checkpoint files kept of each kind",
+            [](auto& c) -> auto& { return c.checkpoint.keep; }),
+      path("checkpoint.trace", "FILE", "the plan trace (alias --trace); empty: DIR/trace.h5 when checkpoint.dir is set",
+           [](auto& c) -> auto& { return c.checkpoint.trace; }),
+      {"checkpoint.resume", "BOOL", "start from the latest consistent checkpoint in DIR (alias --resume)",
        [](Config& c, const Setting& s, const ParseContext& x) {
          const std::string v = trim(s.text);
          if (v == "true" || v == "1" || v == "yes") c.checkpoint.resume = true;
          else if (v == "false" || v == "0" || v == "no") c.checkpoint.resume = false;
          else bad_value(s, x, "true or false");
-       }},
+       },
+       [](const Config& c) { return std::string(c.checkpoint.resume ? "true" : "false"); }},
+      name_list("checkpoint.snapshot_sources", "NAMES",
+                "sources whose transformed samples loader checkpoints keep (expensive transforms, e.g. images)",
+                [](auto& c) -> auto& { return c.checkpoint.snapshot_sources; }),
   };
-  Section& fault = section("fault");
-  fault.options = {
-      {"fault.loader", "I", text_of(d.fault.loader), "inject a fault into loader I (testing failover); -1: none",
+}
+
+std::vector<OptionSpec> fault_options() {
+  return {
+      {"fault.loader", "I", "inject a fault into loader I (testing failover); -1: none",
        [](Config& c, const Setting& s, const ParseContext& x) {
          int64_t v = 0;
          if (!parse_integer(s.text, v) || v < -1 || v > 1000000) bad_value(s, x, "-1 or a loader index");
          c.fault.loader = static_cast<int>(v);
-       }},
-      {"fault.kind", "K", d.fault.kind, "hang | stall | fail: stop serving, pause for stall_ms, or fail every read",
-       text([](Config& c) -> auto& { return c.fault.kind; })},
-      {"fault.step", "N", text_of(d.fault.step), "the step the fault starts at",
-       count([](Config& c) -> auto& { return c.fault.step; })},
-      {"fault.stall_ms", "MS", text_of(d.fault.stall_ms), "how long a stall lasts",
-       count([](Config& c) -> auto& { return c.fault.stall_ms; })},
+       },
+       [](const Config& c) { return str(c.fault.loader); }},
+      {"fault.rank", "R", "kind crash: the world rank that throws at fault.step; -1: fault.loader's rank",
+       [](Config& c, const Setting& s, const ParseContext& x) {
+         int64_t v = 0;
+         if (!parse_integer(s.text, v) || v < -1 || v > 1000000) bad_value(s, x, "-1 or a world rank");
+         c.fault.rank = static_cast<int>(v);
+       },
+       [](const Config& c) { return str(c.fault.rank); }},
+      text("fault.kind", "K",
+           "hang | stall | fail | crash: stop serving, pause for stall_ms, fail every read, or throw (ends the job)",
+           [](auto& c) -> auto& { return c.fault.kind; }),
+      count("fault.step", "N", "the step the fault starts at", [](auto& c) -> auto& { return c.fault.step; }),
+      count("fault.stall_ms", "MS", "how long a stall lasts", [](auto& c) -> auto& { return c.fault.stall_ms; }),
   };
-  Section& output = section("output");
-  output.options = {
-      {"output.summary_json", "FILE", "",
-       "write the final summary here; relative to the working directory, also in a file (alias --summary-json)",
-       [](Config& c, const Setting& s, const ParseContext&) { c.output.summary_json = trim(s.text); }},
-      {"output.progress_every", "N", text_of(d.output.progress_every), "a progress line every N steps; 0: none",
-       count([](Config& c) -> auto& { return c.output.progress_every; })},
-      {"output.log_level", "LEVEL", d.output.log_level, "debug | info | warn | error | quiet",
-       text([](Config& c) -> auto& { return c.output.log_level; })},
-  };
+}
+
+// A section holds the options whose keys start with its name and a dot.
+void add_to_sections(std::vector<Section>& sections, std::vector<OptionSpec> options) {
+  for (auto& option : options) {
+    const std::string name = option.key.substr(0, option.key.rfind('.'));
+    if (sections.empty() || sections.back().name != name) sections.push_back(Section{name, {}});
+    sections.back().options.push_back(std::move(option));
+  }
+}
+
+void fill_defaults(std::vector<Section>& sections) {
+  const Config defaults;
+  for (auto& section : sections)
+    for (auto& option : section.options)
+      if (option.default_text.empty()) option.default_text = option.print(defaults);
+}
+
+// Every static option, grouped by section, in the order of to_ini; defaults
+// are printed from a default Config so --help cannot disagree with config.h.
+std::vector<Section> static_sections() {
+  std::vector<Section> sections;
+  add_to_sections(sections, job_options());
+  add_to_sections(sections, topology_options());
+  add_to_sections(sections, mix_options());
+  add_to_sections(sections, tokenizer_and_image_options());
+  add_to_sections(sections, loader_and_model_options());
+  add_to_sections(sections, device_and_emulator_options());
+  add_to_sections(sections, output_options());
+  add_to_sections(sections, checkpoint_options());
+  add_to_sections(sections, fault_options());
+  fill_defaults(sections);
   return sections;
 }
 
@@ -374,42 +458,67 @@ SourceConfig* find_source(Config& config, const std::string& name) {
   return nullptr;
 }
 
+const SourceConfig* find_source(const Config& config, const std::string& name) {
+  return find_source(const_cast<Config&>(config), name);
+}
+
 // The options of one [source.NAME] section.
 Section source_section(const std::string& name) {
-  const SourceConfig d;
   const std::string prefix = "source." + name + ".";
-  auto member = [name](auto field) {
-    return [name, field](Config& c, const Setting& s, const ParseContext& x) {
-      SourceConfig* source = find_source(c, name);
-      MSD_CHECK(source != nullptr);
-      field(*source, s, x);
-    };
+  // `field` is a generic lambda returning the field of a SourceConfig.
+  auto option = [&](const std::string& key, const char* value_name, const char* help, auto apply, auto field) {
+    return OptionSpec{prefix + key, value_name, help,
+                      [name, apply](Config& c, const Setting& s, const ParseContext& x) {
+                        SourceConfig* source = find_source(c, name);
+                        MSD_CHECK(source != nullptr);
+                        apply(*source, s, x);
+                      },
+                      [name, field](const Config& c) -> std::string {
+                        const SourceConfig* source = find_source(c, name);
+                        return field(source != nullptr ? *source : SourceConfig{});
+                      }};
   };
+  auto trimmed = [](auto member) {
+    return [member](SourceConfig& src, const Setting& s, const ParseContext&) { member(src) = trim(s.text); };
+  };
+  auto format = [](auto& src) -> auto& { return src.format; };
+  auto text_field = [](auto& src) -> auto& { return src.text_field; };
+  auto caption_field = [](auto& src) -> auto& { return src.caption_field; };
   Section section{"source." + name, {}};
   section.options = {
-      {prefix + "format", "F", "", "jsonl | wds | indexed",
-       member([](SourceConfig& src, const Setting& s, const ParseContext&) { src.format = trim(s.text); })},
-      {prefix + "path", "GLOBS", "", "comma-separated globs of the source's files",
-       member([](SourceConfig& src, const Setting& s, const ParseContext& x) { src.path = resolve_globs(s, x); })},
-      {prefix + "weight", "W", "1", "mixing weight: W, or STEP:W pairs \"0:0.6, 500:0.3\"",
-       member([](SourceConfig& src, const Setting& s, const ParseContext& x) { src.weight = to_weight(s, x); })},
-      {prefix + "text_field", "KEY", d.text_field, "jsonl: field holding the text",
-       member([](SourceConfig& src, const Setting& s, const ParseContext&) { src.text_field = trim(s.text); })},
-      {prefix + "caption_field", "KEY", d.caption_field, "wds: field of the .json caption",
-       member([](SourceConfig& src, const Setting& s, const ParseContext&) { src.caption_field = trim(s.text); })},
+      option("format", "F", "jsonl | wds | indexed", trimmed(format), format),
+      option("path", "GLOBS", "comma-separated globs of the source's files",
+             [](SourceConfig& src, const Setting& s, const ParseContext& x) { src.path = resolve_globs(s, x); },
+             [](const SourceConfig& src) { return src.path; }),
+      option("weight", "W", "mixing weight: W, or STEP:W pairs \"0:0.6, 500:0.3\"",
+             [](SourceConfig& src, const Setting& s, const ParseContext& x) { src.weight = to_weight(s, x); },
+             [](const SourceConfig& src) { return weight_text(src.weight); }),
+      option("text_field", "KEY", "jsonl: field holding the text", trimmed(text_field), text_field),
+      option("caption_field", "KEY", "wds: field of the .json caption", trimmed(caption_field), caption_field),
   };
-  return section;
+  section.options[2].default_text = "1";  // a bare weight, as users write it
+  std::vector<Section> one{std::move(section)};
+  fill_defaults(one);
+  return std::move(one.front());
 }
 
 // Command-line-only options; the aliases map to "section.key" options.
 const std::array<std::pair<const char*, const char*>, 6> kAliases = {{
     {"loaders", "topology.loaders"},
-    {"trace", "checkpoint.trace"},
     {"summary-json", "output.summary_json"},
     {"mode", "job.mode"},
     {"steps", "job.steps"},
     {"seed", "job.seed"},
+    {"trace", "checkpoint.trace"},
 }};
+
+const OptionSpec& find_spec(const std::vector<Section>& sections, const std::string& key) {
+  for (const auto& section : sections)
+    for (const auto& option : section.options)
+      if (option.key == key) return option;
+  MSD_CHECK(false);
+  std::abort();
+}
 
 constexpr unsigned kHelpWidth = 100;  // columns of --help
 
@@ -424,25 +533,39 @@ po::options_description describe(const Section& section, bool for_help) {
   return description;
 }
 
-po::options_description command_line_only() {
+po::options_description command_line_only(const std::vector<Section>& sections) {
   po::options_description description("command line only", kHelpWidth, kHelpWidth / 2);
-  description.add_options()                                                              //
-      ("config", po::value<std::string>()->value_name("FILE"), "INI file to read")           //
-      ("help", "print this help and exit")                                                  //
-      ("print-world-size", "print the number of MPI ranks the job needs and exit")          //
-      ("loaders", po::value<std::string>()->value_name("N"), "= --topology.loaders")        //
-      ("summary-json", po::value<std::string>()->value_name("FILE"), "= --output.summary_json")  //
-      ("mode", po::value<std::string>()->value_name("M"), "= --job.mode")                   //
-      ("steps", po::value<std::string>()->value_name("N"), "= --job.steps")                 //
-      ("seed", po::value<std::string>()->value_name("N"), "= --job.seed")                   //
-      ("trace", po::value<std::string>()->value_name("FILE"), "= --checkpoint.trace")       //
-      ("resume", "= --checkpoint.resume=true");
+  description.add_options()                                                       //
+      ("config", po::value<std::string>()->value_name("FILE"), "INI file to read")    //
+      ("help", "print this help and exit")                                           //
+      ("help-markdown", "print the option table as Markdown (README's) and exit")    //
+      ("print-world-size", "print the number of MPI ranks the job needs and exit");
+  for (const auto& [alias, target] : kAliases)
+    description.add_options()(alias, po::value<std::string>()->value_name(find_spec(sections, target).value_name),
+                              str("= --", target).c_str());
+  description.add_options()("resume", "= --checkpoint.resume=true");
   return description;
+}
+
+// README's option table: one row per option, [source.NAME] last.
+std::string markdown_table(const std::vector<Section>& sections) {
+  auto cell = [](const std::string& text) {
+    std::string out;
+    for (char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
+    return out;
+  };
+  std::string out = "| option | default | meaning |\n|---|---|---|\n";
+  std::vector<Section> all = sections;
+  all.push_back(source_section("NAME"));
+  for (const auto& section : all)
+    for (const auto& option : section.options)
+      out += str("| `", option.key, "` | ", cell(option.default_text), " | ", cell(option.help), " |\n");
+  return out;
 }
 
 std::string usage_text(const std::vector<Section>& sections) {
   po::options_description all("", kHelpWidth, kHelpWidth / 2);
-  all.add(command_line_only());
+  all.add(command_line_only(sections));
   for (const auto& section : sections) all.add(describe(section, true));
   po::options_description per_source = describe(source_section("NAME"), true);
   std::ostringstream out;
@@ -561,7 +684,8 @@ void collect(const po::parsed_options& parsed, Origin origin, const std::string&
     if (option.position_key != -1)
       throw ConfigError(str("unexpected argument '", option.value.empty() ? "" : option.value.front(), "' ",
                             origin_text, " (options are --section.key=value)"));
-    if (option.string_key == "config" || option.string_key == "help" || option.string_key == "print-world-size")
+    if (option.string_key == "config" || option.string_key == "help" || option.string_key == "help-markdown" ||
+        option.string_key == "print-world-size")
       continue;
     if (option.string_key == "resume") {  // a switch: no value
       if (!seen.insert("checkpoint.resume").second)
@@ -631,6 +755,22 @@ bool trainers_load(const std::string& mode) { return mode == "colocated" || mode
 int Config::world_size() const {
   return trainers_load(job.mode) ? clients() : 1 + topology.loaders + topology.shadow_loaders + clients();
 }
+
+namespace {
+// [fault]: what it injects, and where.
+void validate_fault(const Config& config) {
+  const auto& topo = config.topology;
+  const auto& job = config.job;
+  const auto& fault = config.fault;
+  require_one_of(fault.kind, {"hang", "stall", "fail", "crash"}, "fault.kind");
+  require(fault.rank < config.world_size(),
+          str("fault.rank: ", fault.rank, " is not a rank of this job (", config.world_size(), " ranks)"));
+  require(fault.rank < 0 || (fault.kind == "crash" && !trainers_load(job.mode)),
+          "fault.rank: only fault.kind = crash names a rank, and only in a mode with loader ranks");
+  require(fault.loader < topo.loaders,
+          str("fault.loader: ", fault.loader, " is not a loader index (topology.loaders = ", topo.loaders, ")"));
+}
+}  // namespace
 
 void validate(const Config& config) {
   const auto& job = config.job;
@@ -726,6 +866,10 @@ void validate(const Config& config) {
   }
 
   require_at_least(config.loader.window_mb, uint64_t{1}, "loader.window_mb");
+  require_at_least(job.max_sample_bytes, uint64_t{64}, "job.max_sample_bytes");
+  require(job.mode != "disaggregated" || (config.loader.window_mb << 20) >= job.max_sample_bytes,
+          str("loader.window_mb: ", config.loader.window_mb, " MiB cannot hold one sample of job.max_sample_bytes = ",
+              job.max_sample_bytes, " bytes; raise loader.window_mb or lower job.max_sample_bytes"));
   require_at_least(config.model.hidden, uint32_t{1}, "model.hidden");
   require_at_least(config.model.layers, uint32_t{1}, "model.layers");
   require(std::isfinite(config.emulator.time_scale) && config.emulator.time_scale >= 0,
@@ -749,10 +893,7 @@ void validate(const Config& config) {
   for (const auto& name : split_list(ckpt.snapshot_sources))
     require(name.empty() || names.count(name) > 0, str("checkpoint.snapshot_sources: '", name, "' is not a source in mix.sources"));
 
-  const auto& fault = config.fault;
-  require_one_of(fault.kind, {"hang", "stall", "fail"}, "fault.kind");
-  require(fault.loader < topo.loaders,
-          str("fault.loader: ", fault.loader, " is not a loader index (topology.loaders = ", topo.loaders, ")"));
+  validate_fault(config);
 }
 
 Invocation parse_command_line(int argc, const char* const* argv) {
@@ -763,12 +904,17 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   po::options_description static_options;
   for (const auto& section : sections) static_options.add(describe(section, false));
   po::options_description first_pass;
-  first_pass.add(command_line_only()).add(static_options);
+  first_pass.add(command_line_only(sections)).add(static_options);
 
   // Pass 1: tolerant, to learn --help, --config and mix.sources.
   const po::parsed_options tolerant = parse_arguments(argc, argv, first_pass, true, {});
   for (const auto& option : tolerant.options) {
     if (option.string_key == "help") invocation.help = true;
+    if (option.string_key == "help-markdown") {
+      invocation.help = true;
+      invocation.usage = markdown_table(sections);
+      return invocation;
+    }
     if (option.string_key == "print-world-size") invocation.print_world_size = true;
   }
   if (invocation.help) return invocation;
@@ -800,7 +946,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
   for (size_t i = sections.size(); i < all_sections.size(); ++i) file_options.add(describe(all_sections[i], false));
   file_options.add(static_options);
   po::options_description command_options;
-  command_options.add(command_line_only()).add(file_options);
+  command_options.add(command_line_only(sections)).add(file_options);
 
   std::map<std::string, Setting> settings;
   collect(parse_file(file_text, context.config_name, file_options, false, names), Origin::file,
@@ -828,116 +974,26 @@ Invocation parse_command_line(int argc, const char* const* argv) {
 
 namespace {
 
-// Shortest text that reads back to the same double.
-std::string exact(double value) {
-  char text[64];
-  auto [end, ec] = std::to_chars(text, text + sizeof text, value);
-  MSD_CHECK(ec == std::errc());
-  return std::string(text, end);
-}
-
 // One "key = value" line; the INI reader strips blanks around a value and
 // takes '#' as the start of a comment, so such values cannot be written.
-void ini_line(std::ostringstream& out, const std::string& section, const std::string& key, const std::string& value) {
+void ini_line(std::ostringstream& out, const std::string& key, const std::string& value) {
   const bool blank_edge = !value.empty() && (std::isspace(static_cast<unsigned char>(value.front())) ||
                                              std::isspace(static_cast<unsigned char>(value.back())));
   if (blank_edge || value.find_first_of("#\r\n") != std::string::npos)
-    throw ConfigError(str(section, ".", key, ": '", value,
+    throw ConfigError(str(key, ": '", value,
                           "' cannot be written to an INI file (a '#', a line break or leading/trailing blanks)"));
-  out << key << " = " << value << "\n";
+  out << key.substr(key.rfind('.') + 1) << " = " << value << "\n";
 }
 
 }  // namespace
 
 std::string to_ini(const Config& config) {
+  std::vector<Section> sections = static_sections();
+  for (const auto& source : config.sources) sections.push_back(source_section(source.name));
   std::ostringstream out;
-  std::string section;
-  auto begin = [&](const std::string& name) {
-    out << (section.empty() ? "" : "\n") << "[" << name << "]\n";
-    section = name;
-  };
-  auto line = [&](const std::string& key, const std::string& value) { ini_line(out, section, key, value); };
-  const auto& job = config.job;
-  begin("job");
-  line("steps", str(job.steps));
-  line("seed", str(job.seed));
-  line("global_batch", str(job.global_batch));
-  line("seq_len", str(job.seq_len));
-  line("micro_batches", str(job.micro_batches));
-  line("prefetch_steps", str(job.prefetch_steps));
-  line("mode", job.mode);
-  line("long_docs", job.long_docs);
-  line("balance", job.balance);
-  line("max_positions_per_micro_batch", str(job.max_positions_per_micro_batch));
-  const auto& topology = config.topology;
-  begin("topology");
-  line("dp", str(topology.dp));
-  line("pp", str(topology.pp));
-  line("cp", str(topology.cp));
-  line("tp", str(topology.tp));
-  line("order", topology.order);
-  line("loaders", str(topology.loaders));
-  line("shadow_loaders", str(topology.shadow_loaders));
-  line("broadcast_at", topology.broadcast_at);
-  begin("mix");
-  std::string names;
-  for (const auto& source : config.sources) names += (names.empty() ? "" : ", ") + source.name;
-  line("sources", names);
-  line("schedule", config.schedule == ScheduleKind::constant    ? "constant"
-                   : config.schedule == ScheduleKind::piecewise ? "piecewise"
-                                                                : "linear");
-  begin("tokenizer");
-  line("vocab", config.tokenizer.vocab);
-  line("pattern", config.tokenizer.pattern);
-  line("normalize", config.tokenizer.normalize);
-  begin("image");
-  line("max_side", str(config.image.max_side));
-  line("patch", str(config.image.patch));
-  line("token_id", str(config.image.token_id));
-  begin("loader");
-  line("window_mb", str(config.loader.window_mb));
-  line("cache_dir", config.loader.cache_dir);
-  line("deadline_ms", str(config.loader.deadline_ms));
-  line("threads", str(config.loader.threads));
-  begin("model");
-  line("hidden", str(config.model.hidden));
-  line("layers", str(config.model.layers));
-  line("vision_hidden", str(config.model.vision_hidden));
-  line("vision_layers", str(config.model.vision_layers));
-  line("cost_a", exact(config.model.cost_a));
-  line("preset", config.model.preset);
-  begin("device");
-  line("preset", config.device.preset);
-  begin("emulator");
-  line("time_scale", exact(config.emulator.time_scale));
-  begin("output");
-  line("summary_json", config.output.summary_json);
-  line("progress_every", str(config.output.progress_every));
-  line("log_level", config.output.log_level);
-  const auto& checkpoint = config.checkpoint;
-  begin("checkpoint");
-  line("dir", checkpoint.dir);
-  line("planner_every", str(checkpoint.planner_every));
-  line("loader_every", str(checkpoint.loader_every));
-  line("keep", str(checkpoint.keep));
-  line("trace", checkpoint.trace);
-  line("resume", checkpoint.resume ? "true" : "false");
-  line("snapshot_sources", checkpoint.snapshot_sources);
-  begin("fault");
-  line("loader", str(config.fault.loader));
-  line("kind", config.fault.kind);
-  line("step", str(config.fault.step));
-  line("stall_ms", str(config.fault.stall_ms));
-  for (const auto& source : config.sources) {
-    begin("source." + source.name);
-    line("format", source.format);
-    line("path", source.path);
-    std::string weight;
-    for (const auto& point : source.weight)
-      weight += (weight.empty() ? "" : ", ") + str(point.step) + ":" + exact(point.weight);
-    line("weight", weight);
-    line("text_field", source.text_field);
-    line("caption_field", source.caption_field);
+  for (const auto& section : sections) {
+    out << (&section == &sections.front() ? "" : "\n") << "[" << section.name << "]\n";
+    for (const auto& option : section.options) ini_line(out, option.key, option.print(config));
   }
   return out.str();
 }

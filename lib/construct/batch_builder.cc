@@ -65,178 +65,225 @@ uint64_t MicroBatch::global_position(uint64_t local) const {
   return sequence * seq_len + uint64_t{index} * chunk + k % chunk;
 }
 
-BuildStats build_batch(const StepPlan& plan, ByteFetcher& fetcher, const BuildOptions& options, Batch& out) {
-  BuildStats stats;
-  const uint32_t seq_len = plan.seq_len;
-  const std::vector<Chunk> chunks = held_chunks(seq_len, options.cp_rank, options.cp_size, plan.step);
-  const uint32_t local_len = options.cp_size <= 1 ? seq_len : seq_len / options.cp_size;
-  out.step = plan.step;
-  out.micro_batches.resize(plan.micro_batches.size());
-  std::vector<std::vector<Run>> runs(plan.micro_batches.size());
-  // Tokens one past a held chunk that are labels of its last position, for a
-  // rank that holds both inputs and targets (its other labels are its tokens).
+namespace {
+
+// What build_batch's passes share: the rank's chunks, the held runs per
+// micro-batch, and the tokens one past a held chunk that label its last
+// position (for a rank that holds both inputs and targets; its other labels
+// are its own tokens).
+struct Layout {
+  const StepPlan& plan;
+  const BuildOptions& options;
+  std::vector<Chunk> chunks;
+  uint32_t local_len = 0;
+  std::vector<std::vector<Run>> runs;
+  size_t edges = 0;
   std::vector<int32_t> edge_tokens;
   std::vector<uint64_t> edge_labels;  // held index each edge token labels
-  auto needs_edge = [&](const Run& r, const SampleMeta& s) {
+
+  bool needs_edge(const Run& r, const SampleMeta& s) const {
     return options.inputs && options.targets && r.hi < r.piece_end && r.hi > s.patches;
-  };
-
-  // First pass: validate, record the pieces and the held runs, size every
-  // array. The reads land in place, so nothing may be resized after it.
-  size_t edges = 0;
-  for (size_t m = 0; m < plan.micro_batches.size(); ++m) {
-    const auto& wire = plan.micro_batches[m];
-    MicroBatch& mb = out.micro_batches[m];
-    const size_t n = wire.sequences.size();
-    mb.sequences = static_cast<uint32_t>(n);
-    mb.seq_len = seq_len;
-    mb.cp_rank = options.cp_size <= 1 ? 0 : options.cp_rank;
-    mb.cp_size = std::max<uint32_t>(1, options.cp_size);
-    mb.has_inputs = options.inputs;
-    mb.has_targets = options.targets;
-    const size_t held = options.inputs || options.targets ? n * local_len : 0;
-    mb.tokens.assign(options.inputs ? held : 0, kPadTokenId);
-    mb.positions.assign(options.inputs ? held : 0, 0);
-    mb.labels.assign(options.targets ? held : 0, kIgnoreLabel);
-    mb.loss_mask.assign(options.targets ? held : 0, 0);
-    mb.cu_seqlens.assign(1, 0);
-    mb.patch_positions.clear();
-    mb.docs.clear();
-    mb.patch_bytes = 0;
-    uint64_t patch_total = 0;
-    for (size_t q = 0; q < n; ++q) {
-      uint32_t offset = 0;
-      for (const auto& piece : wire.sequences[q].pieces) {
-        if (piece.sample >= plan.samples.size())
-          throw ProtocolError(str("step ", plan.step, ": piece of sample ", piece.sample, " of ", plan.samples.size()));
-        const SampleMeta& s = plan.samples[piece.sample];
-        const uint32_t lo = piece.begin;
-        const uint32_t hi = piece.begin + piece.length;
-        if (hi > s.positions() || piece.length == 0 || hi < lo)
-          throw ProtocolError(str("step ", plan.step, ": piece [", lo, ", ", hi, ") of a sample with ",
-                                  s.positions(), " positions"));
-        if (offset + piece.length > seq_len)
-          throw ProtocolError(str("step ", plan.step, ": sequence ", q, " overflows seq_len ", seq_len));
-        const uint32_t patch_hi = std::min(hi, s.patches);
-        if (lo < patch_hi) {
-          if (mb.patch_bytes != 0 && mb.patch_bytes != s.patch_bytes)
-            throw ProtocolError(str("step ", plan.step, ": samples with different patch sizes in one micro-batch"));
-          mb.patch_bytes = s.patch_bytes;
-        }
-        mb.docs.push_back({s.source, s.index, lo, piece.length, static_cast<uint32_t>(q), offset,
-                           patch_hi > lo ? patch_hi - lo : 0});
-        for (const Chunk& chunk : chunks) {
-          const uint32_t g0 = std::max(offset, chunk.begin);
-          const uint32_t g1 = std::min(offset + piece.length, chunk.end);
-          if (g0 >= g1 || !(options.inputs || options.targets)) continue;
-          Run run{piece.sample, lo, hi, lo + (g0 - offset), lo + (g1 - offset),
-                  q * uint64_t{local_len} + chunk.local + (g0 - chunk.begin)};
-          if (options.inputs && run.lo < s.patches) patch_total += std::min(run.hi, s.patches) - run.lo;
-          if (needs_edge(run, s)) ++edges;
-          runs[m].push_back(run);
-        }
-        offset += piece.length;
-      }
-    }
-    if (!options.inputs) mb.patch_bytes = 0;
-    mb.patches.resize(patch_total * mb.patch_bytes);
   }
-  edge_tokens.assign(edges, 0);
-  edge_labels.clear();
+};
 
-  // Second pass: queue the reads.
+// Sizes and clears one micro-batch's arrays for `sequences` sequences.
+void reset_micro_batch(const Layout& layout, size_t sequences, MicroBatch& mb) {
+  const BuildOptions& options = layout.options;
+  mb.sequences = static_cast<uint32_t>(sequences);
+  mb.seq_len = layout.plan.seq_len;
+  mb.cp_rank = options.cp_size <= 1 ? 0 : options.cp_rank;
+  mb.cp_size = std::max<uint32_t>(1, options.cp_size);
+  mb.has_inputs = options.inputs;
+  mb.has_targets = options.targets;
+  const size_t held = options.inputs || options.targets ? sequences * layout.local_len : 0;
+  mb.tokens.assign(options.inputs ? held : 0, kPadTokenId);
+  mb.positions.assign(options.inputs ? held : 0, 0);
+  mb.labels.assign(options.targets ? held : 0, kIgnoreLabel);
+  mb.loss_mask.assign(options.targets ? held : 0, 0);
+  mb.cu_seqlens.assign(1, 0);
+  mb.patch_positions.clear();
+  mb.docs.clear();
+  mb.patch_bytes = 0;
+}
+
+// Checks one piece against its sample and its sequence; returns the sample.
+const SampleMeta& checked_piece(const StepPlan& plan, const PiecePlan& piece, size_t sequence, uint32_t offset) {
+  if (piece.sample >= plan.samples.size())
+    throw ProtocolError(str("step ", plan.step, ": piece of sample ", piece.sample, " of ", plan.samples.size()));
+  const SampleMeta& s = plan.samples[piece.sample];
+  const uint32_t lo = piece.begin;
+  const uint32_t hi = piece.begin + piece.length;
+  if (hi > s.positions() || piece.length == 0 || hi < lo)
+    throw ProtocolError(str("step ", plan.step, ": piece [", lo, ", ", hi, ") of a sample with ", s.positions(),
+                            " positions"));
+  if (offset + piece.length > plan.seq_len)
+    throw ProtocolError(str("step ", plan.step, ": sequence ", sequence, " overflows seq_len ", plan.seq_len));
+  return s;
+}
+
+// First pass over micro-batch m: validate, record the pieces and the held
+// runs, size every array. The reads land in place, so nothing may be resized
+// after it.
+void lay_out_micro_batch(Layout& layout, size_t m, MicroBatch& mb) {
+  const BuildOptions& options = layout.options;
+  const auto& wire = layout.plan.micro_batches[m];
+  const size_t n = wire.sequences.size();
+  reset_micro_batch(layout, n, mb);
+  uint64_t patch_total = 0;
+  for (size_t q = 0; q < n; ++q) {
+    uint32_t offset = 0;
+    for (const auto& piece : wire.sequences[q].pieces) {
+      const SampleMeta& s = checked_piece(layout.plan, piece, q, offset);
+      const uint32_t lo = piece.begin;
+      const uint32_t hi = piece.begin + piece.length;
+      const uint32_t patch_hi = std::min(hi, s.patches);
+      if (lo < patch_hi) {
+        if (mb.patch_bytes != 0 && mb.patch_bytes != s.patch_bytes)
+          throw ProtocolError(str("step ", layout.plan.step, ": samples with different patch sizes in one micro-batch"));
+        mb.patch_bytes = s.patch_bytes;
+      }
+      mb.docs.push_back({s.source, s.index, lo, piece.length, static_cast<uint32_t>(q), offset,
+                         patch_hi > lo ? patch_hi - lo : 0});
+      for (const Chunk& chunk : layout.chunks) {
+        const uint32_t g0 = std::max(offset, chunk.begin);
+        const uint32_t g1 = std::min(offset + piece.length, chunk.end);
+        if (g0 >= g1 || !(options.inputs || options.targets)) continue;
+        Run run{piece.sample, lo, hi, lo + (g0 - offset), lo + (g1 - offset),
+                q * uint64_t{layout.local_len} + chunk.local + (g0 - chunk.begin)};
+        if (options.inputs && run.lo < s.patches) patch_total += std::min(run.hi, s.patches) - run.lo;
+        if (layout.needs_edge(run, s)) ++layout.edges;
+        layout.runs[m].push_back(run);
+      }
+      offset += piece.length;
+    }
+  }
+  if (!options.inputs) mb.patch_bytes = 0;
+  mb.patches.resize(patch_total * mb.patch_bytes);
+}
+
+// Second pass: queue the reads of micro-batch m's runs.
+void queue_reads(Layout& layout, size_t m, ByteFetcher& fetcher, BuildStats& stats, MicroBatch& mb) {
+  const BuildOptions& options = layout.options;
   auto get = [&](const SampleMeta& s, uint64_t offset, void* to, uint64_t bytes) {
     fetcher.get(s.loader_rank, s.slot_offset + offset, to, bytes);
     stats.bytes_fetched += bytes;
     stats.gets++;
   };
-  for (size_t m = 0; m < runs.size(); ++m) {
-    MicroBatch& mb = out.micro_batches[m];
-    uint64_t patch_cursor = 0;
-    for (const Run& r : runs[m]) {
-      const SampleMeta& s = plan.samples[r.sample];
-      const uint64_t tokens_at = SlotLayout::tokens_offset();
-      if (options.inputs) {
-        // Patches [lo, min(hi, patches)), then tokens [max(lo, patches), hi).
-        const uint32_t patch_hi = std::min(r.hi, s.patches);
-        if (r.lo < patch_hi) {
-          const uint64_t count = patch_hi - r.lo;
-          get(s, SlotLayout::patches_offset(s.text_tokens) + uint64_t{r.lo} * s.patch_bytes,
-              mb.patches.data() + patch_cursor * mb.patch_bytes, count * s.patch_bytes);
-          for (uint64_t k = 0; k < count; ++k) mb.patch_positions.push_back(static_cast<int32_t>(r.local + k));
-          patch_cursor += count;
-        }
-        const uint32_t text_lo = std::max(r.lo, s.patches);
-        if (text_lo < r.hi)
-          get(s, tokens_at + uint64_t{text_lo - s.patches} * sizeof(int32_t), mb.tokens.data() + r.local + (text_lo - r.lo),
-              uint64_t{r.hi - text_lo} * sizeof(int32_t));
-        if (needs_edge(r, s)) {
-          get(s, tokens_at + uint64_t{r.hi - s.patches} * sizeof(int32_t), edge_tokens.data() + edge_labels.size(),
-              sizeof(int32_t));
-          edge_labels.push_back(r.local + (r.hi - 1 - r.lo));
-        }
-      } else if (options.targets) {
-        // Labels alone: the tokens one past each label position, straight
-        // into the label array.
-        const uint32_t l0 = label_lo(r, s), l1 = label_hi(r);
-        if (l0 < l1)
-          get(s, tokens_at + uint64_t{l0 + 1 - s.patches} * sizeof(int32_t), mb.labels.data() + r.local + (l0 - r.lo),
-              uint64_t{l1 - l0} * sizeof(int32_t));
+  uint64_t patch_cursor = 0;
+  for (const Run& r : layout.runs[m]) {
+    const SampleMeta& s = layout.plan.samples[r.sample];
+    const uint64_t tokens_at = SlotLayout::tokens_offset();
+    if (options.inputs) {
+      // Patches [lo, min(hi, patches)), then tokens [max(lo, patches), hi).
+      const uint32_t patch_hi = std::min(r.hi, s.patches);
+      if (r.lo < patch_hi) {
+        const uint64_t count = patch_hi - r.lo;
+        get(s, SlotLayout::patches_offset(s.text_tokens) + uint64_t{r.lo} * s.patch_bytes,
+            mb.patches.data() + patch_cursor * mb.patch_bytes, count * s.patch_bytes);
+        for (uint64_t k = 0; k < count; ++k) mb.patch_positions.push_back(static_cast<int32_t>(r.local + k));
+        patch_cursor += count;
       }
+      const uint32_t text_lo = std::max(r.lo, s.patches);
+      if (text_lo < r.hi)
+        get(s, tokens_at + uint64_t{text_lo - s.patches} * sizeof(int32_t), mb.tokens.data() + r.local + (text_lo - r.lo),
+            uint64_t{r.hi - text_lo} * sizeof(int32_t));
+      if (layout.needs_edge(r, s)) {
+        get(s, tokens_at + uint64_t{r.hi - s.patches} * sizeof(int32_t),
+            layout.edge_tokens.data() + layout.edge_labels.size(), sizeof(int32_t));
+        layout.edge_labels.push_back(r.local + (r.hi - 1 - r.lo));
+      }
+    } else if (options.targets) {
+      // Labels alone: the tokens one past each label position, straight
+      // into the label array.
+      const uint32_t l0 = label_lo(r, s), l1 = label_hi(r);
+      if (l0 < l1)
+        get(s, tokens_at + uint64_t{l0 + 1 - s.patches} * sizeof(int32_t), mb.labels.data() + r.local + (l0 - r.lo),
+            uint64_t{l1 - l0} * sizeof(int32_t));
     }
   }
-  fetcher.complete();
+}
 
-  // Third pass: fields derived from the layout.
-  size_t edge = 0;
-  for (size_t m = 0; m < runs.size(); ++m) {
-    MicroBatch& mb = out.micro_batches[m];
-    for (const Run& r : runs[m]) {
-      const SampleMeta& s = plan.samples[r.sample];
+// Third pass, per run: positions, image tokens, labels and the loss mask.
+// `edge` counts the edge tokens used so far.
+void derive_positions_and_labels(const Layout& layout, size_t m, size_t& edge, MicroBatch& mb) {
+  const BuildOptions& options = layout.options;
+  for (const Run& r : layout.runs[m]) {
+    const SampleMeta& s = layout.plan.samples[r.sample];
+    if (options.inputs) {
+      for (uint32_t j = r.lo; j < r.hi; ++j) mb.positions[r.local + (j - r.lo)] = static_cast<int32_t>(j - r.piece_begin);
+      for (uint32_t j = r.lo; j < std::min(r.hi, s.patches); ++j) mb.tokens[r.local + (j - r.lo)] = options.image_token_id;
+    }
+    if (!options.targets) continue;
+    // A label is the next token of the same piece; patches have none, nor
+    // does the last patch predict the first text token.
+    const uint32_t l0 = label_lo(r, s), l1 = label_hi(r);
+    for (uint32_t j = l0; j < l1; ++j) {
+      const uint64_t at = r.local + (j - r.lo);
       if (options.inputs) {
-        for (uint32_t j = r.lo; j < r.hi; ++j) mb.positions[r.local + (j - r.lo)] = static_cast<int32_t>(j - r.piece_begin);
-        for (uint32_t j = r.lo; j < std::min(r.hi, s.patches); ++j) mb.tokens[r.local + (j - r.lo)] = options.image_token_id;
-      }
-      if (options.targets) {
-        // A label is the next token of the same piece; patches have none, nor
-        // does the last patch predict the first text token.
-        const uint32_t l0 = label_lo(r, s), l1 = label_hi(r);
-        for (uint32_t j = l0; j < l1; ++j) {
-          const uint64_t at = r.local + (j - r.lo);
-          if (options.inputs) {
-            if (j + 1 < r.hi) {
-              mb.labels[at] = mb.tokens[at + 1];
-            } else {
-              MSD_CHECK_EQ(edge_labels.at(edge), at);
-              mb.labels[at] = edge_tokens[edge++];
-            }
-          }
-          mb.loss_mask[at] = 1;
+        if (j + 1 < r.hi) {
+          mb.labels[at] = mb.tokens[at + 1];
+        } else {
+          MSD_CHECK_EQ(layout.edge_labels.at(edge), at);
+          mb.labels[at] = layout.edge_tokens[edge++];
         }
       }
+      mb.loss_mask[at] = 1;
     }
-    // cu_seqlens over the whole sequences: every piece, then the padding at
-    // the end of a sequence as one more segment.
-    uint32_t current_sequence = 0;
-    uint32_t end_of_sequence = 0;  // offset of the first padding position
-    auto close_sequence = [&](uint32_t q) {
-      if (end_of_sequence < seq_len) mb.cu_seqlens.push_back(static_cast<int32_t>(uint64_t{q} * seq_len + seq_len));
-    };
-    for (const DocSpan& doc : mb.docs) {
-      while (current_sequence < doc.sequence) {
-        close_sequence(current_sequence);
-        ++current_sequence;
-        end_of_sequence = 0;
-      }
-      end_of_sequence = doc.offset + doc.length;
-      mb.cu_seqlens.push_back(static_cast<int32_t>(size_t{doc.sequence} * seq_len + doc.offset + doc.length));
-    }
-    for (; current_sequence < mb.sequences; ++current_sequence) {
+  }
+}
+
+// cu_seqlens over the whole sequences: every piece, then the padding at the
+// end of a sequence as one more segment.
+void derive_cu_seqlens(uint32_t seq_len, MicroBatch& mb) {
+  uint32_t current_sequence = 0;
+  uint32_t end_of_sequence = 0;  // offset of the first padding position
+  auto close_sequence = [&](uint32_t q) {
+    if (end_of_sequence < seq_len) mb.cu_seqlens.push_back(static_cast<int32_t>(uint64_t{q} * seq_len + seq_len));
+  };
+  for (const DocSpan& doc : mb.docs) {
+    while (current_sequence < doc.sequence) {
       close_sequence(current_sequence);
+      ++current_sequence;
       end_of_sequence = 0;
     }
+    end_of_sequence = doc.offset + doc.length;
+    mb.cu_seqlens.push_back(static_cast<int32_t>(size_t{doc.sequence} * seq_len + doc.offset + doc.length));
   }
-  MSD_CHECK_EQ(edge, edge_tokens.size());
+  for (; current_sequence < mb.sequences; ++current_sequence) {
+    close_sequence(current_sequence);
+    end_of_sequence = 0;
+  }
+}
+
+}  // namespace
+
+BuildStats build_batch(const StepPlan& plan, ByteFetcher& fetcher, const BuildOptions& options, Batch& out) {
+  BuildStats stats;
+  const uint32_t seq_len = plan.seq_len;
+  const size_t micro_batches = plan.micro_batches.size();
+  Layout layout{plan,
+                options,
+                held_chunks(seq_len, options.cp_rank, options.cp_size, plan.step),
+                options.cp_size <= 1 ? seq_len : seq_len / options.cp_size,
+                std::vector<std::vector<Run>>(micro_batches),
+                0,
+                {},
+                {}};
+  out.step = plan.step;
+  out.micro_batches.resize(micro_batches);
+  for (size_t m = 0; m < micro_batches; ++m) lay_out_micro_batch(layout, m, out.micro_batches[m]);
+  layout.edge_tokens.assign(layout.edges, 0);
+  layout.edge_labels.clear();
+
+  for (size_t m = 0; m < micro_batches; ++m) queue_reads(layout, m, fetcher, stats, out.micro_batches[m]);
+  fetcher.complete();
+
+  size_t edge = 0;
+  for (size_t m = 0; m < micro_batches; ++m) {
+    derive_positions_and_labels(layout, m, edge, out.micro_batches[m]);
+    derive_cu_seqlens(seq_len, out.micro_batches[m]);
+  }
+  MSD_CHECK_EQ(edge, layout.edge_tokens.size());
   stats.bytes_needed = needed_bytes(plan, options);
   out.digest = batch_digest(out);
   return stats;

@@ -1,4 +1,4 @@
-// TP sharing (DESIGN.md "ClientPlaceTree"): the ranks of a tensor-parallel
+// TP sharing (docs/design.md, "The trainer's mesh"): the ranks of a tensor-parallel
 // group need identical batches, so only the group's leader (tp rank 0) builds
 // one from the loader windows and the others receive a copy from it, through
 // a node-local MPI shared-memory window when the whole group shares a node,

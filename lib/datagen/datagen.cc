@@ -10,16 +10,18 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "common/error.h"
 #include "common/files.h"
+#include "common/json_writer.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "datagen/image_gen.h"
 #include "datagen/random.h"
 #include "datagen/text_gen.h"
 #include "source/indexed/indexed_source.h"
-#include "source/jsonl/json.h"
 #include "source/wds/tar.h"
 #include "transform/tokenizer/tokenizer.h"
 
@@ -253,42 +255,36 @@ class Generator {
   void append_record(std::string& out, TextStyle style, uint64_t index, const Damage* damage) const {
     const bool web = style == TextStyle::web;
     Rng rng(derive_seed(seed_, {web ? web_stream : books_stream, index, 1}));
-    std::string text = document(style, index);
-    out += "{\"id\":";
-    append_json_string(out, record_id(web ? "web-" : "book-", index));
-    out += ",\"url\":";
-    append_json_string(out, text_.url(rng));
-    if (damage == nullptr) {
-      out += ",\"text\":";
-      append_json_string(out, text);
-      out += "}\n";
+    const std::string text = document(style, index);
+    JsonWriter json;
+    json.begin_object().value("id", record_id(web ? "web-" : "book-", index)).value("url", text_.url(rng));
+    if (damage == nullptr || *damage == Damage::missing_text) {
+      json.value(damage == nullptr ? "text" : "body", text).end_object();
+      out += json.str();
+      out += "\n";
       return;
     }
+    // A broken line: the writer's valid start of the object, then the damage.
+    out += json.str();
+    out += ",\"text\":";
+    std::string whole;
     switch (*damage) {
-      case Damage::cut_json: {
-        std::string whole;
+      case Damage::cut_json:
         append_json_string(whole, text);
-        out += ",\"text\":";
         out += whole.substr(0, std::max<size_t>(2, whole.size() / 3));
         out += "\n";
         return;
-      }
       case Damage::invalid_utf8: {
-        std::string broken;
-        append_json_string(broken, text.substr(0, std::min<size_t>(text.size(), 200)));
-        broken.pop_back();
+        // The first 200 bytes; a character cut at the end stays as raw bytes.
+        const std::string_view head = std::string_view(text).substr(0, 200);
+        const size_t valid = first_invalid_utf8(head);
+        append_json_string(whole, head.substr(0, valid));
+        whole.pop_back();
+        whole += head.substr(valid);
         // A lone continuation byte, a lead byte followed by ASCII, and 0xFF.
-        broken += " \x80 \xC3( \xFF end\"";
-        out += ",\"text\":";
-        out += broken;
-        out += "}\n";
+        out += whole + " \x80 \xC3( \xFF end\"}\n";
         return;
       }
-      case Damage::missing_text:
-        out += ",\"body\":";
-        append_json_string(out, text);
-        out += "}\n";
-        return;
       default:
         MSD_CHECK(false);
     }
@@ -430,10 +426,9 @@ class Generator {
         if (index % 2 == 0) {
           tar.add(key + ".txt", caption);
         } else {
-          std::string json = "{\"caption\":";
-          append_json_string(json, caption);
-          json += "}";
-          tar.add(key + ".json", json);
+          JsonWriter json;
+          json.begin_object().value("caption", caption).end_object();
+          tar.add(key + ".json", json.str());
         }
       }
       tar.finish();

@@ -1,4 +1,4 @@
-// The colocated baseline's packing (DESIGN.md "Baseline mode"): what common
+// The colocated baseline's packing (docs/design.md, "The colocated baseline"): what common
 // practice does with a rank's samples — micro-batches by sample count, each
 // packed greedily in arrival order. No cost model, no look-ahead.
 #pragma once

@@ -40,6 +40,8 @@ const Batch* DisaggregatedClient::next() {
   if (next_step_ >= job_.config.job.steps) return nullptr;
   const auto start = std::chrono::steady_clock::now();
   const int planner = job_.layout.planner_rank();
+  if (job_.config.fault.kind == "crash" && job_.config.fault.rank == job_.rank && job_.config.fault.step == next_step_)
+    throw Error(str("injected crash (fault.kind = crash) at step ", next_step_));
   // Every member of the data group gets the plan (a TP follower uses it only
   // to check the step it receives from its leader).
   Message message = receive(job_.world.get(), planner, kTagPlan, "waiting for the next step plan");

@@ -1,4 +1,4 @@
-// The colocated_samples baseline (DESIGN.md "Baseline mode", docs/evaluation.md),
+// The colocated_samples baseline (docs/design.md "The colocated baseline", docs/evaluation.md),
 // run by the same binary for side-by-side measurement: no planner and no
 // loader ranks. Every client opens every source, runs the one global mixer
 // (the same step documents as every other mode), loads its DP rank's share of

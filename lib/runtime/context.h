@@ -23,6 +23,10 @@ struct JobContext {
   Window windows;  // loader slots; zero bytes on other ranks
   int rank = 0;
   uint64_t first_step = 0;  // the first step this run delivers (> 0 after a resume)
+  // Set by Job::finish: the ranks alive at the end (world ranks, ascending)
+  // and their communicator; the summary is gathered over them only.
+  Comm live;
+  std::vector<int> live_ranks;
 
   JobContext(const Config& c, RoleLayout l)
       : config(c),
@@ -75,6 +79,7 @@ struct PlannerReport {
   uint64_t tokens = 0;  // non-padding positions over all data groups
   double wall_seconds = 0.0;
   std::vector<uint64_t> bad_samples;  // per BadKind
+  std::vector<int> gone;  // world ranks of loaders that did not confirm the stop (stopped or hung)
 };
 
 }  // namespace msd

@@ -36,6 +36,20 @@ class JobImpl {
   JobImpl(const Config& config, MPI_Comm world);
   std::unique_ptr<PlannerRole> make_planner(const std::vector<HelloMessage>& hellos);
 
+  // What one rank learned while opening its role, before the job agrees on it.
+  struct StartUp {
+    bool failed = false;
+    int64_t vocab_size = -1;
+    int64_t first_step = 0;
+    std::string error;  // the message, on the rank that reports it
+  };
+  void set_up_logging();
+  void split_communicators();
+  StartUp start_colocated();
+  StartUp start_loader();
+  StartUp start_planner();
+  void agree_and_start(const StartUp& mine);
+
   JobContext ctx;
   Role role = Role::client;
   std::unique_ptr<LoaderRole> loader;
@@ -66,32 +80,54 @@ int world_size_of(MPI_Comm world) {
 }
 }  // namespace
 
+// Every rank checks alone, so a wrong launch fails on every rank at once
+// without any communication that could hang.
+static void check_world_size(const Config& config, const RoleLayout& layout, int size) {
+  if (size == layout.world_size()) return;
+  const std::string parts =
+      layout.colocated ? str(layout.clients, " clients")
+                       : str("1 planner + ", layout.loaders, " loaders (topology.loaders) + ", layout.shadows,
+                             " shadow loaders (topology.shadow_loaders) + ", layout.clients, " clients");
+  throw ConfigError(str("this configuration needs ", layout.world_size(), " MPI ranks (", parts,
+                        "; clients = dp*pp*cp*tp = ", config.topology.dp, "*", config.topology.pp, "*",
+                        config.topology.cp, "*", config.topology.tp, "), but the job has ", size,
+                        "; launch with mpirun -n ", layout.world_size(), " or use msd-run --print-world-size"));
+}
+
 JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(config)) {
   start = std::chrono::steady_clock::now();
-  const int size = world_size_of(world);
-  // Every rank checks alone, so a wrong launch fails on every rank at once
-  // without any communication that could hang.
-  if (size != ctx.layout.world_size()) {
-    const std::string parts =
-        ctx.layout.colocated
-            ? str(ctx.layout.clients, " clients")
-            : str("1 planner + ", ctx.layout.loaders, " loaders (topology.loaders) + ", ctx.layout.shadows,
-                  " shadow loaders (topology.shadow_loaders) + ", ctx.layout.clients, " clients");
-    throw ConfigError(str("this configuration needs ", ctx.layout.world_size(), " MPI ranks (", parts,
-                          "; clients = dp*pp*cp*tp = ", config.topology.dp, "*", config.topology.pp, "*",
-                          config.topology.cp, "*", config.topology.tp, "), but the job has ", size,
-                          "; launch with mpirun -n ", ctx.layout.world_size(), " or use msd-run --print-world-size"));
-  }
+  check_world_size(config, ctx.layout, world_size_of(world));
   ctx.world = Comm::duplicate(world, "duplicating the world communicator");
   ctx.rank = ctx.world.rank();
   role = ctx.layout.role(ctx.rank);
-  set_log_level(parse_log_level(config.output.log_level));
+  set_up_logging();
+  stats.startup_rss_bytes = current_rss_bytes();
+  split_communicators();
+
+  // Loaders (or, colocated, every client) open their sources; everyone agrees
+  // whether start-up worked before any work begins, so a bad source fails the
+  // job cleanly on every rank.
+  StartUp mine;
+  if (ctx.layout.colocated) {
+    mine = start_colocated();
+  } else {
+    const uint64_t window_bytes = role == Role::loader ? config.loader.window_mb << 20 : 0;
+    ctx.windows = Window(ctx.world.get(), window_bytes, "allocating loader windows");
+    if (role == Role::loader) mine = start_loader();
+    else if (role == Role::planner) mine = start_planner();
+  }
+  agree_and_start(mine);
+}
+
+void JobImpl::set_up_logging() {
+  set_log_level(parse_log_level(ctx.config.output.log_level));
   set_log_prefix(role == Role::planner ? "planner"
                  : role == Role::loader ? str("loader ", ctx.layout.loader_index(ctx.rank))
                                         : str("client ", ctx.layout.client_index(ctx.rank)));
-  stats.startup_rss_bytes = current_rss_bytes();
+}
 
-  // Role and trainer communicators (collective over the world).
+// Role and trainer communicators (collective over the world).
+void JobImpl::split_communicators() {
   const int client_color = role == Role::client ? 0 : MPI_UNDEFINED;
   client_index = role == Role::client ? ctx.layout.client_index(ctx.rank) : -1;
   clients = Comm::split(ctx.world.get(), client_color, client_index, "splitting the client communicator");
@@ -110,60 +146,68 @@ JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(c
   pp = axis_comm(Axis::pp);
   ctx.loaders = Comm::split(ctx.world.get(), role == Role::loader ? 0 : MPI_UNDEFINED, ctx.rank,
                             "splitting the loader communicator");
+}
 
-  // Loaders (or, colocated, every client) open their sources; everyone agrees
-  // whether start-up worked before any work begins, so a bad source fails the
-  // job cleanly on every rank.
-  std::vector<HelloMessage> hellos;
-  std::string local_error;
-  int64_t local[3] = {0, -1, 0};  // failed, vocabulary size, first step
-  if (ctx.layout.colocated) {
-    try {
-      auto impl = std::make_unique<ColocatedClient>(ctx, client_index);
-      colocated = impl.get();
-      stats.state_bytes = impl->state_bytes();
-      local[1] = impl->vocab_size();
-      client = std::make_unique<Client>(std::move(impl), ctx.config);
-    } catch (const std::exception& e) {
-      local_error = e.what();
-      local[0] = 1;
-    }
-  } else {
-    const uint64_t window_bytes = role == Role::loader ? config.loader.window_mb << 20 : 0;
-    ctx.windows = Window(ctx.world.get(), window_bytes, "allocating loader windows");
-    if (role == Role::loader) {
-      loader = std::make_unique<LoaderRole>(ctx);
-      send_bytes(ctx.world.get(), ctx.layout.planner_rank(), kTagHello, encode(loader->hello()), "sending hello");
-      local[0] = loader->hello().error.empty() ? 0 : 1;
-      local[1] = loader->vocab_size();
-    } else if (role == Role::planner) {
-      for (int i = 0; i < ctx.layout.loader_ranks(); ++i)
-        hellos.push_back(
-            decode_hello(receive(ctx.world.get(), MPI_ANY_SOURCE, kTagHello, "waiting for loader hellos").bytes));
-      std::set<std::string> errors;
-      for (const auto& hello : hellos)
-        if (!hello.error.empty()) errors.insert(hello.error);
-      for (const auto& e : errors) local_error += (local_error.empty() ? "" : "\n") + e;
-      local[0] = errors.empty() ? 0 : 1;
-      if (errors.empty()) {
-        try {
-          planner = make_planner(hellos);
-          local[2] = static_cast<int64_t>(ctx.first_step);
-        } catch (const std::exception& e) {
-          local_error = e.what();
-          local[0] = 1;
-        }
-      }
-    }
+JobImpl::StartUp JobImpl::start_colocated() {
+  StartUp mine;
+  try {
+    auto impl = std::make_unique<ColocatedClient>(ctx, client_index);
+    colocated = impl.get();
+    stats.state_bytes = impl->state_bytes();
+    mine.vocab_size = impl->vocab_size();
+    client = std::make_unique<Client>(std::move(impl), ctx.config);
+  } catch (const std::exception& e) {
+    mine.error = e.what();
+    mine.failed = true;
   }
+  return mine;
+}
+
+JobImpl::StartUp JobImpl::start_loader() {
+  StartUp mine;
+  loader = std::make_unique<LoaderRole>(ctx);
+  send_bytes(ctx.world.get(), ctx.layout.planner_rank(), kTagHello, encode(loader->hello()), "sending hello");
+  mine.failed = !loader->hello().error.empty();
+  mine.vocab_size = loader->vocab_size();
+  return mine;
+}
+
+// The planner hears every loader's hello (their sources, or why they failed)
+// and, when all opened, builds its planning state.
+JobImpl::StartUp JobImpl::start_planner() {
+  StartUp mine;
+  std::vector<HelloMessage> hellos;
+  for (int i = 0; i < ctx.layout.loader_ranks(); ++i)
+    hellos.push_back(decode_hello(receive(ctx.world.get(), MPI_ANY_SOURCE, kTagHello, "waiting for loader hellos").bytes));
+  std::set<std::string> errors;
+  for (const auto& hello : hellos)
+    if (!hello.error.empty()) errors.insert(hello.error);
+  for (const auto& e : errors) mine.error += (mine.error.empty() ? "" : "\n") + e;
+  mine.failed = !errors.empty();
+  if (mine.failed) return mine;
+  try {
+    planner = make_planner(hellos);
+    mine.first_step = static_cast<int64_t>(ctx.first_step);
+  } catch (const std::exception& e) {
+    mine.error = e.what();
+    mine.failed = true;
+  }
+  return mine;
+}
+
+// One reduction tells every rank whether start-up worked, the vocabulary size
+// (for the image token) and the step the run starts at; then the clients start.
+void JobImpl::agree_and_start(const StartUp& mine) {
+  int64_t local[3] = {mine.failed ? 1 : 0, mine.vocab_size, mine.first_step};
   int64_t global[3] = {0, 0, 0};
   MPI_Request request;
   MSD_MPI(MPI_Iallreduce(local, global, 3, MPI_INT64_T, MPI_MAX, ctx.world.get(), &request), "agreeing on start-up");
   wait(request, "agreeing on start-up");
   if (global[0] != 0) {
     // Rank 0 (the planner, or the first colocated client) has the message.
-    throw ConfigError(ctx.rank == 0 ? local_error : std::string("start-up failed on another rank"));
+    throw ConfigError(ctx.rank == 0 ? mine.error : std::string("start-up failed on another rank"));
   }
+  const Config& config = ctx.config;
   const int32_t token_id = config.image.token_id >= 0 ? static_cast<int32_t>(config.image.token_id)
                                                       : static_cast<int32_t>(std::max<int64_t>(global[1], 0));
   ctx.first_step = static_cast<uint64_t>(global[2]);
@@ -171,7 +215,8 @@ JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(c
   if (colocated) {
     colocated->start(token_id);
   } else if (role == Role::client) {
-    client = std::make_unique<Client>(std::make_unique<DisaggregatedClient>(ctx, client_index, token_id, tp.get()), ctx.config);
+    client = std::make_unique<Client>(std::make_unique<DisaggregatedClient>(ctx, client_index, token_id, tp.get()),
+                                      ctx.config);
   }
 }
 
@@ -234,8 +279,36 @@ void Job::serve() {
   }
 }
 
+namespace {
+// The ranks alive at the end and their communicator: the planner decided who
+// is left out (PlannerRole::stop_loaders) and told every other live rank.
+void join_live_ranks(JobImpl& job) {
+  if (job.ctx.layout.colocated) return;
+  std::vector<int> gone = job.report.gone;
+  if (job.role != Role::planner) {
+    auto finish = receive_for(job.ctx.world.get(), job.ctx.layout.planner_rank(), kTagFinish, 60000,
+                              "waiting for the planner's end of job");
+    if (!finish) throw Error("the planner (world rank 0) sent no end of job within 60 s");
+    gone = decode_ranks(finish->bytes).ranks;
+  }
+  for (int rank = 0; rank < job.ctx.layout.world_size(); ++rank)
+    if (std::find(gone.begin(), gone.end(), rank) == gone.end()) job.ctx.live_ranks.push_back(rank);
+  job.ctx.live = Comm::create_group(job.ctx.world.get(), job.ctx.live_ranks, kTagFinish, "joining the live ranks");
+}
+}  // namespace
+
+int Job::shutdown() {
+  if (impl_->role == Role::planner && !impl_->report.gone.empty()) {
+    log_warn("every step was delivered and the summary written; ", impl_->report.gone.size(),
+             " loader(s) did not stop, so the job ends with MPI_Abort (exit status ", kExitOk, ")");
+    MPI_Abort(MPI_COMM_WORLD, kExitOk);
+  }
+  return kExitOk;
+}
+
 Summary Job::finish(const TrainerStats& trainer) {
   JobImpl& job = *impl_;
+  join_live_ranks(job);
   SummaryInput input;
   if (job.role == Role::client) {
     const ClientLog& log = job.client->log();

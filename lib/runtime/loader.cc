@@ -85,10 +85,83 @@ void LoaderRole::resume(uint64_t first_step) {
   log_info("resume: ", snapshot_.size(), " transformed samples available from ", *path);
 }
 
-void LoaderRole::write_checkpoint(uint64_t step) {
+// Releases, stop, checkpoint requests and injected faults; true on stop.
+bool LoaderRole::on_control(const Message& message) {
+  const int planner = job_.layout.planner_rank();
+  if (message.tag == kTagRelease) {
+    for (uint64_t offset : decode_release(message.bytes)) {
+      slots_->release(offset);
+      live_.erase(offset);
+    }
+  } else if (message.tag == kTagStop) {
+    // The planner waits (bounded) for this before the summary: a loader that
+    // does not answer is left out of it.
+    send_bytes(job_.world.get(), planner, kTagStop, {}, "confirming the stop");
+    return true;
+  } else if (message.tag == kTagCheckpoint) {
+    // Ready: the planner starts the collective write once every live loader is.
+    send_bytes(job_.world.get(), planner, kTagCheckpoint, message.bytes, "ready for a loader checkpoint");
+  } else if (message.tag == kTagFault) {
+    const FaultMessage fault = decode_fault(message.bytes);
+    log_warn("fault injected: ", fault.kind, fault.kind == "stall" ? str(" for ", fault.stall_ms, " ms") : "");
+    if (fault.kind == "crash") throw Error("injected crash (fault.kind = crash)");
+    if (fault.kind == "hang") {
+      fault_ = Fault::hang;
+    } else if (fault.kind == "fail") {
+      fault_ = Fault::fail;
+    } else {
+      // A stall: the process does nothing at all for a while, as with
+      // storage that stops answering; then it carries on.
+      std::this_thread::sleep_for(std::chrono::milliseconds(fault.stall_ms));
+    }
+  } else {
+    throw ProtocolError(str("loader rank ", job_.rank, " got unexpected tag ", message.tag));
+  }
+  return false;
+}
+
+// Whether every other writer in `go.ranks` is here, each telling the others
+// point-to-point and waiting at most loader.deadline_ms: a writer stopped
+// since it answered ready makes the others skip this checkpoint instead of
+// entering a collective it would never join.
+bool LoaderRole::writers_present(const RanksMessage& go) {
+  WireWriter here;
+  here.u64(go.step);
+  for (int rank : go.ranks)
+    if (rank != job_.rank) send_bytes(job_.world.get(), rank, kTagCheckpointJoin, here.bytes(), "joining a loader checkpoint");
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(job_.config.loader.deadline_ms);
+  for (int rank : go.ranks) {
+    if (rank == job_.rank) continue;
+    for (;;) {
+      const auto now = std::chrono::steady_clock::now();
+      const uint64_t left = now < end ? std::chrono::duration_cast<std::chrono::milliseconds>(end - now).count() : 0;
+      auto message = receive_for(job_.world.get(), rank, kTagCheckpointJoin, left, "waiting for loader checkpoint writers");
+      if (!message) {
+        log_warn("loader checkpoint of step ", go.step, " skipped: loader ", job_.layout.loader_index(rank),
+                 " (world rank ", rank, ") did not join within loader.deadline_ms");
+        return false;
+      }
+      WireReader r(message->bytes, "checkpoint join");
+      const uint64_t step = r.u64();
+      r.finish();
+      if (step == go.step) break;  // else a late one of a checkpoint skipped earlier
+    }
+  }
+  return true;
+}
+
+// Collective over the loaders in `go.ranks` only (those the planner found
+// alive), so a loader taken over by a shadow never blocks the others.
+void LoaderRole::write_checkpoint(const RanksMessage& go) {
+  const uint64_t step = go.step;
+  WireWriter done;
+  done.u64(step);
+  if (!writers_present(go)) {
+    send_bytes(job_.world.get(), job_.layout.planner_rank(), kTagCheckpointGo, done.bytes(), "loader checkpoint skipped");
+    return;
+  }
   LoaderCheckpointPart part;
   part.loader = static_cast<uint32_t>(job_.layout.loader_index(job_.rank));
-  for (const auto& [source, cursor] : served_) part.served.push_back({source, cursor});
   for (const auto& [offset, meta] : live_) {
     if (!snapshot_source_[meta.source]) continue;
     SnapshotRecord record;
@@ -102,7 +175,10 @@ void LoaderRole::write_checkpoint(uint64_t step) {
     record.bytes.assign(slot, slot + meta.slot_bytes);
     part.records.push_back(std::move(record));
   }
-  write_loader_checkpoint(job_.loaders.get(), job_.config.checkpoint.dir, step, part, job_.config.checkpoint.keep);
+  const Comm writers = Comm::create_group(job_.world.get(), go.ranks, kTagCheckpointGo,
+                                         str("loader checkpoint of step ", step, ": joining the live loaders"));
+  write_loader_checkpoint(writers.get(), job_.config.checkpoint.dir, step, part, job_.config.checkpoint.keep);
+  send_bytes(job_.world.get(), job_.layout.planner_rank(), kTagCheckpointGo, done.bytes(), "loader checkpoint written");
 }
 
 int32_t LoaderRole::vocab_size() const { return tokenizer_ ? tokenizer_->vocab_size() : -1; }
@@ -117,7 +193,6 @@ void LoaderRole::prepare(std::span<const LoadItem> items, std::deque<Prepared>& 
     Prepared& out = ready.emplace_back();  // references to deque elements stay valid
     prepared.push_back(&out);
     out.item = item;
-    served_[item.source] = std::max(served_[item.source], item.cursor);
     if (auto it = snapshot_.find({item.source, item.cursor}); it != snapshot_.end()) {
       // The same bytes the transform would make: the stream does not change.
       out.bytes = it->second.bytes.size();
@@ -156,9 +231,9 @@ void LoaderRole::prepare(std::span<const LoadItem> items, std::deque<Prepared>& 
     }
     if (out.bad == BadKind::none) {
       out.bytes = SlotLayout::bytes(static_cast<uint32_t>(out.sample.tokens.size()), out.sample.image.patches, patch_bytes);
-      if (out.bytes > slots_->capacity()) {
+      if (out.bytes > job_.config.job.max_sample_bytes) {
         out.bad = BadKind::too_large;
-        reason = str(out.bytes, " bytes transformed, more than the whole window (loader.window_mb)");
+        reason = str(out.bytes, " bytes transformed, more than job.max_sample_bytes = ", job_.config.job.max_sample_bytes);
       }
     }
     if (out.bad != BadKind::none)
@@ -245,33 +320,11 @@ RoleStats LoaderRole::serve() {
       progressed = true;
       if (message->tag == kTagLoad) {
         for (const auto& item : decode_load(message->bytes)) pending.push_back(item);
-      } else if (message->tag == kTagRelease) {
-        for (uint64_t offset : decode_release(message->bytes)) {
-          slots_->release(offset);
-          live_.erase(offset);
-        }
-      } else if (message->tag == kTagStop) {
-        stop = true;
-      } else if (message->tag == kTagCheckpoint) {
-        WireReader r(message->bytes, "checkpoint");
-        const uint64_t step = r.u64();
-        r.finish();
+      } else if (message->tag == kTagCheckpointGo) {
         flush();  // what was loaded before the checkpoint is reported first
-        write_checkpoint(step);
-      } else if (message->tag == kTagFault) {
-        const FaultMessage fault = decode_fault(message->bytes);
-        log_warn("fault injected: ", fault.kind, fault.kind == "stall" ? str(" for ", fault.stall_ms, " ms") : "");
-        if (fault.kind == "hang") {
-          fault_ = Fault::hang;
-        } else if (fault.kind == "fail") {
-          fault_ = Fault::fail;
-        } else {
-          // A stall: the process does nothing at all for a while, as with
-          // storage that stops answering; then it carries on.
-          std::this_thread::sleep_for(std::chrono::milliseconds(fault.stall_ms));
-        }
+        write_checkpoint(decode_ranks(message->bytes));
       } else {
-        throw ProtocolError(str("loader rank ", job_.rank, " got unexpected tag ", message->tag));
+        stop = on_control(*message) || stop;
       }
     }
     if (stop) break;

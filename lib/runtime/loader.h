@@ -42,7 +42,9 @@ class LoaderRole {
   // and marked.
   void prepare(std::span<const LoadItem> items, std::deque<Prepared>& ready);
   bool place(Prepared& prepared, std::vector<SampleMeta>& outbox);
-  void write_checkpoint(uint64_t step);
+  bool on_control(const Message& message);
+  bool writers_present(const RanksMessage& go);
+  void write_checkpoint(const RanksMessage& go);
 
   JobContext& job_;
   HelloMessage hello_;
@@ -54,7 +56,6 @@ class LoaderRole {
   enum class Fault { none, hang, fail };
   Fault fault_ = Fault::none;  // injected for testing failover (config [fault])
   std::map<uint64_t, SampleMeta> live_;       // slot offset -> the sample in it
-  std::map<uint32_t, uint64_t> served_;       // source -> highest cursor served
   std::vector<bool> snapshot_source_;         // per source: keep in loader checkpoints
   std::map<std::pair<uint32_t, uint64_t>, SnapshotRecord> snapshot_;  // (source, cursor) from a checkpoint
   uint64_t snapshot_hits_ = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 #include "common/files.h"
 #include "common/log.h"
@@ -17,7 +18,8 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
       mixer_(make_schedule(job.config), job.config.job.global_batch),
       cost_(make_cost_model(job.config)),
       pack_(make_pack_options(job.config)),
-      mode_(parse_training_mode(job.config.job.mode, job.config.job.balance)) {
+      mode_(parse_training_mode(job.config.job.mode, job.config.job.balance)),
+      window_(job.config.loader.window_mb << 20, job.config.job.max_sample_bytes) {
   sources_.resize(job.config.sources.size());
   for (const auto& info : sources) sources_.at(info.source).samples = info.samples;
   for (size_t s = 0; s < sources_.size(); ++s) {
@@ -80,13 +82,9 @@ void PlannerRole::take_over(int loader_rank, const std::string& why) {
       break;
     }
   const int index = job_.layout.loader_index(loader_rank);
-  if (shadow_rank < 0) {
-    if (!failed.outstanding.empty() && !no_shadow_warned_) {
-      log_warn("loader ", index, " ", why, ", and no shadow loader is left (topology.shadow_loaders); waiting");
-      no_shadow_warned_ = true;
-    }
-    return;
-  }
+  if (shadow_rank < 0)  // waiting could be forever: fail fast, a requeued job resumes
+    throw Error(str("loader ", index, " (world rank ", loader_rank, ") ", why, ", and no shadow loader is left (",
+                    job_.layout.shadows, " configured, topology.shadow_loaders)"));
   const auto now = std::chrono::steady_clock::now();
   failed.failed = true;
   loaders_.at(shadow_rank).in_use = true;
@@ -113,12 +111,17 @@ void PlannerRole::check_deadlines() {
   const auto deadline = std::chrono::milliseconds(job_.config.loader.deadline_ms);
   for (auto& [rank, track] : loaders_) {
     if (track.failed || track.outstanding.empty() || now - track.last_heard < deadline) continue;
+    // Inside a loader checkpoint's collective write, bounded on its own.
+    if (loader_checkpoint_ && loader_checkpoint_->writing.count(rank)) continue;
     take_over(rank, str("missed its deadline (", job_.config.loader.deadline_ms, " ms, loader.deadline_ms)"));
   }
 }
 
 // Keeps enough load requests outstanding for every step the planner may plan
-// now: steps up to prefetch_steps beyond the last acknowledged one.
+// now: steps up to prefetch_steps beyond the last acknowledged one. Requests
+// go out in step order, and only while they fit the loader's window for
+// sure (WindowBudget); the first that does not holds back every later one,
+// so the earliest unplanned step is always served first.
 void PlannerRole::request_ahead() {
   const uint64_t limit = std::min<uint64_t>(job_.config.job.steps, acked_steps_ + 1 + job_.config.job.prefetch_steps);
   while (next_step_ + quotas_.size() < limit) {
@@ -126,21 +129,91 @@ void PlannerRole::request_ahead() {
     quotas_.push_back(mixer_.next());
   }
   std::vector<uint64_t> need(sources_.size(), 0);
-  for (const auto& quota : quotas_)
-    for (size_t s = 0; s < quota.size(); ++s) need[s] += quota[s];
   std::map<int, std::vector<LoadItem>> outbox;
-  for (size_t s = 0; s < sources_.size(); ++s) {
-    auto& src = sources_[s];
-    while (src.next_request - src.consumed - src.bad_in_flight < need[s]) {
-      const uint64_t cursor = src.next_request++;
-      const StreamPosition pos = stream_position(job_.config.job.seed, static_cast<uint32_t>(s), src.samples, cursor);
-      // Spread a source's requests over its loaders; which loader serves a
-      // sample never changes its content.
-      const int loader = src.loader_ranks[cursor % src.loader_ranks.size()];
-      outbox[loader].push_back({static_cast<uint32_t>(s), cursor, pos.index});
+  for (size_t k = 0; k < quotas_.size(); ++k) {
+    for (size_t s = 0; s < sources_.size(); ++s) need[s] += quotas_[k][s];
+    for (size_t s = 0; s < sources_.size(); ++s) {
+      auto& src = sources_[s];
+      while (src.next_request - src.consumed - src.bad_in_flight < need[s]) {
+        const uint64_t cursor = src.next_request;
+        // Spread a source's requests over its loaders; which loader serves a
+        // sample never changes its content.
+        const int loader = src.loader_ranks[cursor % src.loader_ranks.size()];
+        if (!window_.fits(loader, loaders_.at(loader).outstanding.size() + outbox[loader].size())) {
+          for (auto& [rank, items] : outbox) send_loads(rank, std::move(items));
+          if (k == 0) make_room(loader);
+          return;
+        }
+        const StreamPosition pos = stream_position(job_.config.job.seed, static_cast<uint32_t>(s), src.samples, cursor);
+        outbox[loader].push_back({static_cast<uint32_t>(s), cursor, pos.index});
+        src.next_request++;
+      }
     }
   }
   for (auto& [loader, items] : outbox) send_loads(loader, std::move(items));
+}
+
+// The earliest unplanned step needs a request that `loader`'s window cannot
+// take. Once the loader has answered everything, samples loaded for later
+// steps are given back (and asked for again later: same cursors, same
+// bytes). If that frees nothing and no step in flight holds a slot there,
+// the window cannot hold this one step: a configuration error.
+void PlannerRole::make_room(int loader) {
+  if (!loaders_.at(loader).outstanding.empty()) return;  // answers will come
+  bool freed = false, waiting = false;
+  for (size_t s = 0; s < sources_.size(); ++s) {
+    const std::optional<uint64_t> end = step_end(s);
+    if (!end) continue;  // every sample loaded so far belongs to the earliest step
+    if (rewind(static_cast<uint32_t>(s), *end, freed)) continue;
+    waiting = true;  // a request of a later step is still out: rewind when it is answered
+  }
+  if (freed || waiting) return;
+  for (const auto& [step, record] : in_flight_)
+    for (const auto& [rank, offset] : record.slots)
+      if (rank == loader) return;  // released when that step is acknowledged
+  throw ConfigError(str("loader.window_mb: loader ", job_.layout.loader_index(loader), "'s window (",
+                        window_.capacity(), " bytes) cannot hold step ", next_step_, ": its samples there take ",
+                        window_.used(loader), " bytes and the next may take up to job.max_sample_bytes = ",
+                        job_.config.job.max_sample_bytes, "; raise loader.window_mb or lower job.max_sample_bytes"));
+}
+
+// The cursor of source `s` just past the earliest unplanned step's samples,
+// once that many good samples are loaded.
+std::optional<uint64_t> PlannerRole::step_end(size_t s) const {
+  const auto& src = sources_[s];
+  uint64_t good = 0, cursor = src.consumed;
+  while (good < quotas_.front()[s]) {
+    auto it = src.resolved.find(cursor);
+    if (it == src.resolved.end()) return std::nullopt;
+    if (it->second.bad == 0) ++good;
+    ++cursor;
+  }
+  return cursor;
+}
+
+// Forgets what source `s` loaded from cursor `end` on and asks for it again
+// later; false (nothing done) while a request in that range is unanswered.
+bool PlannerRole::rewind(uint32_t s, uint64_t end, bool& freed) {
+  auto& src = sources_[s];
+  for (const auto& [rank, track] : loaders_) {
+    auto it = track.outstanding.lower_bound({s, end});
+    if (it != track.outstanding.end() && it->first.first == s) return false;
+  }
+  std::map<int, std::vector<uint64_t>> releases;
+  for (auto it = src.resolved.lower_bound(end); it != src.resolved.end(); it = src.resolved.erase(it)) {
+    const SampleMeta& meta = it->second;
+    if (meta.bad != 0) {
+      src.bad_in_flight--;
+      continue;
+    }
+    releases[meta.loader_rank].push_back(meta.slot_offset);
+    window_.released(meta.loader_rank, meta.slot_offset);
+    freed = true;
+  }
+  for (auto& [rank, offsets] : releases)
+    out_.send(rank, kTagRelease, encode_release(offsets), "giving back samples of later steps");
+  src.next_request = std::min(src.next_request, end);
+  return true;
 }
 
 void PlannerRole::on_meta(int loader_rank, const std::vector<SampleMeta>& metas) {
@@ -173,6 +246,7 @@ void PlannerRole::on_meta(int loader_rank, const std::vector<SampleMeta>& metas)
                           " samples can be loaded; see the bad-sample messages above"));
     } else {
       src.seen_good = true;
+      window_.placed(loader_rank, meta.slot_offset, meta.slot_bytes);
     }
     src.resolved[meta.cursor] = meta;
   }
@@ -226,10 +300,7 @@ bool PlannerRole::try_plan_step() {
   quotas_.pop_front();
   realized_before_.pop_front();
   ++next_step_;
-  const FaultConfig& fault = job_.config.fault;
-  if (fault.loader >= 0 && step == fault.step)
-    out_.send(job_.layout.loader_rank(fault.loader), kTagFault,
-               encode(FaultMessage{fault.kind, fault.stall_ms}), "injecting a fault");
+  inject_fault(step);
 
   std::vector<PlanDoc> docs(samples.size());
   for (size_t i = 0; i < samples.size(); ++i) {
@@ -290,6 +361,18 @@ bool PlannerRole::try_plan_step() {
   return true;
 }
 
+// [fault] at its step: a loader is told (hang, stall, fail, crash), the
+// planner itself throws (crash on rank 0); a client crashes on its own.
+void PlannerRole::inject_fault(uint64_t step) {
+  const FaultConfig& fault = job_.config.fault;
+  if (step != fault.step) return;
+  const int rank = fault.rank >= 0 ? fault.rank : fault.loader >= 0 ? job_.layout.loader_rank(fault.loader) : -1;
+  if (rank < 0) return;
+  if (rank == job_.rank) throw Error(str("injected crash (fault.kind = crash) at step ", step));
+  if (job_.layout.role(rank) == Role::loader)
+    out_.send(rank, kTagFault, encode(FaultMessage{fault.kind, fault.stall_ms}), "injecting a fault");
+}
+
 void PlannerRole::on_ack(int client_rank, uint64_t step, double wait_seconds) {
   auto it = in_flight_.find(step);
   if (it == in_flight_.end())
@@ -298,19 +381,18 @@ void PlannerRole::on_ack(int client_rank, uint64_t step, double wait_seconds) {
   if (--it->second.acks_missing > 0) return;
   // Every client of every group has its bytes: the slots can be reused.
   std::map<int, std::vector<uint64_t>> releases;
-  for (const auto& [loader, offset] : it->second.slots) releases[loader].push_back(offset);
+  for (const auto& [loader, offset] : it->second.slots) {
+    releases[loader].push_back(offset);
+    window_.released(loader, offset);
+  }
   for (const auto& [loader, offsets] : releases)
     out_.send(loader, kTagRelease, encode_release(offsets), "releasing slots");
   MSD_CHECK_EQ(step, acked_steps_);  // clients consume steps in order
   ++acked_steps_;
   if (checkpoints_ && acked_steps_ % job_.config.checkpoint.planner_every == 0) checkpoint(acked_steps_);
   const uint64_t loader_every = job_.config.checkpoint.loader_every;
-  if (loader_every > 0 && acked_steps_ % loader_every == 0 && acked_steps_ < job_.config.job.steps) {
-    WireWriter w;
-    w.u64(acked_steps_);
-    for (int i = 0; i < job_.layout.loader_ranks(); ++i)
-      out_.send(job_.layout.loader_rank(i), kTagCheckpoint, w.bytes(), "asking loaders for a checkpoint");
-  }
+  if (loader_every > 0 && acked_steps_ % loader_every == 0 && acked_steps_ < job_.config.job.steps)
+    ask_loader_checkpoint(acked_steps_);
   report_progress(it->second);
   in_flight_.erase(it);
 }
@@ -359,6 +441,118 @@ void PlannerRole::checkpoint(uint64_t step) {
   starts_.erase(starts_.begin(), starts_.lower_bound(step));
 }
 
+// A loader checkpoint is collective over the loaders that write it, so only
+// live ones may: every loader not taken over is asked, and once each has
+// answered ready (or been taken over: one silent past loader.deadline_ms is),
+// the ready ones are told to write it together.
+void PlannerRole::ask_loader_checkpoint(uint64_t step) {
+  if (loader_checkpoint_) {
+    log_warn("loader checkpoint of step ", step, " skipped: the one of step ", loader_checkpoint_->step,
+             " is still waiting for loaders");
+    return;
+  }
+  PendingCheckpoint pending;
+  pending.step = step;
+  pending.asked_at = std::chrono::steady_clock::now();
+  WireWriter w;
+  w.u64(step);
+  for (const auto& [rank, track] : loaders_) {
+    if (track.failed) continue;
+    pending.waiting.insert(rank);
+    out_.send(rank, kTagCheckpoint, w.bytes(), "asking loaders for a checkpoint");
+  }
+  loader_checkpoint_ = std::move(pending);
+}
+
+void PlannerRole::on_checkpoint_ready(int loader_rank, uint64_t step) {
+  if (!loader_checkpoint_ || loader_checkpoint_->step != step || !loader_checkpoint_->waiting.erase(loader_rank))
+    return;  // a late answer from a loader taken over meanwhile
+  loader_checkpoint_->ready.push_back(loader_rank);
+}
+
+void PlannerRole::advance_loader_checkpoint() {
+  if (!loader_checkpoint_) return;
+  PendingCheckpoint& pending = *loader_checkpoint_;
+  const auto now = std::chrono::steady_clock::now();
+  if (pending.go_sent) {
+    if (pending.writing.empty()) {
+      loader_checkpoint_.reset();
+    } else if (now - pending.go_at > checkpoint_write_bound()) {
+      // A writer stopped inside the collective write: the others cannot
+      // leave it, so the job cannot go on.
+      throw Error(str("the loader checkpoint of step ", pending.step, " did not complete within ",
+                      checkpoint_write_bound().count(), " ms: loader ",
+                      job_.layout.loader_index(*pending.writing.begin()), " (world rank ", *pending.writing.begin(),
+                      ") or another writer stopped while writing it"));
+    }
+    return;
+  }
+  const auto deadline = std::chrono::milliseconds(job_.config.loader.deadline_ms);
+  for (auto it = pending.waiting.begin(); it != pending.waiting.end();) {
+    const int rank = *it;
+    if (!loaders_.at(rank).failed && now - pending.asked_at < deadline) {
+      ++it;
+      continue;
+    }
+    it = pending.waiting.erase(it);
+    if (!loaders_.at(rank).failed)
+      take_over(rank, str("did not answer a loader checkpoint request within loader.deadline_ms = ",
+                          job_.config.loader.deadline_ms, " ms"));
+  }
+  if (!pending.waiting.empty()) return;
+  RanksMessage go{pending.step, {}};
+  for (int rank : pending.ready)
+    if (!loaders_.at(rank).failed) go.ranks.push_back(rank);
+  std::sort(go.ranks.begin(), go.ranks.end());
+  const auto bytes = encode(go);
+  for (int rank : go.ranks) out_.send(rank, kTagCheckpointGo, bytes, "starting a loader checkpoint");
+  pending.writing.insert(go.ranks.begin(), go.ranks.end());
+  pending.go_sent = true;
+  pending.go_at = now;
+}
+
+// How long a loader checkpoint's collective write may take before a writer
+// is taken to have stopped inside it.
+std::chrono::milliseconds PlannerRole::checkpoint_write_bound() const {
+  return std::chrono::milliseconds(std::max<uint64_t>(10000, 4 * job_.config.loader.deadline_ms));
+}
+
+void PlannerRole::on_checkpoint_written(int loader_rank, uint64_t step) {
+  if (!loader_checkpoint_ || loader_checkpoint_->step != step) return;
+  loader_checkpoint_->writing.erase(loader_rank);
+  loaders_.at(loader_rank).last_heard = std::chrono::steady_clock::now();
+}
+
+// Stops every loader and waits, bounded, for each to confirm; those that do
+// not (stopped, hung) are left out of the summary and of a clean shutdown.
+// Tells the others and every client who is left out.
+void PlannerRole::stop_loaders() {
+  std::set<int> waiting;
+  for (int i = 0; i < job_.layout.loader_ranks(); ++i) {
+    const int rank = job_.layout.loader_rank(i);
+    out_.send(rank, kTagStop, {}, "stopping loaders");
+    waiting.insert(rank);
+  }
+  const uint64_t bound_ms = std::clamp<uint64_t>(job_.config.loader.deadline_ms, 1000, 5000);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(bound_ms);
+  Backoff backoff;
+  while (!waiting.empty() && std::chrono::steady_clock::now() < end) {
+    if (auto message = try_receive(job_.world.get(), MPI_ANY_SOURCE, MPI_ANY_TAG, "waiting for loaders to stop")) {
+      if (message->tag == kTagStop) waiting.erase(message->source);  // late metadata and readiness are moot now
+      backoff.reset();
+    } else {
+      backoff.idle();
+    }
+  }
+  report_.gone.assign(waiting.begin(), waiting.end());
+  for (int rank : report_.gone)
+    log_warn("loader ", job_.layout.loader_index(rank), " (world rank ", rank, ") did not confirm the stop within ",
+             bound_ms, " ms; it is left out of the summary");
+  const auto bytes = encode(RanksMessage{acked_steps_, report_.gone});
+  for (int rank = 1; rank < job_.layout.world_size(); ++rank)
+    if (!waiting.count(rank)) out_.send(rank, kTagFinish, bytes, "telling ranks who is left out");
+}
+
 void PlannerRole::report_progress(const InFlightStep& step) {
   const auto now = std::chrono::steady_clock::now();
   const double step_seconds = std::chrono::duration<double>(now - last_step_done_).count();
@@ -380,7 +574,7 @@ PlannerReport PlannerRole::serve() {
   start_ = last_step_done_ = std::chrono::steady_clock::now();
   const uint64_t steps = job_.config.job.steps;
   Backoff backoff;
-  while (acked_steps_ < steps) {
+  while (acked_steps_ < steps || loader_checkpoint_) {
     bool progressed = false;
     request_ahead();
     while (try_plan_step()) {
@@ -394,19 +588,25 @@ PlannerReport PlannerRole::serve() {
       } else if (message->tag == kTagAck) {
         const AckMessage ack = decode_ack(message->bytes);
         on_ack(message->source, ack.step, ack.wait_seconds);
+      } else if (message->tag == kTagCheckpoint || message->tag == kTagCheckpointGo) {
+        WireReader r(message->bytes, "loader checkpoint");
+        const uint64_t step = r.u64();
+        r.finish();
+        if (message->tag == kTagCheckpoint) on_checkpoint_ready(message->source, step);
+        else on_checkpoint_written(message->source, step);
       } else {
         throw ProtocolError(str("planner got unexpected tag ", message->tag, " from rank ", message->source));
       }
     }
     check_deadlines();
+    advance_loader_checkpoint();
     out_.progress();
     if (progressed) backoff.reset();
     else backoff.idle();
   }
-  for (int loader = 0; loader < job_.layout.loader_ranks(); ++loader)
-    out_.send(job_.layout.loader_rank(loader), kTagStop, encode_release({}), "stopping loaders");
-
-  out_.drain();
+  stop_loaders();
+  // Bounded: a send to a loader that stopped receiving never completes.
+  out_.drain_for(std::clamp<uint64_t>(job_.config.loader.deadline_ms, 1000, 5000));
   if (trace_) trace_->close();
   if (checkpoints_) checkpoints_->finish();
   report_.steps = acked_steps_ - first_step_;

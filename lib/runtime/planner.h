@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
+#include <set>
 #include <vector>
 
 #include "checkpoint/planner_checkpoint.h"
@@ -17,6 +19,7 @@
 #include "plan/modes.h"
 #include "plan/pack.h"
 #include "runtime/context.h"
+#include "runtime/window_budget.h"
 
 namespace msd {
 
@@ -59,6 +62,9 @@ class PlannerRole {
 
   void request_ahead();
   void send_loads(int loader_rank, std::vector<LoadItem> items);
+  void make_room(int loader_rank);
+  std::optional<uint64_t> step_end(size_t source) const;
+  bool rewind(uint32_t source, uint64_t end, bool& freed);
   void check_deadlines();
   void take_over(int loader_rank, const std::string& why);
   bool try_plan_step();
@@ -66,6 +72,13 @@ class PlannerRole {
   void on_ack(int client_rank, uint64_t step, double wait_seconds);
   void report_progress(const InFlightStep& step);
   void checkpoint(uint64_t step);
+  void inject_fault(uint64_t step);
+  void ask_loader_checkpoint(uint64_t step);
+  void on_checkpoint_ready(int loader_rank, uint64_t step);
+  void advance_loader_checkpoint();
+  void on_checkpoint_written(int loader_rank, uint64_t step);
+  std::chrono::milliseconds checkpoint_write_bound() const;
+  void stop_loaders();
   PlannerCheckpoint state_before(uint64_t step) const;
 
   JobContext& job_;
@@ -75,6 +88,7 @@ class PlannerRole {
   CostModel cost_;
   PackOptions pack_;
   TrainingMode mode_;  // job.mode: how a step's documents are placed (plan/modes.h)
+  WindowBudget window_;
   std::deque<std::vector<uint32_t>> quotas_;  // for steps next_step_, next_step_+1, ...
   std::deque<std::vector<uint64_t>> realized_before_;  // Mixer::realized() before each step in quotas_
   // What a checkpoint of step t needs, taken when t is planned: consumed
@@ -90,7 +104,17 @@ class PlannerRole {
   uint64_t acked_steps_ = 0;  // steps acknowledged by every client
   std::map<uint64_t, InFlightStep> in_flight_;
   std::map<int, LoaderTrack> loaders_;  // by world rank
-  bool no_shadow_warned_ = false;
+  // A loader checkpoint asked for: loaders yet to answer ready, those that
+  // did, and, once told to write, those still writing.
+  struct PendingCheckpoint {
+    uint64_t step = 0;
+    std::chrono::steady_clock::time_point asked_at, go_at;
+    std::set<int> waiting;
+    std::vector<int> ready;
+    bool go_sent = false;
+    std::set<int> writing;
+  };
+  std::optional<PendingCheckpoint> loader_checkpoint_;
   PlannerReport report_;
   std::chrono::steady_clock::time_point start_, last_step_done_;
 };

@@ -1,6 +1,7 @@
 #include "transport/mpi.h"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <thread>
 
@@ -54,6 +55,18 @@ Comm Comm::duplicate(MPI_Comm comm, const std::string& hint) {
 Comm Comm::split(MPI_Comm comm, int color, int key, const std::string& hint) {
   MPI_Comm out = MPI_COMM_NULL;
   MSD_MPI(MPI_Comm_split(comm, color, key, &out), hint);
+  return Comm(out);
+}
+
+Comm Comm::create_group(MPI_Comm comm, const std::vector<int>& ranks, int tag, const std::string& hint) {
+  MPI_Group all = MPI_GROUP_NULL, members = MPI_GROUP_NULL;
+  MSD_MPI(MPI_Comm_group(comm, &all), hint);
+  MSD_MPI(MPI_Group_incl(all, checked_cast<int>(ranks.size()), ranks.data(), &members), hint);
+  MPI_Comm out = MPI_COMM_NULL;
+  const int rc = MPI_Comm_create_group(comm, members, tag, &out);
+  MPI_Group_free(&members);
+  MPI_Group_free(&all);
+  MSD_MPI(rc, hint);
   return Comm(out);
 }
 
@@ -117,9 +130,23 @@ void AsyncSender::drain() {
   for (progress(); !requests_.empty(); progress()) backoff.idle();
 }
 
+bool AsyncSender::drain_for(uint64_t timeout_ms) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  Backoff backoff;
+  for (progress(); !requests_.empty(); progress()) {
+    if (std::chrono::steady_clock::now() >= end) return false;
+    backoff.idle();
+  }
+  return true;
+}
+
 AsyncSender::~AsyncSender() {
   try {
-    drain();
+    // A send to a peer that stopped receiving never completes; its buffer is
+    // leaked rather than freed under MPI, and the job ends without it.
+    if (!drain_for(2000)) {
+      for (auto& buffer : buffers_) new std::vector<uint8_t>(std::move(buffer));
+    }
   } catch (...) {
     // Destruction during an error: the job is being aborted anyway.
   }
@@ -152,6 +179,16 @@ Message receive(MPI_Comm comm, int source, int tag, const std::string& hint) {
   Backoff backoff;
   for (;;) {
     if (auto message = try_receive(comm, source, tag, hint)) return std::move(*message);
+    backoff.idle();
+  }
+}
+
+std::optional<Message> receive_for(MPI_Comm comm, int source, int tag, uint64_t timeout_ms, const std::string& hint) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  Backoff backoff;
+  for (;;) {
+    if (auto message = try_receive(comm, source, tag, hint)) return message;
+    if (std::chrono::steady_clock::now() >= end) return std::nullopt;
     backoff.idle();
   }
 }

@@ -43,6 +43,10 @@ class Comm {
   Comm() = default;
   static Comm duplicate(MPI_Comm comm, const std::string& hint);
   static Comm split(MPI_Comm comm, int color, int key, const std::string& hint);  // color may be MPI_UNDEFINED
+  // The sub-communicator of `ranks` (of `comm`, in that order). Collective over
+  // those ranks only (MPI_Comm_create_group): a rank left out never joins, so
+  // a stopped or hung peer cannot block the others.
+  static Comm create_group(MPI_Comm comm, const std::vector<int>& ranks, int tag, const std::string& hint);
   ~Comm();
   Comm(Comm&& other) noexcept;
   Comm& operator=(Comm&& other) noexcept;
@@ -75,6 +79,9 @@ class AsyncSender {
   void send(int dest, int tag, std::vector<uint8_t> bytes, const std::string& hint);
   void progress();  // frees the buffers of completed sends
   void drain();     // waits for every send to complete
+  // Waits at most `timeout_ms`; false when sends remain (to a peer that
+  // stopped receiving: their buffers are then kept, never freed under MPI).
+  bool drain_for(uint64_t timeout_ms);
   size_t in_flight() const { return requests_.size(); }
 
  private:
@@ -93,6 +100,8 @@ struct Message {
 std::optional<Message> try_receive(MPI_Comm comm, int source, int tag, const std::string& hint);
 // Blocks (with backoff) until a message matching source/tag arrives.
 Message receive(MPI_Comm comm, int source, int tag, const std::string& hint);
+// The same, for at most `timeout_ms`; nullopt when nothing came.
+std::optional<Message> receive_for(MPI_Comm comm, int source, int tag, uint64_t timeout_ms, const std::string& hint);
 
 // An RMA window from MPI_Win_allocate, with a passive-target access epoch to
 // all ranks open for its whole life (lock_all at creation, unlock_all at

@@ -228,4 +228,22 @@ FaultMessage decode_fault(std::span<const uint8_t> bytes) {
   return m;
 }
 
+std::vector<uint8_t> encode(const RanksMessage& m) {
+  WireWriter w;
+  w.u64(m.step);
+  w.u32(checked_cast<uint32_t>(m.ranks.size()));
+  for (int rank : m.ranks) w.u32(checked_cast<uint32_t>(rank));
+  return std::move(w.bytes());
+}
+
+RanksMessage decode_ranks(std::span<const uint8_t> bytes) {
+  WireReader r(bytes, "ranks");
+  RanksMessage m;
+  m.step = r.u64();
+  const uint32_t count = r.u32();
+  for (uint32_t i = 0; i < count; ++i) m.ranks.push_back(checked_cast<int>(r.u32()));
+  r.finish();
+  return m;
+}
+
 }  // namespace msd

@@ -1,9 +1,12 @@
 // Control messages between planner, loaders and clients (docs/wire.md). Sample
 // bytes never travel here: they go loader -> client through RMA windows
-// (docs/window-slot.md). Encoding: little-endian fixed-width integers, counts
-// before arrays; every message starts with a version byte.
+// (docs/window-slot.md). Encoding: little-endian fixed-width integers and
+// doubles on every host (a big-endian host swaps), counts before arrays; every
+// message starts with a version byte.
 #pragma once
 
+#include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -22,9 +25,12 @@ enum Tag : int {
   kTagRelease = 4,  // planner -> loader: these slots are free again
   kTagPlan = 5,     // planner -> client: the plan of one step
   kTagAck = 6,      // client -> planner: step built
-  kTagStop = 7,     // planner -> loader: the job is over
+  kTagStop = 7,     // planner -> loader: the job is over; loader -> planner: stopped (empty)
   kTagFault = 8,    // planner -> loader: injected fault (testing failover)
-  kTagCheckpoint = 9,  // planner -> every loader: write the loader checkpoint of this step (u64)
+  kTagCheckpoint = 9,  // planner -> live loaders: a loader checkpoint of this step is due (u64); loader -> planner: ready (u64)
+  kTagCheckpointGo = 10,  // planner -> ready loaders: write it together (u64 step, ranks: the writers); loader -> planner: written (u64)
+  kTagCheckpointJoin = 12,  // loader -> the other writers: here for this checkpoint (u64 step)
+  kTagFinish = 11,     // planner -> live loaders and clients: ranks left out of the summary (ranks)
 };
 
 class WireWriter {
@@ -42,7 +48,9 @@ class WireWriter {
   template <typename T>
   void put(T v) {
     const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    const size_t at = bytes_.size();
     bytes_.insert(bytes_.end(), p, p + sizeof v);
+    if constexpr (std::endian::native == std::endian::big) std::reverse(bytes_.begin() + at, bytes_.end());
   }
   std::vector<uint8_t> bytes_;
 };
@@ -66,8 +74,10 @@ class WireReader {
   T get() {
     need(sizeof(T));
     T v;
+    auto* p = reinterpret_cast<uint8_t*>(&v);
     std::copy(bytes_.begin() + static_cast<std::ptrdiff_t>(pos_),
-              bytes_.begin() + static_cast<std::ptrdiff_t>(pos_ + sizeof(T)), reinterpret_cast<uint8_t*>(&v));
+              bytes_.begin() + static_cast<std::ptrdiff_t>(pos_ + sizeof(T)), p);
+    if constexpr (std::endian::native == std::endian::big) std::reverse(p, p + sizeof(T));
     pos_ += sizeof(T);
     return v;
   }
@@ -151,6 +161,14 @@ struct FaultMessage {
   uint64_t stall_ms = 0;
 };
 std::vector<uint8_t> encode(const FaultMessage& m);
+
+// A step and a list of world ranks (kTagCheckpointGo, kTagFinish).
+struct RanksMessage {
+  uint64_t step = 0;
+  std::vector<int> ranks;
+};
+std::vector<uint8_t> encode(const RanksMessage& m);
+RanksMessage decode_ranks(std::span<const uint8_t> bytes);
 FaultMessage decode_fault(std::span<const uint8_t> bytes);
 
 HelloMessage decode_hello(std::span<const uint8_t> bytes);

@@ -21,13 +21,11 @@ using test::fail;
 
 namespace {
 
-// Loader r serves sources r and r+1 (mod 4); rank 1 holds no snapshot, the
-// others hold r+1 records of growing size (rank 0's first is empty).
+// Rank 1 holds no snapshot, the others hold r+1 records of sources r, r+1, ...
+// (mod 4) of growing size (rank 0's first is empty).
 LoaderCheckpointPart part_of(int rank, uint64_t step) {
   LoaderCheckpointPart part;
   part.loader = static_cast<uint32_t>(rank);
-  for (uint32_t s : {static_cast<uint32_t>(rank % 4), static_cast<uint32_t>((rank + 1) % 4)})
-    part.served.push_back({s, step * 10 + s + static_cast<uint64_t>(rank)});
   if (rank == 1) return part;
   for (int i = 0; i <= rank; ++i) {
     SnapshotRecord r;

@@ -74,10 +74,26 @@ run_job() {
   shift
   local n
   n=$("$MSD_RUN" --config "$config" --print-world-size "$@")
-  timeout 120 $MSD_MPIEXEC -n "$n" "$MSD_RUN" --config "$config" "$@"
+  timeout "${TIMEOUT:-120}" $MSD_MPIEXEC -n "$n" "$MSD_RUN" --config "$config" "$@"
 }
 
 # json_field FILE KEY: a top-level string or number field.
 json_field() {
   grep -o "\"$2\":\"\?[^,\"}]*" "$1" | head -1 | sed 's/.*:"\?//'
 }
+
+# rank_pid PATTERN RANK: the pid of the msd-run process of world rank RANK
+# whose command line contains PATTERN (e.g. this test's $WORK); empty if none.
+rank_pid() {
+  local pid
+  for pid in $(pgrep -f -- "$1"); do
+    [ "$(cat /proc/$pid/comm 2>/dev/null)" = msd-run ] || continue
+    if { tr '\0' '\n' </proc/$pid/environ; } 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
+      echo "$pid"
+      return
+    fi
+  done
+}
+
+# now_s: seconds since the epoch, with fractions.
+now_s() { date +%s.%N; }

@@ -75,6 +75,15 @@ TEST_CASE("to_ini reads back to the same configuration", "[config][checkpoint]")
   CHECK(again.schedule == ScheduleKind::linear);
 }
 
+TEST_CASE("to_ini's text is the one checkpoints and traces already hold", "[config][checkpoint]") {
+  // Saved checkpoints compare their INI with the run's, and traces keep it:
+  // the text of a configuration must not change.
+  std::ifstream in(MSD_TEST_DATA "/config/to_ini_job.ini", std::ios::binary);
+  REQUIRE(in);
+  const std::string expected((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(to_ini(parse(job_args())) == expected);
+}
+
 TEST_CASE("to_ini writes every option --help lists", "[config][checkpoint]") {
   const std::vector<const char*> argv = {"msd-run", "--help"};
   const std::string usage = parse_command_line(2, argv.data()).usage;

@@ -264,6 +264,15 @@ TEST_CASE("config: every error names the option", "[config]") {
     CHECK_THAT(error_of_ini(kBase + "[job]\nsteps = 1\nsteps = 2\n"), Catch::StartsWith("job.steps: given twice in "));
     CHECK_THAT(error_of_ini(kBase, {"--job.seed=1", "--job.seed=2"}), Catch::StartsWith("job.seed: given twice"));
   }
+  SECTION("a window that cannot hold one sample of job.max_sample_bytes") {
+    CHECK_THAT(error_of_ini(kBase, {"--loader.window_mb=1", "--job.max_sample_bytes=2097152"}),
+               Catch::StartsWith("loader.window_mb: 1 MiB cannot hold one sample of job.max_sample_bytes = 2097152"));
+    CHECK_THAT(error_of_ini(kBase, {"--job.max_sample_bytes=10"}), Catch::StartsWith("job.max_sample_bytes"));
+  }
+  SECTION("crash faults name a rank of the job") {
+    CHECK_THAT(error_of_ini(kBase, {"--fault.kind=crash", "--fault.rank=9999"}), Catch::StartsWith("fault.rank: 9999"));
+    CHECK_THAT(error_of_ini(kBase, {"--fault.kind=hang", "--fault.rank=0"}), Catch::StartsWith("fault.rank: only"));
+  }
   SECTION("values out of their domain") {
     CHECK_THAT(error_of_ini(kBase, {"--job.mode=hybrid"}), Catch::StartsWith("job.mode: 'hybrid'"));
     CHECK_THAT(error_of_ini(kBase, {"--job.long_docs=drop"}), Catch::StartsWith("job.long_docs: 'drop'"));

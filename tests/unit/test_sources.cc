@@ -17,6 +17,8 @@
 #include "common/files.h"
 #include "source/index_cache.h"
 #include "source/indexed/indexed_source.h"
+#include "common/json_writer.h"
+#include "common/utf8.h"
 #include "source/jsonl/json.h"
 #include "source/jsonl/jsonl_source.h"
 #include "source/source.h"
@@ -149,6 +151,30 @@ TEST_CASE("append_json_string round-trips through the parser") {
   JsonValue parsed;
   REQUIRE(parse_json(literal, parsed).ok);
   CHECK(parsed.string == value);
+}
+
+TEST_CASE("the JSON writer writes valid JSON for bytes that are not UTF-8") {
+  // A lone continuation byte, a lead byte before ASCII, 0xFF, a truncated
+  // 3-byte sequence, an encoded surrogate and an overlong '/', between
+  // well-formed text that must pass unchanged.
+  const std::string bad = "ok \x80 \xC3( \xFF \xE2\x82 \xED\xA0\x80 \xC0\xAF \xc3\xa9\xe2\x82\xac";
+  // Each byte of an ill-formed sequence becomes the code point of its value.
+  const std::string read_back =
+      "ok \xC2\x80 \xC3\x83( \xC3\xBF \xC3\xA2\xC2\x82 \xC3\xAD\xC2\xA0\xC2\x80 \xC3\x80\xC2\xAF \xc3\xa9\xe2\x82\xac";
+  CHECK(json_escape("a\xFF\x80" "b") == "a\\u00ff\\u0080b");
+  CHECK(json_escape("\xc3\xa9\xf0\x9f\x98\x80") == "\xc3\xa9\xf0\x9f\x98\x80");
+  JsonWriter w;
+  w.begin_object().value(bad, bad).begin_array("list").value("", bad).end_array().end_object();
+  CHECK(is_valid_utf8(w.str()));  // the parser below passes any bytes through
+  JsonValue parsed;
+  const JsonStatus status = parse_json(w.str(), parsed);
+  INFO(status.message);
+  REQUIRE(status.ok);
+  REQUIRE(parsed.type == JsonType::object);
+  REQUIRE(parsed.object.size() == 2);
+  CHECK(parsed.object[0].first == read_back);
+  CHECK(parsed.object[0].second.string == read_back);
+  CHECK(parsed.object[1].second.array.at(0).string == read_back);
 }
 
 // --- common source behaviour ------------------------------------------------------

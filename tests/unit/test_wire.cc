@@ -3,6 +3,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "runtime/window_budget.h"
 #include "transport/slot.h"
 #include "transport/wire.h"
 
@@ -68,6 +69,19 @@ TEST_CASE("hello, release and ack round trips") {
   REQUIRE(decode_ack(encode(AckMessage{9})).step == 9);
 }
 
+TEST_CASE("the wire is little-endian on every host (docs/wire.md)") {
+  AckMessage ack;
+  ack.step = 0x0102030405060708ULL;
+  ack.wait_seconds = -2.0;  // IEEE 754: 0xC000000000000000
+  const std::vector<uint8_t> bytes = encode(ack);
+  const std::vector<uint8_t> expected = {kWireVersion, 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+                                         0x00,         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xC0};
+  CHECK(bytes == expected);
+  const AckMessage back = decode_ack(bytes);
+  CHECK(back.step == ack.step);
+  CHECK(back.wait_seconds == ack.wait_seconds);
+}
+
 TEST_CASE("slot allocator places, frees and coalesces") {
   SlotAllocator alloc(64 * 10);
   auto a = alloc.allocate(100);  // two blocks
@@ -113,4 +127,20 @@ TEST_CASE("slot allocator never hands out overlapping ranges") {
       }
     }
   }
+}
+
+TEST_CASE("window budget: a request goes out only when it fits for sure", "[slot]") {
+  // 1024 bytes of window, samples of at most 300 bytes (a 320-byte slot).
+  msd::WindowBudget budget(1024, 300);
+  CHECK(budget.reserve() == 320);
+  CHECK(budget.fits(1, 2));    // 3 x 320 <= 1024
+  CHECK(!budget.fits(1, 3));   // 4 x 320 > 1024
+  budget.placed(1, 0, 100);    // a 128-byte slot
+  CHECK(budget.used(1) == 128);
+  CHECK(budget.fits(1, 1));    // 128 + 2 x 320 <= 1024
+  CHECK(!budget.fits(1, 2));   // 128 + 3 x 320 > 1024
+  CHECK(budget.fits(2, 2));    // each loader has its own window
+  budget.released(1, 0);
+  budget.released(1, 0);       // unknown now: no effect
+  CHECK(budget.used(1) == 0);
 }

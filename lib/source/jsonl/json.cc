@@ -463,30 +463,4 @@ JsonFieldResult extract_string_field(std::string_view text, std::string_view fie
   return JsonFieldResult::ok;
 }
 
-void append_json_string(std::string& out, std::string_view value) {
-  static constexpr char hex[] = "0123456789abcdef";
-  out.push_back('"');
-  for (char ch : value) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out.push_back(hex[c >> 4]);
-          out.push_back(hex[c & 0xF]);
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-  }
-  out.push_back('"');
-}
-
 }  // namespace msd

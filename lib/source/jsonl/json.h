@@ -68,8 +68,4 @@ enum class JsonFieldResult : uint8_t {
 JsonFieldResult extract_string_field(std::string_view text, std::string_view field, std::string& out,
                                      JsonStatus& status);
 
-// Appends `value` to `out` as a JSON string literal (quotes and escapes; bytes
-// >= 0x80 are copied as they are).
-void append_json_string(std::string& out, std::string_view value);
-
 }  // namespace msd

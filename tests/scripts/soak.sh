@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Soak: 300 steps with tiny windows, loader checkpoints, short random
+# SIGSTOP/SIGCONT stalls of loader ranks (shadows too) and two long ones that
+# make shadows take over. The batch stream must equal a clean run's, every
+# step delivered, no hang (every run is under `timeout`).
+source "$(dirname "$0")/common.sh"
+write_tiny_config "$WORK/job.ini" "[topology]" "shadow_loaders = 2"
+sed -i 's/^steps = 8/steps = 300/' "$WORK/job.ini"
+args=(--loader.window_mb=1 --job.max_sample_bytes=65536 --job.prefetch_steps=8 --loader.deadline_ms=1500
+      --checkpoint.loader_every=25)
+run_job "$WORK/job.ini" "${args[@]}" --checkpoint.dir="$WORK/ref" --summary-json "$WORK/ref.json" >/dev/null 2>&1
+ref=$(json_field "$WORK/ref.json" batch_digest)
+
+TIMEOUT=240 run_job "$WORK/job.ini" "${args[@]}" --checkpoint.dir="$WORK/soak" --summary-json "$WORK/soak.json" \
+  >"$WORK/soak.out" 2>&1 &
+job=$!
+trap 'kill $job 2>/dev/null || true; rm -rf "$WORK"' EXIT
+declare -A pids
+for _ in $(seq 600); do
+  for rank in 1 2 3 4; do pids[$rank]=${pids[$rank]:-$(rank_pid "$WORK/job.ini" $rank)}; done
+  [ -n "${pids[1]}" ] && [ -n "${pids[2]}" ] && [ -n "${pids[3]}" ] && [ -n "${pids[4]}" ] && break
+  sleep 0.1
+done
+RANDOM=11
+short=0 long=0 round=0
+while kill -0 $job 2>/dev/null && [ ! -s "$WORK/soak.json" ]; do
+  round=$((round + 1))
+  if [ $round = 4 ] || [ $round = 9 ]; then
+    rank=$((round / 4))  # loaders 0 and 1 (world ranks 1, 2): stopped past the deadline
+    pause=2.5
+    long=$((long + 1))
+  else
+    rank=$((RANDOM % 4 + 1))
+    pause=0.$((RANDOM % 3 + 1))
+    short=$((short + 1))
+  fi
+  kill -STOP "${pids[$rank]}" 2>/dev/null || break
+  sleep "$pause"
+  kill -CONT "${pids[$rank]}" 2>/dev/null || break
+  sleep 0.$((RANDOM % 5 + 3))
+done
+rc=0
+wait $job || rc=$?
+[ "$rc" = 0 ] || { echo "FAIL: exit status $rc"; grep -v "bad sample" "$WORK/soak.out" | tail -20; exit 1; }
+digest=$(json_field "$WORK/soak.json" batch_digest)
+takeovers=$(json_field "$WORK/soak.json" takeover_count)
+echo "soak: $short short stalls, $long long stops, $takeovers takeovers, $(ls "$WORK/soak"/loaders-*.h5 | wc -l) loader checkpoints kept; digest $digest (clean run $ref)"
+[ "$digest" = "$ref" ] || { echo "FAIL: the faults changed the batch stream"; exit 1; }

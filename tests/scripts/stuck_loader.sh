@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Issue 11, reproduction 2: a loader SIGSTOPped mid-run while loader
+# checkpoints are on. The shadow takes over, loader checkpoints go on among
+# the live loaders, the summary leaves the stopped rank out, and the job ends
+# soon after the last step with exit status 0 (rank 0 ends it with MPI_Abort,
+# since MPI_Finalize would wait for the stopped process; mpirun kills it).
+source "$(dirname "$0")/common.sh"
+write_tiny_config "$WORK/job.ini" "[topology]" "shadow_loaders = 1"
+sed -i 's/^steps = 8/steps = 150/' "$WORK/job.ini"
+args=(--loader.deadline_ms=1000 --checkpoint.loader_every=20 --checkpoint.keep=100)
+run_job "$WORK/job.ini" "${args[@]}" --checkpoint.dir="$WORK/ref" --summary-json "$WORK/ref.json" >/dev/null 2>&1
+ref=$(json_field "$WORK/ref.json" batch_digest)
+
+run_job "$WORK/job.ini" "${args[@]}" --checkpoint.dir="$WORK/ckpt" --summary-json "$WORK/stop.json" \
+  --output.progress_every=1 --output.log_level=info >"$WORK/stop.out" 2>&1 &
+job=$!
+trap 'kill $job 2>/dev/null || true; rm -rf "$WORK"' EXIT
+# Stop world rank 1 (loader 0) once the first loader checkpoint exists, a few
+# seconds in (not inside the next checkpoint's collective write: a loader
+# stopped there ends the job with exit status 3, docs/fault-tolerance.md).
+pid=
+for _ in $(seq 600); do pid=$(rank_pid "$WORK/job.ini" 1); [ -n "$pid" ] && break; sleep 0.1; done
+[ -n "$pid" ] || { echo "FAIL: no process of world rank 1 found"; exit 1; }
+for _ in $(seq 600); do [ -e "$WORK/ckpt/loaders-000000000020.h5" ] && break; sleep 0.05; done
+stopped_at=$(now_s)
+kill -STOP "$pid"
+for _ in $(seq 1200); do [ -s "$WORK/stop.json" ] && break; sleep 0.1; done
+summary_at=$(now_s)
+rc=0
+wait $job || rc=$?
+ended_at=$(now_s)
+kill -KILL "$pid" 2>/dev/null || true  # in case mpirun left it behind
+[ "$rc" = 0 ] || { echo "FAIL: exit status $rc, expected 0"; tail -30 "$WORK/stop.out"; exit 1; }
+digest=$(json_field "$WORK/stop.json" batch_digest)
+[ "$digest" = "$ref" ] || { echo "FAIL: the stream changed ($digest vs $ref)"; exit 1; }
+[ "$(json_field "$WORK/stop.json" takeover_count)" = 1 ] || { echo "FAIL: expected one takeover"; exit 1; }
+latency=$(grep -o '"latency_s":[0-9.e+-]*' "$WORK/stop.json" | head -1 | cut -d: -f2)
+last=$(ls "$WORK/ckpt"/loaders-*.h5 | tail -1)
+[ "$last" = "$WORK/ckpt/loaders-000000000140.h5" ] || { echo "FAIL: loader checkpoints stopped at $last"; ls "$WORK/ckpt"; exit 1; }
+awk -v a="$summary_at" -v b="$ended_at" 'BEGIN { exit !(b - a <= 10) }' ||
+  { echo "FAIL: the job took more than 10 s to end after its summary"; exit 1; }
+echo "stuck_loader: takeover ${latency}s after the loader went quiet; summary $(echo "$summary_at - $stopped_at" | bc) s" \
+     "after the stop, exit $(echo "$ended_at - $summary_at" | bc) s after the summary; status $rc;" \
+     "loader checkpoints through $(basename "$last"); digest $digest"
