@@ -48,7 +48,8 @@ std::vector<std::string> link_names(hid_t root) {
 h5::Datatype canonical_type(hid_t stored, const std::string& hint) {
   const H5T_class_t type_class = MSD_H5(H5Tget_class(stored), hint);
   if (type_class == H5T_STRING) {
-    if (MSD_H5(H5Tis_variable_str(stored), hint) > 0) throw IoError(str(hint, ": variable-length strings are not sealed"));
+    if (MSD_H5(H5Tis_variable_str(stored), hint) > 0)
+      throw IoError(str(hint, ": variable-length strings are not sealed"));
     return h5::Datatype(MSD_H5(H5Tcopy(stored), hint));
   }
   h5::Datatype native(MSD_H5(H5Tget_native_type(stored, H5T_DIR_ASCEND), hint));
@@ -116,7 +117,8 @@ bool excluded(const std::string& name, std::span<const std::string> unsealed) {
 std::vector<Item> current_items(hid_t root, std::span<const std::string> unsealed) {
   std::vector<std::string> attributes;
   hsize_t at = 0;
-  MSD_H5(H5Aiterate2(root, H5_INDEX_NAME, H5_ITER_INC, &at, collect_name, &attributes), "listing the root's attributes");
+  MSD_H5(H5Aiterate2(root, H5_INDEX_NAME, H5_ITER_INC, &at, collect_name, &attributes),
+         "listing the root's attributes");
   const std::vector<std::string> links = link_names(root);
   std::vector<Item> items;
   for (const auto& name : attributes)
@@ -175,7 +177,8 @@ std::optional<std::string> check_seal(hid_t root, std::span<const std::string> u
   const std::vector<Item> items = current_items(root, unsealed);
   for (size_t i = 0; i < names.size(); ++i) {
     auto found = std::find_if(items.begin(), items.end(), [&](const Item& item) { return item.name == names[i]; });
-    if (found == items.end()) return str(describe(names[i]), ": recorded in the integrity record, missing from the file");
+    if (found == items.end())
+      return str(describe(names[i]), ": recorded in the integrity record, missing from the file");
     if (found->digest != digests[i])
       return str(describe(names[i]), ": its contents differ from the integrity record (digest ", hex64(found->digest),
                  ", recorded ", hex64(digests[i]), ")");

@@ -222,7 +222,8 @@ std::optional<PlannerCheckpoint> find_resume_checkpoint(const Config& config, co
   if (!found) {
     if (ckpt.resume_step.value_or(0) > 0) {
       std::string steps;
-      for (const auto& [step, file] : list_step_files(ckpt.dir, kPrefix)) steps += (steps.empty() ? "" : ", ") + str(step);
+      for (const auto& [step, file] : list_step_files(ckpt.dir, kPrefix))
+        steps += (steps.empty() ? "" : ", ") + str(step);
       throw ConfigError(str("checkpoint.resume_step: no readable planner checkpoint at or before step ",
                             *ckpt.resume_step, " in ", ckpt.dir, " (planner checkpoints there: ",
                             steps.empty() ? "none" : steps, "); keep older ones with checkpoint.keep"));
