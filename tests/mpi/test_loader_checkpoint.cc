@@ -89,12 +89,12 @@ int main(int argc, char** argv) {
     if (!latest || *latest != loader_checkpoint_path(dir, 20)) fail("latest loader checkpoint <= 25 is not step 20's");
     if (latest_loader_checkpoint(dir, 5)) fail("a loader checkpoint <= step 5 was found");
 
-    // One snapshot record's cursor, one served cursor: each is found and named;
+    // One snapshot record's cursor, one part's row range: each is found and named;
     // a resume then takes the older intact checkpoint.
     MPI_Barrier(MPI_COMM_WORLD);  // every rank has read the intact files
     const std::string copy = str(dir, "/copy-", rank, ".h5");
     using Field = std::pair<const char*, const char*>;  // dataset, member
-    for (const auto& [dataset, member] : {Field{"records", "cursor"}, Field{"served", "highest_cursor"}}) {
+    for (const auto& [dataset, member] : {Field{"records", "cursor"}, Field{"parts", "records_count"}}) {
       std::filesystem::copy_file(loader_checkpoint_path(dir, 30), copy, std::filesystem::copy_options::overwrite_existing);
       test::poke_dataset(copy, dataset, 0, member);
       try {
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
       }
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == 0) test::poke_dataset(loader_checkpoint_path(dir, 30), "parts", 0, "served_count");
+    if (rank == 0) test::poke_dataset(loader_checkpoint_path(dir, 30), "records", 0, "index");
     MPI_Barrier(MPI_COMM_WORLD);
     const auto intact = latest_loader_checkpoint(dir, 30);
     if (!intact || *intact != loader_checkpoint_path(dir, 20)) fail("rank ", rank, ": a changed checkpoint was used");
