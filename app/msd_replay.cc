@@ -6,15 +6,11 @@
 //   msd-replay export TRACE --format csv|json [--out FILE]
 #include <boost/program_options.hpp>
 
-#include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <optional>
 #include <string>
 
-#include "checkpoint/planner_checkpoint.h"
 #include "checkpoint/replay.h"
-#include "checkpoint/step_files.h"
 #include "checkpoint/trace.h"
 #include "common/error.h"
 
@@ -27,9 +23,12 @@ constexpr const char* kUsage =
     "       msd-replay query TRACE (--rank R --step S | --mix | --balance)\n"
     "       msd-replay export TRACE --format csv|json [--out FILE]\n"
     "\n"
-    "verify  re-plans every step of TRACE from its configuration and seed (mixing quotas, stream\n"
-    "        cursors, packing, balancing, costs) and compares; prints the first divergence with its\n"
-    "        step, data group, client ranks and what differs. Exit 0: identical; 1: divergence.\n"
+    "verify  checks TRACE (and the checkpoint) against their checksum chains, re-plans every step\n"
+    "        from the configuration and seed (mixing quotas, stream cursors, packing, balancing, costs)\n"
+    "        and compares, printing the first divergence with its step, data group, client ranks and\n"
+    "        what differs; when the run's data files resolve, checks them against the trace's data\n"
+    "        fingerprint. Exit 0: identical; 1: divergence; 4: a file was changed after it was written\n"
+    "        (tampering, with where); 5: no divergence, but the data changed since the run.\n"
     "query   --rank R --step S: the pieces client R (0..clients-1) received at step S;\n"
     "        --mix: realized samples per step and source against the schedule's target;\n"
     "        --balance: per-step max/mean cost over DP ranks and micro-batches.\n"
@@ -77,19 +76,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (trace_path.empty()) throw msd::ConfigError(msd::str(command, ": the TRACE file is missing"));
+    // verify checks the file's integrity before anything reads it.
+    if (command == "verify") return msd::verify_command(trace_path, checkpoint, std::cout);
     const msd::TraceReader trace(trace_path);
 
-    if (command == "verify") {
-      std::optional<msd::PlannerCheckpoint> start;
-      if (checkpoint.empty() && trace.first_step() > 0) {
-        const auto parent = std::filesystem::path(trace_path).parent_path().string();
-        checkpoint = msd::planner_checkpoint_path(parent.empty() ? "." : parent, trace.first_step());
-      }
-      if (!checkpoint.empty()) start = msd::read_planner_checkpoint(checkpoint);
-      const msd::VerifyReport report = msd::verify_trace(trace, start);
-      msd::print_verify_report(report, std::cout);
-      return report.divergence ? 1 : 0;
-    }
     if (command == "query") {
       const int chosen = (values.count("rank") > 0) + (values.count("mix") > 0) + (values.count("balance") > 0);
       if (chosen != 1) throw msd::ConfigError("query: give one of --rank R --step S, --mix, --balance");

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,12 @@ struct CheckpointConfig {
   uint32_t keep = 3;            // checkpoint files kept per kind
   std::string trace;            // trace file; empty: DIR/trace.h5 when dir is set
   bool resume = false;          // start from the latest consistent checkpoint in dir
+  // Resume at this step (the trainer's): from the newest planner checkpoint at
+  // or before it, fast-forwarded to it; the first step delivered is this one.
+  // Implies resume. Default unset: the latest checkpoint's step.
+  std::optional<uint64_t> resume_step;
+  bool accept_changed_data = false;  // resume although the data fingerprint differs (warns)
+  bool resuming() const { return resume || resume_step.has_value(); }
   std::string snapshot_sources;  // comma-separated: sources whose transformed samples loader checkpoints keep
 };
 

@@ -27,6 +27,7 @@
 #include "source/source.h"
 #include "transform/image/image.h"
 #include "transform/tokenizer/tokenizer.h"
+#include "transform/transform.h"
 
 #ifndef MSD_REFERENCE_DIR_DEFAULT
 #define MSD_REFERENCE_DIR_DEFAULT "tools/reference"
@@ -389,6 +390,51 @@ std::vector<std::string> make_large_photos(uint32_t count) {
   return photos;
 }
 
+bool same_image(const PatchedImage& a, const PatchedImage& b) {
+  return a.width == b.width && a.height == b.height && a.patches == b.patches && a.pixels == b.pixels;
+}
+
+// A loader's path: SampleTransform::apply_batch on image-text samples (empty
+// captions) in loader-sized calls over `threads` threads. The untimed pass
+// checks every image's bytes against apply()'s on one thread.
+void bench_jpeg_batch(const TransformsBenchOptions& options, const std::vector<Jpeg>& jpegs, JpegResult& result) {
+  ImageOptions image_options;
+  image_options.max_side = options.max_side;
+  image_options.patch = options.patch;
+  Tokenizer tokenizer(options.vocab, TokenizerOptions{});
+  SampleTransform transform(&tokenizer, image_options);
+  std::vector<RawSample> raws(jpegs.size());
+  std::vector<TransformedSample> outs(jpegs.size()), expected(jpegs.size());
+  std::string reason;
+  for (size_t i = 0; i < jpegs.size(); ++i) {
+    raws[i].kind = SampleKind::image_text;
+    raws[i].image = jpegs[i].bytes;
+    transform.apply(raws[i], expected[i], reason);
+  }
+  std::vector<BadKind> verdicts(jpegs.size());
+  std::vector<std::string> reasons(jpegs.size());
+  auto batch_pass = [&] {
+    for (size_t first = 0; first < raws.size(); first += kBatchDocuments) {
+      const size_t count = std::min(kBatchDocuments, raws.size() - first);
+      std::vector<const RawSample*> batch_raws;
+      std::vector<TransformedSample*> batch_outs;
+      for (size_t i = first; i < first + count; ++i) {
+        batch_raws.push_back(&raws[i]);
+        batch_outs.push_back(&outs[i]);
+      }
+      transform.apply_batch(batch_raws, batch_outs, std::span(verdicts).subspan(first, count),
+                            std::span(reasons).subspan(first, count), options.threads);
+    }
+  };
+  batch_pass();
+  for (size_t i = 0; i < jpegs.size(); ++i) {
+    if (!same_image(outs[i].image, expected[i].image)) ++result.batch_mismatched_images;
+  }
+  const std::vector<double> passes = time_passes(options, batch_pass);
+  result.threads = options.threads;
+  result.msd_batch_mp_per_s = result.megapixels / median(passes);
+}
+
 JpegResult bench_jpeg(const TransformsBenchOptions& options, std::vector<std::string> inputs) {
   ImageOptions image_options;
   image_options.max_side = options.max_side;
@@ -448,6 +494,7 @@ JpegResult bench_jpeg(const TransformsBenchOptions& options, std::vector<std::st
     result.split.resize = timing.resize_seconds / total;
     result.split.patchify = timing.patchify_seconds / total;
   }
+  bench_jpeg_batch(options, jpegs, result);
   return result;
 }
 
@@ -460,6 +507,10 @@ void write_jpeg_json(JsonWriter& json, const std::string& key, const JpegResult&
       .value("msd_mp_per_s", jpeg.msd_mp_per_s)
       .value("turbojpeg_mp_per_s", jpeg.turbojpeg_mp_per_s)
       .value("ratio", ratio(jpeg.msd_mp_per_s, jpeg.turbojpeg_mp_per_s))
+      .value("threads", jpeg.threads)
+      .value("msd_batch_mp_per_s", jpeg.msd_batch_mp_per_s)
+      .value("batch_speedup", ratio(jpeg.msd_batch_mp_per_s, jpeg.msd_mp_per_s))
+      .value("batch_mismatched_images", jpeg.batch_mismatched_images)
       .begin_object("split")
       .value("decode", jpeg.split.decode)
       .value("resize", jpeg.split.resize)
@@ -485,6 +536,10 @@ void write_jpeg_text(std::ostream& out, const std::string& title, const JpegResu
   out << "  turbojpeg decode  " << std::setw(8) << jpeg.turbojpeg_mp_per_s << " MP/s  (full size to RGB)\n";
   out << std::setprecision(2) << "  ratio             " << std::setw(8)
       << ratio(jpeg.msd_mp_per_s, jpeg.turbojpeg_mp_per_s) << "x   (median of " << jpeg.passes << " passes each)\n";
+  out << std::setprecision(1) << "  msd apply_batch   " << std::setw(8) << jpeg.msd_batch_mp_per_s << " MP/s  ("
+      << jpeg.threads << " thread" << (jpeg.threads == 1 ? "" : "s") << ", " << std::setprecision(2)
+      << ratio(jpeg.msd_batch_mp_per_s, jpeg.msd_mp_per_s) << "x one-image apply, " << jpeg.batch_mismatched_images
+      << " images differ)\n";
   out << std::setprecision(0) << "  split             decode " << 100 * jpeg.split.decode << "%, resize "
       << 100 * jpeg.split.resize << "%, patchify " << 100 * jpeg.split.patchify << "%\n";
   out << std::defaultfloat;

@@ -81,6 +81,10 @@ struct JpegResult {
   uint32_t passes = 0;           // per side
   JpegSplit split;
   uint64_t scaled_decodes = 0;   // images msd decoded with DCT scaling (below 1/1)
+  // SampleTransform::apply_batch (a loader's path) over `threads` threads.
+  uint32_t threads = 1;
+  double msd_batch_mp_per_s = 0;
+  uint64_t batch_mismatched_images = 0;  // batch bytes differing from apply()'s
 };
 
 struct TransformsReport {

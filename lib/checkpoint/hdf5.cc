@@ -140,6 +140,23 @@ std::string read_string_attribute(hid_t object, const std::string& name) {
   return value;
 }
 
+void write_lines_attribute(hid_t object, const std::string& name, const std::vector<std::string>& lines) {
+  std::string joined;
+  for (const auto& line : lines) joined += (joined.empty() ? "" : "\n") + line;
+  write_attribute(object, name, joined);
+}
+
+std::vector<std::string> read_lines_attribute(hid_t object, const std::string& name) {
+  const std::string joined = read_string_attribute(object, name);
+  std::vector<std::string> lines;
+  for (size_t start = 0; start < joined.size();) {
+    const size_t end = std::min(joined.find('\n', start), joined.size());
+    lines.push_back(joined.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
 uint64_t read_u64_attribute(hid_t object, const std::string& name) {
   const std::string hint = str("reading attribute ", name);
   Attribute attribute(MSD_H5(H5Aopen(object, name.c_str(), H5P_DEFAULT), hint));

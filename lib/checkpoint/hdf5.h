@@ -145,6 +145,10 @@ std::vector<T> read_table(hid_t parent, const std::string& name, hid_t type) {
 void write_attribute(hid_t object, const std::string& name, const std::string& value);
 void write_attribute(hid_t object, const std::string& name, uint64_t value);
 std::string read_string_attribute(hid_t object, const std::string& name);
+// A list of strings as one string attribute, one item a line (items hold no
+// newline).
+void write_lines_attribute(hid_t object, const std::string& name, const std::vector<std::string>& lines);
+std::vector<std::string> read_lines_attribute(hid_t object, const std::string& name);
 uint64_t read_u64_attribute(hid_t object, const std::string& name);
 
 // Builds a compound type of `size` bytes: add(name, offset, member type).

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "checkpoint/hdf5.h"
+#include "checkpoint/integrity.h"
 #include "checkpoint/step_files.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -129,6 +130,12 @@ void write_loader_checkpoint(MPI_Comm loaders, const std::string& dir, uint64_t 
     file.close(str("closing ", temp, " (collective)"));
   }
   if (rank == 0) {
+    {
+      h5::PropertyList access = h5::file_access();
+      h5::File file = h5::open_file(temp, true, access.get());
+      seal_file(file.get());
+      file.close(str("closing ", temp, " after sealing it"));
+    }
     sync_path(temp);
     rename_durably(temp, path);
     prune_step_files(dir, kPrefix, keep);
@@ -144,6 +151,7 @@ std::vector<LoaderCheckpointPart> read_loader_checkpoint(const std::string& path
   if (version != kLoaderCheckpointVersion)
     throw IoError(str(path, ": loader checkpoint format version ", version, ", this msd reads version ",
                       kLoaderCheckpointVersion));
+  if (auto changed = check_seal(root)) throw IoError(str(path, ": changed after it was written: ", *changed));
   const h5::CompoundType parts_type = part_type(), record_rows = record_type();
   const auto parts = h5::read_table<PartRow>(root, "parts", parts_type.get());
   const auto records = h5::read_table<RecordRow>(root, "records", record_rows.get());

@@ -19,8 +19,9 @@
 namespace msd {
 
 // docs/checkpoint.md, "Loader checkpoint": bump on any change of the layout.
-// Version 2 dropped version 1's per-source `served` cursors, which nothing read.
-inline constexpr uint64_t kLoaderCheckpointVersion = 2;
+// Version 2 dropped version 1's per-source `served` cursors, which nothing
+// read; version 3 added the integrity record.
+inline constexpr uint64_t kLoaderCheckpointVersion = 3;
 
 // A transformed sample as a loader holds it in its window slot.
 struct SnapshotRecord {
@@ -46,15 +47,17 @@ std::string loader_checkpoint_path(const std::string& dir, uint64_t step);
 
 // Collective over `loaders` (every loader rank calls it with the same dir and
 // step): writes loader_checkpoint_path(dir, step) through its temporary file;
-// after the collective close rank 0 of `loaders` fsyncs it, renames it, and
-// keeps only the newest `keep` loader checkpoints (0: all). Returns once the
+// after the collective close rank 0 of `loaders` reopens it alone to seal it
+// (its integrity record, integrity.h: every item read back once), fsyncs it,
+// renames it, and keeps only the newest `keep` loader checkpoints (0: all). Returns once the
 // file is in place on every rank. Throws IoError (on the ranks that saw the
 // failure; HDF5's collective calls fail on all ranks alike) or MpiError.
 void write_loader_checkpoint(MPI_Comm loaders, const std::string& dir, uint64_t step, const LoaderCheckpointPart& mine,
                              uint32_t keep = 2);
 
 // Every part of a loader checkpoint, in loader-rank order (serial HDF5; no
-// MPI needed). Throws IoError when the file is unreadable or inconsistent.
+// MPI needed). Throws IoError when the file is unreadable, inconsistent, or
+// changed after it was written (its integrity record disagrees).
 std::vector<LoaderCheckpointPart> read_loader_checkpoint(const std::string& path);
 
 // The snapshot records of the sources in `sources` from every part of the

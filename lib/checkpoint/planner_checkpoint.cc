@@ -6,7 +6,9 @@
 #include <map>
 #include <sstream>
 
+#include "checkpoint/data_record.h"
 #include "checkpoint/hdf5.h"
+#include "checkpoint/integrity.h"
 #include "checkpoint/step_files.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -103,6 +105,8 @@ void write_planner_checkpoint_file(const std::string& path, const PlannerCheckpo
     rows.push_back({s.source, static_cast<uint8_t>(s.state), s.loader_rank, s.cursor, s.index});
   const h5::CompoundType type = in_flight_type();
   h5::write_table<InFlightRow>(root, "in_flight", type.get(), rows);
+  write_data_fingerprint(root, c.data);
+  seal_file(root);
   file.close(str("closing ", path));
 }
 
@@ -124,6 +128,7 @@ PlannerCheckpoint read_planner_checkpoint(const std::string& path) {
   if (version != kPlannerCheckpointVersion)
     throw IoError(str(path, ": planner checkpoint format version ", version, ", this msd reads version ",
                       kPlannerCheckpointVersion));
+  if (auto changed = check_seal(root)) throw IoError(str(path, ": changed after it was written: ", *changed));
   PlannerCheckpoint c;
   c.step = h5::read_u64_attribute(root, "step");
   c.seed = h5::read_u64_attribute(root, "seed");
@@ -138,6 +143,7 @@ PlannerCheckpoint read_planner_checkpoint(const std::string& path) {
       throw IoError(str(path, ": in_flight holds an unknown sample state ", +row.state));
     c.in_flight.push_back({row.source, static_cast<SampleState>(row.state), row.loader_rank, row.cursor, row.index});
   }
+  c.data = read_data_fingerprint(root, path);
   file.close(str("closing ", path));
   const size_t sources = c.source_samples.size();
   if (c.consumed.size() != sources || c.mixer_realized.size() != sources)
@@ -150,8 +156,16 @@ PlannerCheckpoint read_planner_checkpoint(const std::string& path) {
   return c;
 }
 
-std::optional<PlannerCheckpoint> latest_planner_checkpoint(const std::string& dir, std::string* path) {
+std::optional<std::string> check_planner_checkpoint_integrity(const std::string& path) {
+  h5::PropertyList access = h5::file_access();
+  h5::File file = h5::open_file(path, false, access.get());
+  return check_seal(file.get());
+}
+
+std::optional<PlannerCheckpoint> latest_planner_checkpoint(const std::string& dir, std::string* path,
+                                                           uint64_t max_step) {
   for (const auto& [step, file] : list_step_files(dir, kPrefix)) {
+    if (step > max_step) continue;
     try {
       PlannerCheckpoint checkpoint = read_planner_checkpoint(file);
       if (path) *path = file;
@@ -163,7 +177,21 @@ std::optional<PlannerCheckpoint> latest_planner_checkpoint(const std::string& di
   return std::nullopt;
 }
 
-void check_resumable(const PlannerCheckpoint& checkpoint, const Config& config) {
+// The data under the checkpoint against the data now (check_resumable).
+static void check_same_data(const PlannerCheckpoint& checkpoint, const Config& config, const DataFingerprint& data) {
+  const std::vector<std::string> differences = fingerprint_differences(checkpoint.data, data, config);
+  if (differences.empty()) return;
+  std::string list;
+  for (const auto& d : differences) list += "\n  " + d;
+  if (!config.checkpoint.accept_changed_data)
+    throw ConfigError(str("--resume: the data changed since the checkpoint at step ", checkpoint.step,
+                          " was written; the batch stream would not continue:", list,
+                          "\n(--resume-accept-changed-data, = --checkpoint.accept_changed_data=true, resumes anyway)"));
+  log_warn("--resume: the data changed since the checkpoint at step ", checkpoint.step,
+           " was written; resuming anyway (checkpoint.accept_changed_data):", list);
+}
+
+void check_resumable(const PlannerCheckpoint& checkpoint, const Config& config, const DataFingerprint& data) {
   if (checkpoint.seed != config.job.seed)
     throw ConfigError(str("--resume: the checkpoint at step ", checkpoint.step, " was written with job.seed = ",
                           checkpoint.seed, ", this run has job.seed = ", config.job.seed));
@@ -183,6 +211,32 @@ void check_resumable(const PlannerCheckpoint& checkpoint, const Config& config) 
       throw ConfigError(str("--resume: ", key, " was ", before, " in the run that wrote the checkpoint at step ",
                             checkpoint.step, " and is ", after, " now; the batch stream would not continue"));
   }
+  check_same_data(checkpoint, config, data);
+}
+
+std::optional<PlannerCheckpoint> find_resume_checkpoint(const Config& config, const DataFingerprint& data) {
+  const CheckpointConfig& ckpt = config.checkpoint;
+  std::string path;
+  std::optional<PlannerCheckpoint> found =
+      latest_planner_checkpoint(ckpt.dir, &path, ckpt.resume_step.value_or(UINT64_MAX));
+  if (!found) {
+    if (ckpt.resume_step.value_or(0) > 0) {
+      std::string steps;
+      for (const auto& [step, file] : list_step_files(ckpt.dir, kPrefix))
+        steps += (steps.empty() ? "" : ", ") + str(step);
+      throw ConfigError(str("checkpoint.resume_step: no readable planner checkpoint at or before step ",
+                            *ckpt.resume_step, " in ", ckpt.dir, " (planner checkpoints there: ",
+                            steps.empty() ? "none" : steps, "); keep older ones with checkpoint.keep"));
+    }
+    if (!ckpt.resume_step) log_warn("checkpoint.resume: no planner checkpoint in ", ckpt.dir, "; starting at step 0");
+    return std::nullopt;
+  }
+  check_resumable(*found, config, data);
+  if (ckpt.resume_step && *ckpt.resume_step > found->step)
+    log_info("resuming from ", path, " at step ", found->step, ", fast-forwarding to step ", *ckpt.resume_step);
+  else
+    log_info("resuming from ", path, " at step ", found->step);
+  return found;
 }
 
 PlannerCheckpointWriter::PlannerCheckpointWriter(std::string dir, uint32_t keep)

@@ -21,11 +21,13 @@
 #include <vector>
 
 #include "msd/config.h"
+#include "source/fingerprint.h"
 
 namespace msd {
 
 // docs/checkpoint.md, "Planner checkpoint": bump on any change of the layout.
-inline constexpr uint64_t kPlannerCheckpointVersion = 1;
+// Version 2 added the integrity record and the data fingerprint.
+inline constexpr uint64_t kPlannerCheckpointVersion = 2;
 
 // A sample of the DGraph that is in flight beyond the checkpointed step.
 enum class SampleState : uint8_t { requested = 0, loaded = 1, planned = 2, failed = 3 };
@@ -49,6 +51,7 @@ struct PlannerCheckpoint {
   std::vector<uint64_t> mixer_realized;  // Mixer::realized() before `step`: Mixer::restore(step, it) continues
   std::vector<uint64_t> bad_samples;     // per BadKind, counted in steps < step
   std::vector<InFlightSample> in_flight;  // DGraph: samples requested/loaded beyond `step`
+  DataFingerprint data;                   // the run's data files and vocabulary
   bool operator==(const PlannerCheckpoint&) const = default;
 };
 
@@ -66,15 +69,22 @@ void write_planner_checkpoint_file(const std::string& path, const PlannerCheckpo
 void write_planner_checkpoint(const std::string& dir, const PlannerCheckpoint& checkpoint, uint32_t keep = 3);
 
 // Reads one checkpoint file. Throws IoError when it is unreadable, torn, of
-// another format version, or inconsistent (per-source arrays of different
-// sizes, a step that disagrees with the file name).
+// another format version, changed after it was written (its integrity record
+// disagrees: the message says where), or inconsistent (per-source arrays of
+// different sizes, a step that disagrees with the file name).
 PlannerCheckpoint read_planner_checkpoint(const std::string& path);
 
-// The newest planner checkpoint in `dir` that reads back whole, or nullopt
-// when there is none. A file that does not read is skipped with a warning
-// (and left in place for inspection), never used. `path` (optional) receives
-// the file's path.
-std::optional<PlannerCheckpoint> latest_planner_checkpoint(const std::string& dir, std::string* path = nullptr);
+// Where a planner checkpoint file was changed after it was written (its
+// integrity record, integrity.h), or nullopt when it is intact. Throws
+// IoError when the file does not open as HDF5.
+std::optional<std::string> check_planner_checkpoint_integrity(const std::string& path);
+
+// The newest planner checkpoint in `dir` with step <= max_step that reads
+// back whole, or nullopt when there is none. A file that does not read is
+// skipped with a warning (and left in place for inspection), never used.
+// `path` (optional) receives the file's path.
+std::optional<PlannerCheckpoint> latest_planner_checkpoint(const std::string& dir, std::string* path = nullptr,
+                                                           uint64_t max_step = UINT64_MAX);
 
 // Throws ConfigError when `config` would not continue the batch stream of the
 // run that wrote `checkpoint`: a different seed or a different value of any
@@ -82,8 +92,19 @@ std::optional<PlannerCheckpoint> latest_planner_checkpoint(const std::string& di
 // that cannot change the stream may differ: job.steps (a resumed run may go
 // further), job.prefetch_steps, topology.loaders, .shadow_loaders and
 // .broadcast_at, and the loader., emulator., output., checkpoint. and fault.
-// sections.
-void check_resumable(const PlannerCheckpoint& checkpoint, const Config& config);
+// sections. Then compares the checkpoint's data fingerprint with `data` (the
+// data as it is now): a changed, added or missing data file or a changed
+// vocabulary throws ConfigError naming each difference, unless
+// config.checkpoint.accept_changed_data, which logs them as a warning.
+void check_resumable(const PlannerCheckpoint& checkpoint, const Config& config, const DataFingerprint& data);
+
+// The checkpoint a resume starts from (config.checkpoint.resuming()), checked
+// by check_resumable against `data` (the data now). With
+// checkpoint.resume_step N: the newest readable planner checkpoint at or
+// before N (the run then fast-forwards to N); throws ConfigError when there is
+// none and N > 0 (for N = 0: nullopt, a start at step 0). Without: the newest,
+// or nullopt (with a warning) when `dir` holds none.
+std::optional<PlannerCheckpoint> find_resume_checkpoint(const Config& config, const DataFingerprint& data);
 
 // Makes planner checkpoints durable off the caller's thread. submit() writes
 // the temporary file on the caller's thread (all HDF5 work stays there) and

@@ -14,6 +14,8 @@
 #include "plan/cost.h"
 #include "plan/mix.h"
 #include "plan/pack.h"
+#include "checkpoint/step_files.h"
+#include "source/fingerprint.h"
 #include "source/permutation.h"
 #include "source/source.h"
 
@@ -333,6 +335,57 @@ void export_trace(const TraceReader& trace, const std::string& format, std::ostr
     }
   }
   if (!csv) out << "\n]\n";
+}
+
+// --- integrity and data (verify_command) -----------------------------------------
+
+DataCheck check_trace_data(const TraceReader& trace) {
+  DataCheck check;
+  const Config config = trace_config(trace.header());
+  DataFingerprint now;
+  try {
+    now = fingerprint_data(config);
+  } catch (const Error& e) {
+    check.not_checked = e.what();
+    return check;
+  }
+  check.checked = true;
+  check.differences = fingerprint_differences(trace.header().data, now, config);
+  return check;
+}
+
+int verify_command(const std::string& trace_path, std::string checkpoint_path, std::ostream& out) {
+  if (auto changed = check_trace_integrity(trace_path)) {
+    out << "verify: TAMPERED: " << trace_path << " was changed after it was written\n  " << *changed << "\n";
+    return kVerifyTampered;
+  }
+  const TraceReader trace(trace_path);
+  if (checkpoint_path.empty() && trace.first_step() > 0) {
+    const auto parent = std::filesystem::path(trace_path).parent_path().string();
+    checkpoint_path = planner_checkpoint_path(parent.empty() ? "." : parent, trace.first_step());
+  }
+  std::optional<PlannerCheckpoint> start;
+  if (!checkpoint_path.empty()) {
+    if (auto changed = check_planner_checkpoint_integrity(checkpoint_path)) {
+      out << "verify: TAMPERED: " << checkpoint_path << " was changed after it was written\n  " << *changed << "\n";
+      return kVerifyTampered;
+    }
+    start = read_planner_checkpoint(checkpoint_path);
+  }
+  out << "verify: integrity: the trace" << (start ? " and the checkpoint" : "") << " match their checksums\n";
+  const VerifyReport report = verify_trace(trace, start);
+  print_verify_report(report, out);
+  const DataCheck data = check_trace_data(trace);
+  if (!data.checked) {
+    out << "verify: data: not checked (" << data.not_checked << ")\n";
+  } else if (data.differences.empty()) {
+    out << "verify: data: the data files and vocabulary match the trace's fingerprint\n";
+  } else {
+    out << "verify: data: CHANGED since the run:\n";
+    for (const auto& d : data.differences) out << "  " << d << "\n";
+  }
+  if (report.divergence) return kVerifyDivergence;
+  return data.checked && !data.differences.empty() ? kVerifyDataChanged : kVerifyIdentical;
 }
 
 }  // namespace msd

@@ -46,6 +46,28 @@ struct VerifyReport {
 VerifyReport verify_trace(const TraceReader& trace, const std::optional<PlannerCheckpoint>& start = std::nullopt);
 void print_verify_report(const VerifyReport& report, std::ostream& out);
 
+// verify's data check: when every source of the trace's configuration
+// resolves, the data's fingerprint now against the one its header recorded.
+struct DataCheck {
+  bool checked = false;
+  std::string not_checked;               // why not, when !checked
+  std::vector<std::string> differences;  // fingerprint_differences; empty: the same data
+};
+DataCheck check_trace_data(const TraceReader& trace);
+
+// Exit statuses of `msd-replay verify` (docs/trace.md, "msd-replay").
+inline constexpr int kVerifyIdentical = 0;
+inline constexpr int kVerifyDivergence = 1;    // intact files, but the re-plan differs
+inline constexpr int kVerifyTampered = 4;      // a file changed after it was written
+inline constexpr int kVerifyDataChanged = 5;   // no divergence, but the data is not the data of the run
+
+// The whole of `msd-replay verify TRACE [--checkpoint FILE]`: the integrity of
+// the trace (header and step chain) and of the checkpoint, then the re-plan,
+// then the data check; prints each result to `out` and returns the exit
+// status. `checkpoint_path` empty: planner-<first step>.h5 beside a trace that
+// begins after step 0. Throws ConfigError / IoError like verify_trace.
+int verify_command(const std::string& trace_path, std::string checkpoint_path, std::ostream& out);
+
 // Which samples client `client` (its index among clients, 0 .. dp*pp*cp*tp-1)
 // saw at `step`: its data group's pieces with source, index and layout.
 // Throws ConfigError for a client or step outside the trace.

@@ -1,9 +1,13 @@
 #include "checkpoint/trace.h"
 
+#include <bit>
 #include <cstddef>
 #include <filesystem>
 
+#include "checkpoint/data_record.h"
+#include "checkpoint/integrity.h"
 #include "checkpoint/step_files.h"
+#include "common/digest.h"
 #include "common/error.h"
 #include "common/log.h"
 
@@ -34,7 +38,10 @@ h5::CompoundType step_type() {
   h5::CompoundType type(sizeof(StepRowData));
   type.add("step", offsetof(StepRowData, step), H5T_NATIVE_UINT64)
       .add("samples_end", offsetof(StepRowData, samples_end), H5T_NATIVE_UINT64)
-      .add("pieces_end", offsetof(StepRowData, pieces_end), H5T_NATIVE_UINT64);
+      .add("pieces_end", offsetof(StepRowData, pieces_end), H5T_NATIVE_UINT64)
+      .add("samples_digest", offsetof(StepRowData, samples_digest), H5T_NATIVE_UINT64)
+      .add("pieces_digest", offsetof(StepRowData, pieces_digest), H5T_NATIVE_UINT64)
+      .add("chain", offsetof(StepRowData, chain), H5T_NATIVE_UINT64);
   return type;
 }
 
@@ -59,6 +66,36 @@ h5::CompoundType piece_type() {
       .add("length", offsetof(PieceRow, length), H5T_NATIVE_UINT32)
       .add("cost", offsetof(PieceRow, cost), H5T_NATIVE_DOUBLE);
   return type;
+}
+
+// The trace's tables that grow by appends; the step chain covers them, the
+// header's integrity record covers every other item.
+const std::string kTables[] = {"steps", "samples", "pieces"};
+
+// docs/trace.md, "Integrity": rows digested field by field, in row order.
+uint64_t rows_digest(std::span<const SampleRow> rows) {
+  Digest digest;
+  for (const auto& r : rows)
+    for (uint64_t field : {uint64_t{r.source}, uint64_t{r.bad}, uint64_t{r.positions}, uint64_t{r.patches}, r.cursor,
+                           r.index})
+      digest.update_u64(field);
+  return digest.value();
+}
+
+uint64_t rows_digest(std::span<const PieceRow> rows) {
+  Digest digest;
+  for (const auto& r : rows)
+    for (uint64_t field : {uint64_t{r.group}, uint64_t{r.micro_batch}, uint64_t{r.sequence}, uint64_t{r.sample},
+                           uint64_t{r.begin}, uint64_t{r.length}, std::bit_cast<uint64_t>(r.cost)})
+      digest.update_u64(field);
+  return digest.value();
+}
+
+uint64_t step_chain(uint64_t previous, const StepRowData& row) {
+  Digest digest;
+  for (uint64_t field : {previous, row.step, row.samples_end, row.pieces_end, row.samples_digest, row.pieces_digest})
+    digest.update_u64(field);
+  return digest.value();
 }
 
 std::string join_names(const std::vector<std::string>& names) {
@@ -89,6 +126,7 @@ void write_header(hid_t root, const TraceHeader& h, uint64_t first_step) {
                                     {"tp", h.tp}, {"micro_batches", h.micro_batches}, {"seq_len", h.seq_len}})
     h5::write_attribute(root, name, uint64_t{value});
   h5::write_array<uint64_t>(root, "source_samples", h.source_samples);
+  write_data_fingerprint(root, h.data);
 }
 
 TraceHeader read_header(hid_t root, const std::string& path) {
@@ -109,6 +147,7 @@ TraceHeader read_header(hid_t root, const std::string& path) {
   h.source_samples = h5::read_array<uint64_t>(root, "source_samples");
   if (h.source_samples.size() != h.source_names.size())
     throw IoError(str(path, ": ", h.source_names.size(), " source names but ", h.source_samples.size(), " sizes"));
+  h.data = read_data_fingerprint(root, path);
   return h;
 }
 
@@ -129,8 +168,9 @@ struct TraceReader::Tables {
   h5::AppendableDataset steps, samples, pieces;
 };
 
-TraceHeader make_trace_header(const Config& config, std::vector<uint64_t> source_samples) {
+TraceHeader make_trace_header(const Config& config, std::vector<uint64_t> source_samples, DataFingerprint data) {
   TraceHeader h;
+  h.data = std::move(data);
   h.config_ini = to_ini(config);
   h.seed = config.job.seed;
   for (const auto& source : config.sources) h.source_names.push_back(source.name);
@@ -228,6 +268,8 @@ void TraceWriter::create(const TraceHeader& header, uint64_t first_step) {
   tables_->steps = h5::AppendableDataset::create(file_.get(), "steps", tables_->step_type.get(), kStepChunk);
   tables_->samples = h5::AppendableDataset::create(file_.get(), "samples", tables_->sample_type.get(), kRowChunk);
   tables_->pieces = h5::AppendableDataset::create(file_.get(), "pieces", tables_->piece_type.get(), kRowChunk);
+  seal_file(file_.get(), kTables);
+  chain_ = seal_digest(file_.get());
   first_step_ = next_step_ = first_step;
   MSD_H5(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), str("flushing the new trace ", path_));
 }
@@ -260,7 +302,7 @@ bool TraceWriter::reopen(const TraceHeader& header, uint64_t first_step) {
     const size_t keep = static_cast<size_t>(first_step - file_first);
     for (size_t i = 0; i < keep; ++i)
       if (rows[i].step != file_first + i) throw IoError(str(path_, ": /steps row ", i, " holds step ", rows[i].step));
-    const StepRowData end = keep > 0 ? rows[keep - 1] : StepRowData{0, 0, 0};
+    const StepRowData end = keep > 0 ? rows[keep - 1] : StepRowData{0, 0, 0, 0, 0, seal_digest(file.get())};
     if (end.samples_end > tables->samples.size() || end.pieces_end > tables->pieces.size())
       throw IoError(str(path_, ": /steps points past the end of /samples or /pieces"));
     tables->steps.truncate(keep);
@@ -271,6 +313,7 @@ bool TraceWriter::reopen(const TraceHeader& header, uint64_t first_step) {
     tables_ = std::move(tables);
     first_step_ = file_first;
     next_step_ = first_step;
+    chain_ = end.chain;
     if (keep < rows.size())
       log_info("trace ", path_, ": dropped steps ", first_step, "..", file_first + rows.size() - 1,
                " (they are planned again)");
@@ -294,7 +337,9 @@ void TraceWriter::append_step(const StepRecord& record) {
   // The step row goes last: a reader trusts only rows a step row covers.
   tables_->samples.append(samples.data(), samples.size());
   tables_->pieces.append(pieces.data(), pieces.size());
-  const StepRowData row{record.step, tables_->samples.size(), tables_->pieces.size()};
+  StepRowData row{record.step, tables_->samples.size(), tables_->pieces.size(), rows_digest(samples),
+                  rows_digest(pieces), 0};
+  row.chain = chain_ = step_chain(chain_, row);
   tables_->steps.append(&row, 1);
   ++next_step_;
   if (++since_flush_ >= flush_every_) flush();
@@ -357,6 +402,47 @@ StepRecord TraceReader::step(uint64_t step) const {
     record.pieces.push_back({p.group, p.micro_batch, p.sequence, p.sample, p.begin, p.length, p.cost});
   }
   return record;
+}
+
+// --- integrity ----------------------------------------------------------------
+
+std::optional<std::string> check_trace_integrity(const std::string& path) {
+  h5::PropertyList access = h5::file_access();
+  h5::File file = h5::open_file(path, false, access.get());
+  const hid_t root = file.get();
+  if (auto changed = check_seal(root, kTables)) return str("header: ", *changed);
+  const h5::CompoundType steps_type = step_type(), samples_type = sample_type(), pieces_type = piece_type();
+  const auto steps = h5::AppendableDataset::open(root, "steps", steps_type.get());
+  const auto samples = h5::AppendableDataset::open(root, "samples", samples_type.get());
+  const auto pieces = h5::AppendableDataset::open(root, "pieces", pieces_type.get());
+  std::vector<StepRowData> rows(steps.size());
+  steps.read(0, rows.size(), rows.data());
+  uint64_t chain = seal_digest(root), samples_begin = 0, pieces_begin = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const StepRowData& row = rows[i];
+    const std::string step = str(" (step ", row.step, ")");
+    // A row whose chain field was changed fails here, so the next row can
+    // start from its stored chain.
+    if (step_chain(chain, row) != row.chain)
+      return str("/steps row ", i, step, ": does not continue the step chain (a field of this row was changed)");
+    if (row.samples_end < samples_begin || row.samples_end > samples.size() || row.pieces_end < pieces_begin ||
+        row.pieces_end > pieces.size())
+      return str("/steps row ", i, step, ": points outside /samples or /pieces (a table was cut)");
+    std::vector<SampleRow> sample_rows(row.samples_end - samples_begin);
+    samples.read(samples_begin, sample_rows.size(), sample_rows.data());
+    if (rows_digest(sample_rows) != row.samples_digest)
+      return str("/samples rows ", samples_begin, "..", row.samples_end - 1, step,
+                 ": their contents differ from the step's samples_digest");
+    std::vector<PieceRow> piece_rows(row.pieces_end - pieces_begin);
+    pieces.read(pieces_begin, piece_rows.size(), piece_rows.data());
+    if (rows_digest(piece_rows) != row.pieces_digest)
+      return str("/pieces rows ", pieces_begin, "..", row.pieces_end - 1, step,
+                 ": their contents differ from the step's pieces_digest");
+    chain = row.chain;
+    samples_begin = row.samples_end;
+    pieces_begin = row.pieces_end;
+  }
+  return std::nullopt;
 }
 
 }  // namespace msd

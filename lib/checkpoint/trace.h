@@ -21,12 +21,14 @@
 #include "msd/config.h"
 #include "plan/cost.h"
 #include "plan/pack.h"
+#include "source/fingerprint.h"
 #include "transport/wire.h"
 
 namespace msd {
 
-// docs/trace.md: bump on any change of the layout.
-inline constexpr uint64_t kTraceVersion = 1;
+// docs/trace.md: bump on any change of the layout. Version 2 added the
+// integrity record, the step chain and the data fingerprint.
+inline constexpr uint64_t kTraceVersion = 2;
 
 struct TraceHeader {
   std::string config_ini;  // to_ini of the run's configuration
@@ -36,10 +38,12 @@ struct TraceHeader {
   uint32_t dp = 1, pp = 1, cp = 1, tp = 1;
   uint32_t micro_batches = 1;
   uint32_t seq_len = 0;
+  DataFingerprint data;  // the run's data files and vocabulary (empty when not taken)
   bool operator==(const TraceHeader&) const = default;
 };
-// The header of a run: from its configuration and its sources' sizes.
-TraceHeader make_trace_header(const Config& config, std::vector<uint64_t> source_samples);
+// The header of a run: from its configuration, its sources' sizes and the
+// fingerprint of its data.
+TraceHeader make_trace_header(const Config& config, std::vector<uint64_t> source_samples, DataFingerprint data = {});
 
 // A sample the step consumed from a source's stream.
 struct TraceSample {
@@ -118,6 +122,7 @@ class TraceWriter {
   uint64_t first_step_ = 0;
   uint64_t next_step_ = 0;
   uint64_t since_flush_ = 0;
+  uint64_t chain_ = 0;  // the last row's chain (the header's seal before any)
   h5::File file_;
   std::unique_ptr<Tables> tables_;
 };
@@ -127,7 +132,18 @@ struct TraceStepRow {
   uint64_t step = 0;
   uint64_t samples_end = 0;  // one past the step's last row of /samples
   uint64_t pieces_end = 0;   // one past the step's last row of /pieces
+  uint64_t samples_digest = 0;  // of the step's /samples rows, field by field
+  uint64_t pieces_digest = 0;   // of the step's /pieces rows
+  // Digest of the previous row's chain (the header's @integrity_digest for
+  // the first row) and this row's other five fields: the step chain.
+  uint64_t chain = 0;
 };
+
+// Where the trace at `path` was changed after it was written: its header
+// against its integrity record (integrity.h), then row by row each step's
+// chain and the /samples and /pieces rows it covers. nullopt: intact. Throws
+// IoError when the file does not open as HDF5 or lacks its tables.
+std::optional<std::string> check_trace_integrity(const std::string& path);
 
 // Reads a trace: header and steps. Serial HDF5; not thread-safe.
 class TraceReader {

@@ -104,6 +104,13 @@ T to_count(const Setting& setting, const ParseContext& context) {
   return value;
 }
 
+bool to_bool(const Setting& setting, const ParseContext& context) {
+  const std::string v = trim(setting.text);
+  if (v == "true" || v == "1" || v == "yes") return true;
+  if (v == "false" || v == "0" || v == "no") return false;
+  bad_value(setting, context, "true or false");
+}
+
 std::string resolve_path(const std::string& path, const Setting& setting, const ParseContext& context) {
   if (path.empty()) return path;
   std::filesystem::path p(path);
@@ -323,7 +330,7 @@ std::vector<OptionSpec> loader_and_model_options() {
       count("loader.deadline_ms", "MS", "a loader silent this long with requests pending is handed over to a shadow",
             [](auto& c) -> auto& { return c.loader.deadline_ms; }),
       count("loader.threads", "N",
-            "threads per loader tokenizing a batch of pending requests together (1: one sample at a time)",
+            "threads per loader decoding and tokenizing a batch of pending requests together (1: one sample at a time)",
             [](auto& c) -> auto& { return c.loader.threads; }),
       count("model.hidden", "N", "hidden size (cost model: a = 6 * hidden)",
             [](auto& c) -> auto& { return c.model.hidden; }),
@@ -382,13 +389,21 @@ std::vector<OptionSpec> checkpoint_options() {
       path("checkpoint.trace", "FILE", "the plan trace (alias --trace); empty: DIR/trace.h5 when checkpoint.dir is set",
            [](auto& c) -> auto& { return c.checkpoint.trace; }),
       {"checkpoint.resume", "BOOL", "start from the latest consistent checkpoint in DIR (alias --resume)",
-       [](Config& c, const Setting& s, const ParseContext& x) {
-         const std::string v = trim(s.text);
-         if (v == "true" || v == "1" || v == "yes") c.checkpoint.resume = true;
-         else if (v == "false" || v == "0" || v == "no") c.checkpoint.resume = false;
-         else bad_value(s, x, "true or false");
-       },
+       [](Config& c, const Setting& s, const ParseContext& x) { c.checkpoint.resume = to_bool(s, x); },
        [](const Config& c) { return std::string(c.checkpoint.resume ? "true" : "false"); }},
+      {"checkpoint.resume_step", "N",
+       "resume so that the first step delivered is N (the trainer's step): from the newest planner checkpoint "
+       "at or before N, fast-forwarded to N; implies resume; unset: the latest checkpoint (alias --resume-step)",
+       [](Config& c, const Setting& s, const ParseContext& x) {
+         if (trim(s.text).empty()) c.checkpoint.resume_step.reset();
+         else c.checkpoint.resume_step = to_count<uint64_t>(s, x);
+       },
+       [](const Config& c) { return c.checkpoint.resume_step ? str(*c.checkpoint.resume_step) : std::string(); }},
+      {"checkpoint.accept_changed_data", "BOOL",
+       "resume although the data files or the vocabulary differ from the checkpoint's fingerprint, with a warning "
+       "(alias --resume-accept-changed-data)",
+       [](Config& c, const Setting& s, const ParseContext& x) { c.checkpoint.accept_changed_data = to_bool(s, x); },
+       [](const Config& c) { return std::string(c.checkpoint.accept_changed_data ? "true" : "false"); }},
       name_list("checkpoint.snapshot_sources", "NAMES",
                 "sources whose transformed samples loader checkpoints keep (expensive transforms, e.g. images)",
                 [](auto& c) -> auto& { return c.checkpoint.snapshot_sources; }),
@@ -503,7 +518,8 @@ Section source_section(const std::string& name) {
 }
 
 // Command-line-only options; the aliases map to "section.key" options.
-const std::array<std::pair<const char*, const char*>, 6> kAliases = {{
+const std::array<std::pair<const char*, const char*>, 7> kAliases = {{
+    {"resume-step", "checkpoint.resume_step"},
     {"loaders", "topology.loaders"},
     {"summary-json", "output.summary_json"},
     {"mode", "job.mode"},
@@ -543,7 +559,8 @@ po::options_description command_line_only(const std::vector<Section>& sections) 
   for (const auto& [alias, target] : kAliases)
     description.add_options()(alias, po::value<std::string>()->value_name(find_spec(sections, target).value_name),
                               str("= --", target).c_str());
-  description.add_options()("resume", "= --checkpoint.resume=true");
+  description.add_options()("resume", "= --checkpoint.resume=true")(
+      "resume-accept-changed-data", "= --checkpoint.accept_changed_data=true");
   return description;
 }
 
@@ -667,6 +684,12 @@ std::string alias_target(const std::string& key) {
   return key;
 }
 
+// Command-line switches (no value) and the boolean option each sets to true.
+const std::map<std::string, std::string> kSwitches = {
+    {"resume", "checkpoint.resume"},
+    {"resume-accept-changed-data", "checkpoint.accept_changed_data"},
+};
+
 // The value of the last occurrence of `key` in `parsed`, if any.
 const std::string* find_value(const po::parsed_options& parsed, const std::string& key) {
   const std::string* found = nullptr;
@@ -687,10 +710,10 @@ void collect(const po::parsed_options& parsed, Origin origin, const std::string&
     if (option.string_key == "config" || option.string_key == "help" || option.string_key == "help-markdown" ||
         option.string_key == "print-world-size")
       continue;
-    if (option.string_key == "resume") {  // a switch: no value
-      if (!seen.insert("checkpoint.resume").second)
-        throw ConfigError(str("checkpoint.resume: given twice ", origin_text));
-      settings["checkpoint.resume"] = Setting{"checkpoint.resume", "true", origin};
+    if (auto it = kSwitches.find(option.string_key); it != kSwitches.end()) {  // a switch: no value
+      const std::string key = it->second;
+      if (!seen.insert(key).second) throw ConfigError(str(key, ": given twice ", origin_text));
+      settings[key] = Setting{key, "true", origin};
       continue;
     }
     const std::string key = alias_target(option.string_key);
@@ -757,6 +780,21 @@ int Config::world_size() const {
 }
 
 namespace {
+// [model], [device], [emulator] and the activation budget the planner packs to.
+void validate_model_and_device(const Config& config) {
+  const auto& job = config.job;
+  require_at_least(config.model.hidden, uint32_t{1}, "model.hidden");
+  require_at_least(config.model.layers, uint32_t{1}, "model.layers");
+  require(std::isfinite(config.emulator.time_scale) && config.emulator.time_scale >= 0,
+          str("emulator.time_scale: must be >= 0 (got ", config.emulator.time_scale, ")"));
+  if (!config.model.preset.empty())
+    require_one_of(config.model.preset, {"llama3-8b", "llama3-70b", "vit-l"}, "model.preset");
+  require_one_of(config.device.preset, {"h100", "h200"}, "device.preset");
+  require(job.max_positions_per_micro_batch == 0 || job.max_positions_per_micro_batch >= job.seq_len,
+          str("job.max_positions_per_micro_batch: ", job.max_positions_per_micro_batch,
+              " cannot hold one sequence; give 0 or at least job.seq_len (", job.seq_len, ")"));
+}
+
 // [fault]: what it injects, and where.
 void validate_fault(const Config& config) {
   const auto& topo = config.topology;
@@ -867,19 +905,10 @@ void validate(const Config& config) {
 
   require_at_least(config.loader.window_mb, uint64_t{1}, "loader.window_mb");
   require_at_least(job.max_sample_bytes, uint64_t{64}, "job.max_sample_bytes");
-  require(job.mode != "disaggregated" || (config.loader.window_mb << 20) >= job.max_sample_bytes,
+  require(trainers_load(job.mode) || (config.loader.window_mb << 20) >= job.max_sample_bytes,
           str("loader.window_mb: ", config.loader.window_mb, " MiB cannot hold one sample of job.max_sample_bytes = ",
               job.max_sample_bytes, " bytes; raise loader.window_mb or lower job.max_sample_bytes"));
-  require_at_least(config.model.hidden, uint32_t{1}, "model.hidden");
-  require_at_least(config.model.layers, uint32_t{1}, "model.layers");
-  require(std::isfinite(config.emulator.time_scale) && config.emulator.time_scale >= 0,
-          str("emulator.time_scale: must be >= 0 (got ", config.emulator.time_scale, ")"));
-  if (!config.model.preset.empty())
-    require_one_of(config.model.preset, {"llama3-8b", "llama3-70b", "vit-l"}, "model.preset");
-  require_one_of(config.device.preset, {"h100", "h200"}, "device.preset");
-  require(job.max_positions_per_micro_batch == 0 || job.max_positions_per_micro_batch >= job.seq_len,
-          str("job.max_positions_per_micro_batch: ", job.max_positions_per_micro_batch,
-              " cannot hold one sequence; give 0 or at least job.seq_len (", job.seq_len, ")"));
+  validate_model_and_device(config);
   require_one_of(config.output.log_level, {"debug", "info", "warn", "error", "quiet"}, "output.log_level");
   require_at_least(config.loader.deadline_ms, uint64_t{1}, "loader.deadline_ms");
   require_at_least(config.loader.threads, uint32_t{1}, "loader.threads");
@@ -887,9 +916,13 @@ void validate(const Config& config) {
   const auto& ckpt = config.checkpoint;
   require_at_least(ckpt.planner_every, uint64_t{1}, "checkpoint.planner_every");
   require_at_least(ckpt.keep, uint32_t{1}, "checkpoint.keep");
-  require(!ckpt.resume || !ckpt.dir.empty(), "checkpoint.resume: needs checkpoint.dir (where to find checkpoints)");
+  const std::string resume_key = ckpt.resume_step ? "checkpoint.resume_step" : "checkpoint.resume";
+  require(!ckpt.resuming() || !ckpt.dir.empty(), resume_key + ": needs checkpoint.dir (where to find checkpoints)");
   require(ckpt.loader_every == 0 || !ckpt.dir.empty(), "checkpoint.loader_every: needs checkpoint.dir");
-  require(!ckpt.resume || !trainers_load(job.mode), "checkpoint.resume: the colocated mode does not checkpoint");
+  require(!ckpt.resuming() || !trainers_load(job.mode), resume_key + ": the colocated mode does not checkpoint");
+  require(!ckpt.resume_step || *ckpt.resume_step < job.steps,
+          str("checkpoint.resume_step: ", ckpt.resume_step.value_or(0), " is beyond the run (job.steps = ", job.steps,
+              "; the last step is ", job.steps - 1, ")"));
   for (const auto& name : split_list(ckpt.snapshot_sources))
     require(name.empty() || names.count(name) > 0, str("checkpoint.snapshot_sources: '", name, "' is not a source in mix.sources"));
 

@@ -220,28 +220,25 @@ void JobImpl::agree_and_start(const StartUp& mine) {
   }
 }
 
-// The planner, continuing from the latest checkpoint with --resume (the
+// The planner, continuing from the latest checkpoint with --resume, or from
+// the newest at or before --resume-step N and fast-forwarded to N (the
 // checkpoint must come from a run whose batch stream this configuration
-// continues; a directory without one starts at step 0).
+// continues, over the same data; a directory without one starts at step 0).
 std::unique_ptr<PlannerRole> JobImpl::make_planner(const std::vector<HelloMessage>& hellos) {
   std::vector<SourceInfo> infos;
   std::set<uint32_t> seen;
   for (const auto& hello : hellos)
     for (const auto& info : hello.sources)
       if (seen.insert(info.source).second) infos.push_back(info);
+  // Checkpoints and the trace record the data they were taken over.
+  const CheckpointConfig& ckpt = ctx.config.checkpoint;
+  DataFingerprint data;
+  if (!ckpt.dir.empty() || !ckpt.trace.empty()) data = fingerprint_data(ctx.config);
   std::optional<PlannerCheckpoint> resume;
-  if (ctx.config.checkpoint.resume) {
-    std::string path;
-    resume = latest_planner_checkpoint(ctx.config.checkpoint.dir, &path);
-    if (resume) {
-      check_resumable(*resume, ctx.config);
-      log_info("resuming from ", path, " at step ", resume->step);
-      ctx.first_step = resume->step;
-    } else {
-      log_warn("checkpoint.resume: no planner checkpoint in ", ctx.config.checkpoint.dir, "; starting at step 0");
-    }
-  }
-  return std::make_unique<PlannerRole>(ctx, infos, resume);
+  if (ckpt.resuming()) resume = find_resume_checkpoint(ctx.config, data);
+  // The first step delivered: the trainer's step, or the checkpoint's.
+  ctx.first_step = ckpt.resume_step.value_or(resume ? resume->step : 0);
+  return std::make_unique<PlannerRole>(ctx, infos, resume, std::move(data));
 }
 
 Job::Job(const Config& config, MPI_Comm world) : impl_(std::make_unique<JobImpl>(config, world)) {}

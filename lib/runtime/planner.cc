@@ -12,7 +12,7 @@
 namespace msd {
 
 PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources,
-                         const std::optional<PlannerCheckpoint>& resume)
+                         const std::optional<PlannerCheckpoint>& resume, DataFingerprint data)
     : job_(job),
       out_(job.world.get()),
       mixer_(make_schedule(job.config), job.config.job.global_batch),
@@ -44,13 +44,15 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
     report_.bad_samples = resume->bad_samples;
     report_.bad_samples.resize(bad_kind_count, 0);
   }
-  report_.first_step = first_step_;
+  deliver_from_ = std::max(job.first_step, first_step_);
+  data_ = std::move(data);
+  report_.first_step = deliver_from_;
   const CheckpointConfig& ckpt = job.config.checkpoint;
   const std::string trace_path = !ckpt.trace.empty() ? ckpt.trace : ckpt.dir.empty() ? "" : join_path(ckpt.dir, "trace.h5");
   if (!trace_path.empty()) {
     std::vector<uint64_t> sizes;
     for (const auto& src : sources_) sizes.push_back(src.samples);
-    trace_ = std::make_unique<TraceWriter>(trace_path, make_trace_header(job.config, sizes), first_step_);
+    trace_ = std::make_unique<TraceWriter>(trace_path, make_trace_header(job.config, sizes, data_), first_step_);
   }
   if (!ckpt.dir.empty()) checkpoints_ = std::make_unique<PlannerCheckpointWriter>(ckpt.dir, ckpt.keep);
   const auto now = std::chrono::steady_clock::now();
@@ -326,7 +328,8 @@ bool PlannerRole::try_plan_step() {
 
   InFlightStep record;
   record.step = step;
-  record.acks_missing = job_.tree.size();
+  const bool delivered = step >= deliver_from_;  // else fast-forwarded: no client gets it
+  record.acks_missing = delivered ? job_.tree.size() : 0;
   for (const auto& m : samples) {
     record.slots.push_back({m.loader_rank, m.slot_offset});
     record.samples.push_back({m.source, SampleState::planned, m.loader_rank, m.cursor, m.index});
@@ -353,11 +356,12 @@ bool PlannerRole::try_plan_step() {
     }
     const auto bytes = encode(plan);
     for (int client : job_.tree.group_members(group))
-      out_.send(job_.layout.client_rank(client), kTagPlan, bytes, "sending a step plan");
+      if (delivered) out_.send(job_.layout.client_rank(client), kTagPlan, bytes, "sending a step plan");
     out_.progress();
   }
-  report_.tokens += record.tokens;
+  if (delivered) report_.tokens += record.tokens;
   in_flight_[step] = std::move(record);
+  if (!delivered) complete_step(step);
   return true;
 }
 
@@ -378,7 +382,14 @@ void PlannerRole::on_ack(int client_rank, uint64_t step, double wait_seconds) {
   if (it == in_flight_.end())
     throw ProtocolError(str("client rank ", client_rank, " acknowledged step ", step, ", which is not in flight"));
   it->second.max_wait_seconds = std::max(it->second.max_wait_seconds, wait_seconds);
-  if (--it->second.acks_missing > 0) return;
+  if (--it->second.acks_missing == 0) complete_step(step);
+}
+
+// Every client of every group has step `step` (or, fast-forwarded, none
+// needs it): its slots are released and checkpoints taken.
+void PlannerRole::complete_step(uint64_t step) {
+  auto it = in_flight_.find(step);
+  MSD_CHECK(it != in_flight_.end());
   // Every client of every group has its bytes: the slots can be reused.
   std::map<int, std::vector<uint64_t>> releases;
   for (const auto& [loader, offset] : it->second.slots) {
@@ -393,7 +404,7 @@ void PlannerRole::on_ack(int client_rank, uint64_t step, double wait_seconds) {
   const uint64_t loader_every = job_.config.checkpoint.loader_every;
   if (loader_every > 0 && acked_steps_ % loader_every == 0 && acked_steps_ < job_.config.job.steps)
     ask_loader_checkpoint(acked_steps_);
-  report_progress(it->second);
+  if (step >= deliver_from_) report_progress(it->second);
   in_flight_.erase(it);
 }
 
@@ -406,6 +417,7 @@ PlannerCheckpoint PlannerRole::state_before(uint64_t step) const {
   cp.step = step;
   cp.seed = job_.config.job.seed;
   cp.config_ini = to_ini(job_.config);
+  cp.data = data_;
   for (const auto& src : sources_) cp.source_samples.push_back(src.samples);
   if (auto it = starts_.find(step); it != starts_.end()) {
     cp.consumed = it->second.consumed;
@@ -609,7 +621,7 @@ PlannerReport PlannerRole::serve() {
   out_.drain_for(std::clamp<uint64_t>(job_.config.loader.deadline_ms, 1000, 5000));
   if (trace_) trace_->close();
   if (checkpoints_) checkpoints_->finish();
-  report_.steps = acked_steps_ - first_step_;
+  report_.steps = acked_steps_ - deliver_from_;
   report_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   return report_;
 }

@@ -27,8 +27,11 @@ class PlannerRole {
  public:
   // `sources` from the loaders' hello messages (every source reported once).
   // `resume`: the checkpoint to continue from (the Job found and checked it).
+  // Steps from there up to job.first_step are planned but delivered to no
+  // client (the fast-forward of checkpoint.resume_step). `data`: the data's
+  // fingerprint, recorded in checkpoints and the trace.
   PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources,
-              const std::optional<PlannerCheckpoint>& resume);
+              const std::optional<PlannerCheckpoint>& resume, DataFingerprint data = {});
   PlannerReport serve();
 
  private:
@@ -70,6 +73,7 @@ class PlannerRole {
   bool try_plan_step();
   void on_meta(int loader_rank, const std::vector<SampleMeta>& metas);
   void on_ack(int client_rank, uint64_t step, double wait_seconds);
+  void complete_step(uint64_t step);
   void report_progress(const InFlightStep& step);
   void checkpoint(uint64_t step);
   void inject_fault(uint64_t step);
@@ -97,7 +101,9 @@ class PlannerRole {
     std::vector<uint64_t> consumed, realized, bad;
   };
   std::map<uint64_t, StepStart> starts_;
-  uint64_t first_step_ = 0;
+  uint64_t first_step_ = 0;    // the first step planned (the checkpoint's)
+  uint64_t deliver_from_ = 0;  // the first step delivered; earlier ones are fast-forwarded
+  DataFingerprint data_;
   std::unique_ptr<TraceWriter> trace_;
   std::unique_ptr<PlannerCheckpointWriter> checkpoints_;
   uint64_t next_step_ = 0;   // next step to plan

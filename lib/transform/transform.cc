@@ -1,5 +1,7 @@
 #include "transform/transform.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "common/utf8.h"
 
@@ -30,10 +32,12 @@ void TransformedSample::clear() {
 }
 
 SampleTransform::SampleTransform(Tokenizer* tokenizer, const ImageOptions& image)
-    : tokenizer_(tokenizer), image_(image) {}
+    : tokenizer_(tokenizer), image_options_(image), image_(image) {}
 
-BadKind SampleTransform::prepare(const RawSample& raw, TransformedSample& out, std::string& reason, bool& encode) {
+BadKind SampleTransform::prepare(const RawSample& raw, TransformedSample& out, std::string& reason, bool& encode,
+                                 bool& decode) {
   encode = false;
+  decode = false;
   out.clear();
   out.kind = raw.kind;
   if (raw.bad != BadKind::none) {  // the reader already rejected it
@@ -52,10 +56,7 @@ BadKind SampleTransform::prepare(const RawSample& raw, TransformedSample& out, s
       }
       // The cheap check first: a bad caption costs no decode.
       if (!check_utf8(raw.text, "caption", reason)) return BadKind::invalid_utf8;
-      if (!image_.apply(raw.image, out.image, reason)) {
-        out.image.patches = 0;
-        return BadKind::corrupt_jpeg;
-      }
+      decode = true;
       encode = true;
       break;
     case SampleKind::tokens:
@@ -75,9 +76,20 @@ BadKind SampleTransform::finish(const TransformedSample& out, std::string& reaso
   return BadKind::none;
 }
 
+// The image of an image-text sample that prepare() passed: a failed decode
+// makes it corrupt_jpeg (and leaves the caption untokenized).
+BadKind SampleTransform::decode(ImageTransform& image, const RawSample& raw, TransformedSample& out,
+                                std::string& reason) {
+  if (image.apply(raw.image, out.image, reason)) return BadKind::none;
+  out.image.patches = 0;
+  return BadKind::corrupt_jpeg;
+}
+
 BadKind SampleTransform::apply(const RawSample& raw, TransformedSample& out, std::string& reason) {
   bool encode = false;
-  const BadKind verdict = prepare(raw, out, reason, encode);
+  bool decode_image = false;
+  BadKind verdict = prepare(raw, out, reason, encode, decode_image);
+  if (verdict == BadKind::none && decode_image) verdict = decode(image_, raw, out, reason);
   if (verdict != BadKind::none) return verdict;
   if (encode) tokenizer_->encode(raw.text, out.tokens);
   return finish(out, reason);
@@ -88,18 +100,48 @@ void SampleTransform::apply_batch(std::span<const RawSample* const> raws, std::s
   MSD_CHECK(outs.size() == raws.size());
   MSD_CHECK(verdicts.size() == raws.size());
   MSD_CHECK(reasons.size() == raws.size());
-  batch_texts_.clear();
   batch_samples_.clear();
+  batch_images_.clear();
   for (size_t i = 0; i < raws.size(); ++i) {
     bool encode = false;
-    verdicts[i] = prepare(*raws[i], *outs[i], reasons[i], encode);
+    bool decode_image = false;
+    verdicts[i] = prepare(*raws[i], *outs[i], reasons[i], encode, decode_image);
+    if (decode_image) batch_images_.push_back(i);
     if (encode) {
-      batch_texts_.push_back(raws[i]->text);
       batch_samples_.push_back(i);
     } else if (verdicts[i] == BadKind::none) {
       verdicts[i] = finish(*outs[i], reasons[i]);
     }
   }
+  decode_batch(raws, outs, verdicts, reasons, threads);
+  encode_batch(raws, outs, verdicts, reasons, threads);
+}
+
+// Decodes the images batch_images_ names, over up to `threads` threads, each
+// with its own decoder (slot 0: image_).
+void SampleTransform::decode_batch(std::span<const RawSample* const> raws, std::span<TransformedSample* const> outs,
+                                   std::span<BadKind> verdicts, std::span<std::string> reasons, unsigned threads) {
+  const size_t helpers = std::min<size_t>(std::max(threads, 1u), batch_images_.size()) -
+                         (batch_images_.empty() ? 0 : 1);
+  if (helpers == 0) {
+    for (const size_t i : batch_images_) verdicts[i] = decode(image_, *raws[i], *outs[i], reasons[i]);
+    return;
+  }
+  while (image_workers_.size() < helpers) image_workers_.push_back(std::make_unique<ImageTransform>(image_options_));
+  image_pool_.grow(helpers);
+  image_pool_.run(helpers, batch_images_.size(), [&](size_t slot, size_t k) {
+    const size_t i = batch_images_[k];
+    verdicts[i] = decode(slot == 0 ? image_ : *image_workers_[slot - 1], *raws[i], *outs[i], reasons[i]);
+  });
+}
+
+// Tokenizes the texts and captions of the samples batch_samples_ names that
+// are still good, through Tokenizer::encode_batch.
+void SampleTransform::encode_batch(std::span<const RawSample* const> raws, std::span<TransformedSample* const> outs,
+                                   std::span<BadKind> verdicts, std::span<std::string> reasons, unsigned threads) {
+  batch_texts_.clear();
+  std::erase_if(batch_samples_, [&](size_t i) { return verdicts[i] != BadKind::none; });
+  for (const size_t i : batch_samples_) batch_texts_.push_back(raws[i]->text);
   if (batch_texts_.empty()) return;
   // Encoding straight into each sample's token buffer: swapped in here (empty,
   // its capacity kept), back after.
@@ -115,7 +157,9 @@ void SampleTransform::apply_batch(std::span<const RawSample* const> raws, std::s
 
 uint64_t SampleTransform::state_bytes() const {
   uint64_t bytes = sizeof(*this) + image_.state_bytes() + batch_texts_.capacity() * sizeof(std::string_view) +
-                   batch_samples_.capacity() * sizeof(size_t) + batch_ids_.capacity() * sizeof(batch_ids_[0]);
+                   (batch_samples_.capacity() + batch_images_.capacity()) * sizeof(size_t) +
+                   batch_ids_.capacity() * sizeof(batch_ids_[0]);
+  for (const auto& image : image_workers_) bytes += sizeof(ImageTransform) + image->state_bytes();
   for (const std::vector<int32_t>& ids : batch_ids_) bytes += ids.capacity() * sizeof(int32_t);
   return bytes;
 }

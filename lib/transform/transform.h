@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/worker_pool.h"
 #include "source/source.h"
 #include "transform/image/image.h"
 #include "transform/tokenizer/tokenizer.h"
@@ -26,8 +28,9 @@ struct TransformedSample {
 };
 
 // Turns raw records into what a loader stores in its window slot. Reuses its
-// decoder and buffers across calls; not thread-safe: call it from one thread
-// (apply_batch spreads tokenization over the Tokenizer's own workers).
+// decoders and buffers across calls; not thread-safe: call it from one thread
+// (apply_batch spreads decoding over its own workers and tokenization over
+// the Tokenizer's).
 class SampleTransform {
  public:
   // `tokenizer` may be null when every source is pre-tokenized; it is
@@ -47,7 +50,9 @@ class SampleTransform {
   // what apply(*raws[i], *outs[i], reasons[i]) would give (reasons[i] is left
   // alone for a good sample, as apply leaves `reason`). Text and captions are
   // tokenized together through Tokenizer::encode_batch on up to `threads`
-  // threads; UTF-8 checks and image decoding run on the calling thread.
+  // threads, and images are decoded on up to `threads` threads (the calling
+  // thread and workers this object owns, each with its own decoder); UTF-8
+  // checks run on the calling thread.
   // REQUIRES: the four spans have the same size; outs[i] distinct. Throws what
   // apply() throws (a text or caption without a tokenizer: ConfigError);
   // the outputs are then unspecified.
@@ -59,19 +64,33 @@ class SampleTransform {
   uint64_t state_bytes() const;
 
  private:
-  // apply() up to tokenization; `encode` is set when the sample is good so
-  // far and raw.text is still to be tokenized into out.tokens.
-  BadKind prepare(const RawSample& raw, TransformedSample& out, std::string& reason, bool& encode);
+  // apply() up to image decoding and tokenization; when the sample is good so
+  // far, `decode` is set if raw.image is still to be decoded (decode()) and
+  // `encode` if raw.text is still to be tokenized into out.tokens.
+  BadKind prepare(const RawSample& raw, TransformedSample& out, std::string& reason, bool& encode, bool& decode);
+  static BadKind decode(ImageTransform& image, const RawSample& raw, TransformedSample& out, std::string& reason);
+  // apply_batch's two parallel phases, over batch_images_ and batch_samples_.
+  void decode_batch(std::span<const RawSample* const> raws, std::span<TransformedSample* const> outs,
+                    std::span<BadKind> verdicts, std::span<std::string> reasons, unsigned threads);
+  void encode_batch(std::span<const RawSample* const> raws, std::span<TransformedSample* const> outs,
+                    std::span<BadKind> verdicts, std::span<std::string> reasons, unsigned threads);
   // apply() after tokenization: the empty check.
   static BadKind finish(const TransformedSample& out, std::string& reason);
 
   Tokenizer* tokenizer_;
-  ImageTransform image_;
-  // apply_batch's scratch: the texts to tokenize, whose samples they are, and
-  // their ids (out.tokens' own buffers, swapped in and back).
+  ImageOptions image_options_;
+  ImageTransform image_;  // apply()'s, and slot 0's in apply_batch
+  // apply_batch's scratch: the images to decode, the texts to tokenize, whose
+  // samples they are, and their ids (out.tokens' own buffers, swapped in and
+  // back).
+  std::vector<size_t> batch_images_;
   std::vector<std::string_view> batch_texts_;
   std::vector<size_t> batch_samples_;
   std::vector<std::vector<int32_t>> batch_ids_;
+  // Declared last: the pool's threads are joined before the decoders they use
+  // are destroyed. image_workers_[k] is worker slot k + 1's decoder.
+  std::vector<std::unique_ptr<ImageTransform>> image_workers_;
+  WorkerPool image_pool_{"image decoding"};
 };
 
 }  // namespace msd

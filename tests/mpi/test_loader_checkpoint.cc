@@ -1,6 +1,7 @@
 // The loaders' checkpoint under MPI: every loader rank writes its part of one
 // file through parallel HDF5; the file reads back whole with serial HDF5, and
-// a loader of a different pool reads the snapshot records of its sources.
+// a loader of a different pool reads the snapshot records of its sources; a
+// file with one stored value changed afterwards is refused, naming where.
 //
 // Usage: test_loader_checkpoint DIR, under mpiexec with any rank count. All
 // ranks agree on the exit code.
@@ -15,6 +16,7 @@
 #include "checkpoint/step_files.h"
 #include "common/error.h"
 #include "mpi/mpi_test.h"
+#include "tools/h5_poke.h"
 
 using namespace msd;
 using test::fail;
@@ -86,6 +88,28 @@ int main(int argc, char** argv) {
     const auto latest = latest_loader_checkpoint(dir, 25);
     if (!latest || *latest != loader_checkpoint_path(dir, 20)) fail("latest loader checkpoint <= 25 is not step 20's");
     if (latest_loader_checkpoint(dir, 5)) fail("a loader checkpoint <= step 5 was found");
+
+    // One snapshot record's cursor, one part's row range: each is found and named;
+    // a resume then takes the older intact checkpoint.
+    MPI_Barrier(MPI_COMM_WORLD);  // every rank has read the intact files
+    const std::string copy = str(dir, "/copy-", rank, ".h5");
+    using Field = std::pair<const char*, const char*>;  // dataset, member
+    for (const auto& [dataset, member] : {Field{"records", "cursor"}, Field{"parts", "records_count"}}) {
+      std::filesystem::copy_file(loader_checkpoint_path(dir, 30), copy, std::filesystem::copy_options::overwrite_existing);
+      test::poke_dataset(copy, dataset, 0, member);
+      try {
+        read_loader_checkpoint(copy);
+        fail("rank ", rank, ": a loader checkpoint with /", dataset, " changed was read");
+      } catch (const IoError& e) {
+        if (std::string(e.what()).find(str("dataset /", dataset)) == std::string::npos)
+          fail("rank ", rank, ": the refusal does not name /", dataset, ": ", e.what());
+      }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) test::poke_dataset(loader_checkpoint_path(dir, 30), "records", 0, "index");
+    MPI_Barrier(MPI_COMM_WORLD);
+    const auto intact = latest_loader_checkpoint(dir, 30);
+    if (!intact || *intact != loader_checkpoint_path(dir, 20)) fail("rank ", rank, ": a changed checkpoint was used");
   } catch (const std::exception& e) {
     fail("rank ", rank, ": ", e.what());
   }

@@ -17,7 +17,7 @@ msd_add_script_test(hybrid_delivery SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/h
 set_tests_properties(hybrid_delivery PROPERTIES FIXTURES_REQUIRED tiny_data)
 msd_add_script_test(bench_memory SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_memory.sh TIMEOUT 300)
 
-foreach(script determinism world_size config_errors bench_throughput shadow resume bad_input slurm
+foreach(script determinism world_size config_errors bench_throughput shadow resume resume_step bad_input slurm
         window_backpressure stuck_loader fail_fast soak)
   msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 300)
   set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)

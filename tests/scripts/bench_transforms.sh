@@ -2,7 +2,8 @@
 # msd-bench transforms at a tiny size, so the benchmark cannot rot: it runs on
 # the fixture dataset and on --text / --images inputs, its JSON has the keys
 # the issue names with measured rates, msd's ids equal the reference's when the
-# reference is installed (and encode_batch's over two threads equal encode's),
+# reference is installed (and encode_batch's ids and apply_batch's images over
+# two threads equal one thread's),
 # and a missing reference is reported, not fatal.
 source "$(dirname "$0")/common.sh"
 BENCH="$MSD_BUILD/app/msd-bench"
@@ -39,6 +40,9 @@ positive "$WORK/bench.json" msd_batch_mb_per_s
   fail "encode_batch's ids differ from encode's" "$WORK/bench.json"
 positive "$WORK/bench.json" msd_mp_per_s
 positive "$WORK/bench.json" turbojpeg_mp_per_s
+positive "$WORK/bench.json" msd_batch_mp_per_s
+[ "$(json_field "$WORK/bench.json" batch_mismatched_images)" = 0 ] ||
+  fail "apply_batch's images over two threads differ from apply's" "$WORK/bench.json"
 if [ "$(json_field "$WORK/bench.json" reference_mb_per_s)" = null ]; then
   echo "bench_transforms: reference unavailable: $(json_field "$WORK/bench.json" reference_note)"
   [ "$(json_field "$WORK/bench.json" mismatched_lines)" = null ] || fail "mismatches counted without a reference"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # msd-replay on the trace of a real msd-run job: verify passes; on a copy with
 # one piece's length or one sample's index changed it reports the first
-# divergence (step, data group, ranks) and exits 1; query and export answer.
+# divergence (step, data group, ranks) and exits 1; on a copy with one stored
+# value changed in place (a header's sample count, a sample's cursor) it
+# reports tampering with where and exits 4; query and export answer.
 source "$(dirname "$0")/common.sh"
 REPLAY="$MSD_BUILD/app/msd-replay"
 TAMPER="$MSD_BUILD/tests/trace_tamper"
@@ -30,6 +32,24 @@ out=$("$REPLAY" verify "$WORK/sample.h5")
 rc=$?
 set -e
 [ "$rc" = 1 ] && echo "$out" | grep -q "first divergence at step 2" || { echo "FAIL: sample tamper: $out"; exit 1; }
+
+"$TAMPER" "$TRACE" "$WORK/header.h5" 0 raw-source-samples
+set +e
+out=$("$REPLAY" verify "$WORK/header.h5")
+rc=$?
+set -e
+echo "$out"
+[ "$rc" = 4 ] && echo "$out" | grep -q "TAMPERED" && echo "$out" | grep -q "dataset /source_samples" ||
+  { echo "FAIL: a header sample count + 1 was not reported as tampering (exit $rc)"; exit 1; }
+"$TAMPER" "$TRACE" "$WORK/cursor.h5" 4 raw-sample-cursor
+set +e
+out=$("$REPLAY" verify "$WORK/cursor.h5")
+rc=$?
+set -e
+[ "$rc" = 4 ] && echo "$out" | grep -q "/samples rows .* (step 4)" ||
+  { echo "FAIL: a changed sample cursor was not reported as tampering at step 4 (exit $rc): $out"; exit 1; }
+# The run's data is present: verify checked its fingerprint.
+"$REPLAY" verify "$TRACE" | grep -q "data files and vocabulary match" || { echo "FAIL: verify did not check the data"; exit 1; }
 
 # dp 2 x tp 1: client 1 is data group 1.
 "$REPLAY" query "$TRACE" --rank 1 --step 3 | grep -q "data group 1" || { echo "FAIL: query --rank"; exit 1; }

@@ -1,19 +1,46 @@
-// Test helper: copies a plan trace with one deliberate change, through the
-// trace library, so that msd-replay verify has a divergence to find.
+// Test helper: copies a plan trace with one deliberate change. Through the
+// trace library (a consistent trace that msd-replay verify must find a
+// divergence in), or below it (raw-*: one stored value changed in place,
+// which verify must report as tampering).
 //
-// Usage: trace_tamper IN OUT STEP piece-length|sample-index
+// Usage: trace_tamper IN OUT STEP piece-length|sample-index|raw-source-samples|raw-sample-cursor
 //   piece-length: the step's middle piece one position shorter
 //   sample-index: the step's first sample's file-order index changed
+//   raw-source-samples: the header's first source's sample count + 1
+//   raw-sample-cursor: the stored cursor of the step's first sample + 1
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "checkpoint/trace.h"
 #include "common/error.h"
+#include "tools/h5_poke.h"
+
+namespace {
+
+// The change below the library: copy, then one value poked in place.
+void tamper_raw(const msd::TraceReader& in, const std::string& from, const std::string& to, uint64_t step,
+                const std::string& what) {
+  std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing);
+  if (what == "raw-source-samples") {
+    msd::test::poke_dataset(to, "source_samples", 0, "");
+    std::printf("header: source_samples[0] + 1\n");
+    return;
+  }
+  uint64_t row = 0;  // the step's first row of /samples
+  for (uint64_t s = in.first_step(); s < step; ++s) row += in.step(s).samples.size();
+  msd::test::poke_dataset(to, "samples", row, "cursor");
+  std::printf("step %llu: /samples row %llu cursor + 1\n", static_cast<unsigned long long>(step),
+              static_cast<unsigned long long>(row));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 5) {
-    std::fprintf(stderr, "usage: trace_tamper IN OUT STEP piece-length|sample-index\n");
+    std::fprintf(stderr,
+                 "usage: trace_tamper IN OUT STEP piece-length|sample-index|raw-source-samples|raw-sample-cursor\n");
     return 2;
   }
   try {
@@ -21,6 +48,10 @@ int main(int argc, char** argv) {
     const uint64_t step = std::strtoull(argv[3], nullptr, 10);
     const std::string what = argv[4];
     if (step < in.first_step() || step >= in.end_step()) throw msd::Error("STEP is not in the trace");
+    if (what.rfind("raw-", 0) == 0) {
+      tamper_raw(in, argv[1], argv[2], step, what);
+      return 0;
+    }
     msd::TraceWriter out(argv[2], in.header(), 0);
     for (uint64_t s = in.first_step(); s < in.end_step(); ++s) {
       msd::StepRecord record = in.step(s);

@@ -14,6 +14,8 @@
 #include "checkpoint/step_files.h"
 #include "common/error.h"
 #include "msd/config.h"
+#include "source/fingerprint.h"
+#include "tools/h5_poke.h"
 #include "unit/scratch.h"
 
 namespace fs = std::filesystem;
@@ -220,21 +222,129 @@ TEST_CASE("synchronous planner checkpoint cost", "[checkpoint]") {
 
 TEST_CASE("resume refuses a configuration that changes the stream", "[checkpoint]") {
   const PlannerCheckpoint c = sample_checkpoint(10);
-  check_resumable(c, parse(job_args()));
+  check_resumable(c, parse(job_args()), c.data);
   // Options that cannot change the stream may differ.
   auto args = job_args();
   for (const char* extra : {"--job.steps=500", "--topology.loaders=3", "--output.log_level=warn",
                             "--checkpoint.dir=/tmp/x", "--job.prefetch_steps=4"})
     args.push_back(extra);
-  check_resumable(c, parse(args));
+  check_resumable(c, parse(args), c.data);
 
   auto seed = job_args();
   seed.push_back("--job.seed=78");
-  CHECK_THROWS_WITH(check_resumable(c, parse(seed)), Catch::Contains("job.seed"));
+  CHECK_THROWS_WITH(check_resumable(c, parse(seed), c.data), Catch::Contains("job.seed"));
   auto batch = job_args();
   batch.push_back("--job.seq_len=4096");
-  CHECK_THROWS_WITH(check_resumable(c, parse(batch)), Catch::Contains("job.seq_len"));
+  CHECK_THROWS_WITH(check_resumable(c, parse(batch), c.data), Catch::Contains("job.seq_len"));
   auto weight = job_args();
   weight.push_back("--source.corpus.weight=0.4");
-  CHECK_THROWS_WITH(check_resumable(c, parse(weight)), Catch::Contains("source.corpus.weight"));
+  CHECK_THROWS_WITH(check_resumable(c, parse(weight), c.data), Catch::Contains("source.corpus.weight"));
+}
+
+TEST_CASE("a planner checkpoint changed after it was written is refused, naming where", "[checkpoint][integrity]") {
+  const std::string dir = scratch_dir("planner_integrity");
+  PlannerCheckpoint c = sample_checkpoint(20);
+  c.data.files = {{0, "/data/web/a.jsonl", 1234, 99}, {1, "/data/corpus/a.idx", 56, 7}};
+  c.data.vocabulary = "/data/vocab.tiktoken";
+  write_planner_checkpoint(dir, c);
+  const std::string path = planner_checkpoint_path(dir, 20);
+  REQUIRE_FALSE(check_planner_checkpoint_integrity(path).has_value());
+  REQUIRE(read_planner_checkpoint(path) == c);
+  const std::string copy = dir + "/copy.h5";
+  auto changed = [&](auto&& poke) {
+    fs::copy_file(path, copy, fs::copy_options::overwrite_existing);
+    poke();
+    const auto where = check_planner_checkpoint_integrity(copy);
+    REQUIRE(where.has_value());
+    CHECK_THROWS_WITH(read_planner_checkpoint(copy), Catch::Contains("changed after it was written"));
+    return *where;
+  };
+  CHECK_THAT(changed([&] { test::poke_attribute(copy, "seed"); }), Catch::Contains("attribute @seed"));
+  CHECK_THAT(changed([&] { test::poke_attribute(copy, "step"); }), Catch::Contains("attribute @step"));
+  CHECK_THAT(changed([&] { test::poke_dataset(copy, "source_samples", 1, ""); }),
+             Catch::Contains("dataset /source_samples"));
+  CHECK_THAT(changed([&] { test::poke_dataset(copy, "consumed", 0, ""); }), Catch::Contains("dataset /consumed"));
+  CHECK_THAT(changed([&] { test::poke_dataset(copy, "in_flight", 2, "cursor"); }),
+             Catch::Contains("dataset /in_flight"));
+  CHECK_THAT(changed([&] { test::poke_dataset(copy, "data_file_bytes", 1, ""); }),
+             Catch::Contains("dataset /data_file_bytes"));
+  CHECK_THAT(changed([&] { test::poke_attribute(copy, "vocabulary_digest"); }),
+             Catch::Contains("attribute @vocabulary_digest"));
+  CHECK_THAT(changed([&] { test::poke_dataset(copy, "integrity_digests", 0, ""); }),
+             Catch::Contains("integrity record itself"));
+  // A resume skips a changed checkpoint and takes an older intact one.
+  write_planner_checkpoint(dir, sample_checkpoint(10));
+  test::poke_dataset(path, "mixer_realized", 0, "");
+  std::string used;
+  const auto latest = latest_planner_checkpoint(dir, &used);
+  REQUIRE(latest.has_value());
+  CHECK(latest->step == 10);
+}
+
+namespace {
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  REQUIRE(out.good());
+}
+
+}  // namespace
+
+TEST_CASE("resume refuses changed data, naming what changed; the override accepts it", "[checkpoint][integrity]") {
+  const std::string dir = scratch_dir("resume_data");
+  fs::create_directories(dir + "/web");
+  const std::string big(3 * kFingerprintBlockBytes, 'x');  // the middle of a file is not fingerprinted
+  write_text(dir + "/web/a.jsonl", "{\"text\": \"one\"}\n" + big + "\n");
+  write_text(dir + "/web/b.jsonl", "{\"text\": \"two\"}\n");
+  write_text(dir + "/vocab.tiktoken", "YQ== 0\nYg== 1\n");
+  std::vector<std::string> args;
+  for (const auto& arg : job_args())  // the data of this test instead of /data
+    if (arg.find("path=") == std::string::npos && arg.find("vocab=") == std::string::npos &&
+        arg.find("corpus.format=") == std::string::npos)
+      args.push_back(arg);
+  args.push_back("--source.web.path=" + dir + "/web/*.jsonl");
+  args.push_back("--source.corpus.format=jsonl");
+  args.push_back("--source.corpus.path=" + dir + "/web/b.jsonl");
+  args.push_back("--tokenizer.vocab=" + dir + "/vocab.tiktoken");
+  const Config config = parse(args);
+  PlannerCheckpoint c = sample_checkpoint(10);
+  c.config_ini = to_ini(config);
+  c.data = fingerprint_data(config);
+  REQUIRE(c.data.files.size() == 3);  // web: a, b; corpus: b
+  check_resumable(c, config, fingerprint_data(config));
+  // A copy elsewhere with the same contents is the same data.
+  DataFingerprint moved = c.data;
+  for (auto& f : moved.files) f.path = "/elsewhere/" + fs::path(f.path).filename().string();
+  check_resumable(c, config, moved);
+
+  SECTION("a file that grew") {
+    write_text(dir + "/web/b.jsonl", "{\"text\": \"two\"}\n{\"text\": \"three\"}\n");
+    CHECK_THROWS_WITH(check_resumable(c, config, fingerprint_data(config)),
+                      Catch::Contains("source web: file " + dir + "/web/b.jsonl holds 34 bytes, it held 16") &&
+                          Catch::Contains("source corpus: file " + dir + "/web/b.jsonl") &&
+                          Catch::Contains("--resume-accept-changed-data"));
+    Config accept = parse([&] {
+      auto a = args;
+      a.push_back("--resume-accept-changed-data");
+      return a;
+    }());
+    CHECK(accept.checkpoint.accept_changed_data);
+    check_resumable(c, accept, fingerprint_data(accept));
+  }
+  SECTION("a file of the same size with other contents at its end") {
+    write_text(dir + "/web/a.jsonl", "{\"text\": \"one\"}\n" + big + "y");
+    CHECK_THROWS_WITH(check_resumable(c, config, fingerprint_data(config)),
+                      Catch::Contains("file " + dir + "/web/a.jsonl has its recorded size"));
+  }
+  SECTION("a file added to the source") {
+    write_text(dir + "/web/c.jsonl", "{\"text\": \"new\"}\n");
+    CHECK_THROWS_WITH(check_resumable(c, config, fingerprint_data(config)),
+                      Catch::Contains("web/c.jsonl") && Catch::Contains("is new"));
+  }
+  SECTION("the vocabulary") {
+    write_text(dir + "/vocab.tiktoken", "YQ== 0\nYw== 1\n");
+    CHECK_THROWS_WITH(check_resumable(c, config, fingerprint_data(config)),
+                      Catch::Contains("tokenizer.vocab") && Catch::Contains("other contents"));
+  }
 }

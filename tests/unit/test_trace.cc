@@ -17,6 +17,7 @@
 #include "plan/mix.h"
 #include "plan/pack.h"
 #include "source/permutation.h"
+#include "tools/h5_poke.h"
 #include "unit/scratch.h"
 
 namespace fs = std::filesystem;
@@ -238,6 +239,57 @@ TEST_CASE("verify passes on the planned trace and finds the first tampered step"
     CHECK(report.divergence->step == 9);
     CHECK_THAT(report.divergence->what, Catch::Contains("cost"));
   }
+}
+
+TEST_CASE("any single value changed in a trace is reported as tampering, with where", "[trace][integrity]") {
+  const Config config = job_config();
+  const PlannedRun run = plan_run(config, 10);
+  const std::string dir = scratch_dir("trace_integrity");
+  const std::string path = dir + "/trace.h5";
+  write_trace(path, config, std::vector<StepRecord>(run.records.begin(), run.records.begin() + 8));
+  {  // a resume reopens the trace and continues its chain
+    TraceWriter writer(path, make_trace_header(config, kSourceSamples), 5);
+    for (uint64_t step = 5; step < 10; ++step) writer.append_step(run.records[step]);
+  }
+  REQUIRE_FALSE(check_trace_integrity(path).has_value());
+  std::ostringstream intact;
+  CHECK(verify_command(path, "", intact) == kVerifyIdentical);
+  CHECK_THAT(intact.str(), Catch::Contains("match their checksums"));
+  CHECK_THAT(intact.str(), Catch::Contains("data: not checked"));  // /data/... is not on this machine
+
+  const std::string copy = dir + "/tampered.h5";
+  auto tampered = [&](auto&& poke) {
+    fs::copy_file(path, copy, fs::copy_options::overwrite_existing);
+    poke();
+    const auto where = check_trace_integrity(copy);
+    REQUIRE(where.has_value());
+    std::ostringstream out;
+    CHECK(verify_command(copy, "", out) == kVerifyTampered);
+    CHECK_THAT(out.str(), Catch::Contains("TAMPERED"));
+    return *where;
+  };
+  // Header: one source's sample count + 1, the seed, the configuration text.
+  CHECK_THAT(tampered([&] { test::poke_dataset(copy, "source_samples", 1, ""); }),
+             Catch::Contains("dataset /source_samples"));
+  CHECK_THAT(tampered([&] { test::poke_attribute(copy, "seed"); }), Catch::Contains("attribute @seed"));
+  CHECK_THAT(tampered([&] { test::poke_attribute(copy, "config_ini"); }), Catch::Contains("@config_ini"));
+  CHECK_THAT(tampered([&] { test::poke_attribute(copy, "first_step"); }), Catch::Contains("@first_step"));
+  CHECK_THAT(tampered([&] { test::poke_attribute(copy, "integrity_digest"); }),
+             Catch::Contains("integrity record itself"));
+  // Rows: every field of /samples and /pieces, and the /steps row itself.
+  const size_t step3_first_sample = run.records[0].samples.size() + run.records[1].samples.size() +
+                                    run.records[2].samples.size();
+  for (const char* field : {"source", "bad", "positions", "patches", "cursor", "index"})
+    CHECK_THAT(tampered([&] { test::poke_dataset(copy, "samples", step3_first_sample, field); }),
+               Catch::Contains("/samples rows " + std::to_string(step3_first_sample)) && Catch::Contains("(step 3)"));
+  for (const char* field : {"group", "micro_batch", "sequence", "sample", "begin", "length", "cost"})
+    CHECK_THAT(tampered([&] { test::poke_dataset(copy, "pieces", 0, field); }),
+               Catch::Contains("/pieces rows 0..") && Catch::Contains("(step 0)"));
+  for (const char* field : {"step", "samples_end", "pieces_end", "samples_digest", "pieces_digest", "chain"})
+    CHECK_THAT(tampered([&] { test::poke_dataset(copy, "steps", 7, field); }), Catch::Contains("/steps row 7"));
+  // A step written again after the resume (step 8) is covered too.
+  CHECK_THAT(tampered([&] { test::poke_dataset(copy, "steps", 8, "pieces_end", -1); }),
+             Catch::Contains("/steps row 8"));
 }
 
 TEST_CASE("query, mix, balance and export read the trace", "[trace][replay]") {

@@ -14,18 +14,14 @@
 #include <array>
 #include <atomic>
 #include <bit>
-#include <condition_variable>
 #include <cstring>
-#include <exception>
 #include <functional>
 #include <limits>
-#include <mutex>
-#include <system_error>
-#include <thread>
 #include <utility>
 
 #include "common/error.h"
 #include "common/files.h"
+#include "common/worker_pool.h"
 #include "transform/tokenizer/pretokenize.h"
 
 namespace msd {
@@ -202,7 +198,7 @@ class alignas(64) Encoder {
     return std::make_unique<Encoder>(vocab_, splitter_.sharing_pattern());
   }
   const Vocabulary& vocab() const { return *vocab_; }
-  // Where encode_batch's threads build one document's ids (see drain()).
+  // Where encode_batch's threads build one document's ids (see EncodePool::run).
   std::vector<int32_t>& batch_ids() { return batch_ids_; }
   // What state_bytes() counts per encoder: fixed at construction, so it can
   // be read while another thread encodes.
@@ -225,47 +221,20 @@ class alignas(64) Encoder {
   std::vector<int32_t> batch_ids_;
 };
 
-// encode_batch's workers: each a thread with its own Encoder, woken per batch.
-// The calling thread encodes too, with the Tokenizer's encoder. A batch is
-// handed out one text at a time through an atomic index, so long and short
-// documents balance. run() is called from one thread at a time.
-class EncodePool {
- public:
-  EncodePool() = default;
-  ~EncodePool();
-  EncodePool(const EncodePool&) = delete;
-  EncodePool& operator=(const EncodePool&) = delete;
+// encode_batch's threads: the calling thread with the Tokenizer's encoder,
+// and pool workers, each with an encoder of its own (indexed by slot - 1).
+// Encoders are created before their worker starts, so a worker never sees a
+// missing one. Used from one thread at a time.
+struct EncodePool {
+  WorkerPool threads{"tokenizer"};
+  std::vector<std::unique_ptr<Encoder>> encoders;  // encoders[k]: worker slot k + 1's
 
-  // Starts workers (siblings of `prototype`) until there are `count`.
-  void grow(size_t count, const Encoder& prototype);
-  // Encodes the batch on `caller` and the first `helpers` workers; returns
-  // when every text is done. REQUIRES: helpers <= workers(), out.size() ==
-  // texts.size().
+  void grow(size_t count, const Encoder& prototype) {
+    while (encoders.size() < count) encoders.push_back(prototype.sibling());
+    threads.grow(count);
+  }
   void run(Encoder& caller, size_t helpers, std::span<const std::string_view> texts,
            std::vector<std::vector<int32_t>>& out);
-  size_t workers() const { return worker_count_.load(std::memory_order_relaxed); }
-
- private:
-  void work(size_t index, Encoder& encoder, uint64_t seen_generation);
-  // Encodes texts until none is left; returns the exception that stopped it.
-  std::exception_ptr drain(Encoder& encoder);
-
-  std::vector<std::unique_ptr<Encoder>> encoders_;  // one per worker
-  std::vector<std::thread> threads_;
-  std::atomic<size_t> worker_count_{0};  // for state_bytes() on another thread
-
-  std::mutex mutex_;
-  std::condition_variable wake_;  // a new batch, or stopping
-  std::condition_variable done_;  // pending_ reached 0
-  uint64_t generation_ = 0;       // batches started; guarded by mutex_
-  bool stopping_ = false;         // guarded by mutex_
-  size_t helpers_ = 0;            // workers taking part in this batch; guarded by mutex_
-  size_t pending_ = 0;            // of those, still encoding; guarded by mutex_
-  std::exception_ptr error_;      // the first a worker threw; guarded by mutex_
-  // The batch: written before generation_ advances, read by workers after.
-  std::span<const std::string_view> texts_;
-  std::vector<std::vector<int32_t>>* out_ = nullptr;
-  alignas(64) std::atomic<size_t> next_text_{0};  // its own line: written per text
 };
 
 }  // namespace
@@ -564,93 +533,20 @@ void Encoder::encode(std::string_view text, std::vector<int32_t>& out) {
   splitter_.split(text, [&](std::string_view piece) { encode_piece(piece, out); });
 }
 
-EncodePool::~EncodePool() {
-  {
-    const std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  for (std::thread& thread : threads_) thread.join();
-}
-
-void EncodePool::grow(size_t count, const Encoder& prototype) {
-  while (encoders_.size() < count) {
-    encoders_.push_back(prototype.sibling());
-    // generation_ is written only by this thread (in run), so reading it
-    // unlocked is safe; the new worker waits for the next batch.
-    const size_t index = threads_.size();
-    try {
-      threads_.emplace_back([this, index, encoder = encoders_.back().get(), seen = generation_] {
-        work(index, *encoder, seen);
-      });
-    } catch (const std::system_error& e) {
-      encoders_.pop_back();
-      throw Error(str("tokenizer: cannot start encoding thread ", index + 1, ": ", e.what()));
-    }
-    worker_count_.store(threads_.size(), std::memory_order_relaxed);
-  }
-}
-
-std::exception_ptr EncodePool::drain(Encoder& encoder) {
-  const size_t count = texts_.size();
-  try {
-    for (size_t i = next_text_.fetch_add(1, std::memory_order_relaxed); i < count;
-         i = next_text_.fetch_add(1, std::memory_order_relaxed)) {
-      // Encoding into out[i] directly would write its end pointer per token,
-      // on a cache line it shares with its neighbours, which other threads
-      // are filling: swap the buffer into the encoder's own vector instead.
-      std::vector<int32_t>& ids = encoder.batch_ids();
-      ids.swap((*out_)[i]);
-      ids.clear();
-      encoder.encode(texts_[i], ids);
-      ids.swap((*out_)[i]);
-    }
-  } catch (...) {
-    next_text_.store(count, std::memory_order_relaxed);  // the others stop at their next text
-    return std::current_exception();
-  }
-  return nullptr;
-}
-
-void EncodePool::work(size_t index, Encoder& encoder, uint64_t seen_generation) {
-  std::unique_lock lock(mutex_);
-  for (;;) {
-    wake_.wait(lock, [&] { return stopping_ || generation_ != seen_generation; });
-    if (stopping_) return;
-    seen_generation = generation_;
-    if (index >= helpers_) continue;  // this batch asked for fewer threads
-    lock.unlock();
-    std::exception_ptr error = drain(encoder);
-    lock.lock();
-    if (error != nullptr && error_ == nullptr) error_ = std::move(error);
-    if (--pending_ == 0) done_.notify_one();
-  }
-}
-
 void EncodePool::run(Encoder& caller, size_t helpers, std::span<const std::string_view> texts,
                      std::vector<std::vector<int32_t>>& out) {
-  MSD_CHECK(helpers <= threads_.size());
   MSD_CHECK(out.size() == texts.size());
-  {
-    const std::lock_guard lock(mutex_);
-    texts_ = texts;
-    out_ = &out;
-    next_text_.store(0, std::memory_order_relaxed);
-    helpers_ = helpers;
-    pending_ = helpers;
-    error_ = nullptr;
-    ++generation_;
-  }
-  wake_.notify_all();
-  std::exception_ptr error = drain(caller);
-  std::unique_lock lock(mutex_);
-  done_.wait(lock, [&] { return pending_ == 0; });
-  if (error == nullptr) error = std::move(error_);
-  error_ = nullptr;
-  texts_ = {};
-  out_ = nullptr;
-  lock.unlock();
-  if (error != nullptr) std::rethrow_exception(error);
+  threads.run(helpers, texts.size(), [&](size_t slot, size_t i) {
+    Encoder& encoder = slot == 0 ? caller : *encoders[slot - 1];
+    // Encoding into out[i] directly would write its end pointer per token,
+    // on a cache line it shares with its neighbours, which other threads
+    // are filling: swap the buffer into the encoder's own vector instead.
+    std::vector<int32_t>& ids = encoder.batch_ids();
+    ids.swap(out[i]);
+    ids.clear();
+    encoder.encode(texts[i], ids);
+    ids.swap(out[i]);
+  });
 }
 
 }  // namespace
@@ -710,7 +606,7 @@ std::string Tokenizer::decode(std::span<const int32_t> ids) const {
 int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(impl_->encoder.vocab().token_length.size()); }
 
 uint64_t Tokenizer::state_bytes() const {
-  const size_t workers = impl_->has_pool.load(std::memory_order_acquire) ? impl_->pool->workers() : 0;
+  const size_t workers = impl_->has_pool.load(std::memory_order_acquire) ? impl_->pool->threads.workers() : 0;
   return impl_->encoder.vocab().bytes() + (1 + workers) * Encoder::kFixedScratchBytes;
 }
 

@@ -1,0 +1,121 @@
+#include "source/fingerprint.h"
+
+#include <fstream>
+#include <map>
+
+#include "common/digest.h"
+#include "common/error.h"
+#include "common/files.h"
+#include "source/indexed/indexed_source.h"
+
+namespace msd {
+
+namespace {
+
+// Reads `bytes` at `offset` of an open file into the digest.
+void digest_range(std::ifstream& in, uint64_t offset, uint64_t bytes, Digest& digest, const std::string& path) {
+  std::vector<char> buffer(bytes);
+  in.seekg(static_cast<std::streamoff>(offset));
+  in.read(buffer.data(), static_cast<std::streamsize>(bytes));
+  if (!in) throw IoError(str(path, ": cannot read ", bytes, " bytes at offset ", offset, " for its fingerprint"));
+  digest.update(buffer.data(), buffer.size());
+}
+
+std::string source_name(const Config& config, uint32_t source) {
+  return source < config.sources.size() ? config.sources[source].name : str("#", source);
+}
+
+std::string vocabulary_difference(const DataFingerprint& recorded, const DataFingerprint& now) {
+  if (recorded.vocabulary_bytes != now.vocabulary_bytes)
+    return str("tokenizer.vocab: ", now.vocabulary, " holds ", now.vocabulary_bytes, " bytes, the recorded vocabulary ",
+               recorded.vocabulary, " held ", recorded.vocabulary_bytes);
+  if (recorded.vocabulary_digest != now.vocabulary_digest)
+    return str("tokenizer.vocab: ", now.vocabulary, " has the recorded size (", now.vocabulary_bytes,
+               " bytes) but other contents (digest ", hex64(now.vocabulary_digest), ", recorded ",
+               hex64(recorded.vocabulary_digest), ")");
+  return "";
+}
+
+// " (recorded as PATH)" when the file was at another path.
+std::string recorded_as(const FileFingerprint& before, const FileFingerprint& after) {
+  return before.path == after.path ? "" : str(" (recorded as ", before.path, ")");
+}
+
+}  // namespace
+
+FileFingerprint fingerprint_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw IoError(str(path, ": cannot open it for its fingerprint"));
+  FileFingerprint f;
+  f.path = path;
+  f.bytes = static_cast<uint64_t>(in.tellg());
+  Digest digest;
+  digest.update_u64(f.bytes);
+  const uint64_t head = std::min(f.bytes, kFingerprintBlockBytes);
+  digest_range(in, 0, head, digest, path);
+  if (f.bytes > head) {
+    const uint64_t tail = std::min(f.bytes - head, kFingerprintBlockBytes);
+    digest_range(in, f.bytes - tail, tail, digest, path);
+  }
+  f.digest = digest.value();
+  return f;
+}
+
+DataFingerprint fingerprint_data(const Config& config) {
+  DataFingerprint fingerprint;
+  for (uint32_t s = 0; s < config.sources.size(); ++s) {
+    const SourceConfig& source = config.sources[s];
+    for (const auto& path : expand_globs(source.path, str("source.", source.name, ".path"))) {
+      std::vector<std::string> files{path};
+      if (source.format == "indexed") files.push_back(indexed_bin_path(path));
+      for (const auto& file : files) {
+        FileFingerprint f = fingerprint_file(file);
+        f.source = s;
+        fingerprint.files.push_back(std::move(f));
+      }
+    }
+  }
+  if (!config.tokenizer.vocab.empty()) {
+    const std::vector<unsigned char> bytes = read_file(config.tokenizer.vocab);
+    Digest digest;
+    digest.update(bytes.data(), bytes.size());
+    fingerprint.vocabulary = config.tokenizer.vocab;
+    fingerprint.vocabulary_bytes = bytes.size();
+    fingerprint.vocabulary_digest = digest.value();
+  }
+  return fingerprint;
+}
+
+std::vector<std::string> fingerprint_differences(const DataFingerprint& recorded, const DataFingerprint& now,
+                                                 const Config& config) {
+  std::map<uint32_t, std::pair<std::vector<const FileFingerprint*>, std::vector<const FileFingerprint*>>> by_source;
+  for (const auto& f : recorded.files) by_source[f.source].first.push_back(&f);
+  for (const auto& f : now.files) by_source[f.source].second.push_back(&f);
+  std::vector<std::string> differences;
+  for (const auto& [source, files] : by_source) {
+    const auto& [before, after] = files;
+    const std::string where = str("source ", source_name(config, source));
+    for (size_t i = 0; i < std::max(before.size(), after.size()); ++i) {
+      if (i >= after.size()) {
+        differences.push_back(str(where, ": file ", before[i]->path, " (", before[i]->bytes, " bytes) is missing now"));
+      } else if (i >= before.size()) {
+        differences.push_back(str(where, ": file ", after[i]->path, " (", after[i]->bytes, " bytes) is new"));
+      } else if (before[i]->bytes != after[i]->bytes) {
+        differences.push_back(str(where, ": file ", after[i]->path, " holds ", after[i]->bytes, " bytes, it held ",
+                                  before[i]->bytes, recorded_as(*before[i], *after[i])));
+      } else if (before[i]->digest != after[i]->digest) {
+        differences.push_back(str(where, ": file ", after[i]->path, " has its recorded size (", after[i]->bytes,
+                                  " bytes) but other contents at its start or end", recorded_as(*before[i], *after[i])));
+      }
+    }
+  }
+  const bool had_vocabulary = !recorded.vocabulary.empty(), has_vocabulary = !now.vocabulary.empty();
+  if (had_vocabulary != has_vocabulary)
+    differences.push_back(str("tokenizer.vocab: ", had_vocabulary ? "recorded as " + recorded.vocabulary : "none recorded",
+                              ", ", has_vocabulary ? now.vocabulary : "none", " now"));
+  else if (const std::string v = vocabulary_difference(recorded, now); !v.empty())
+    differences.push_back(v);
+  return differences;
+}
+
+}  // namespace msd
