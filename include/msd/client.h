@@ -30,6 +30,11 @@
 //   valid on client ranks for the Job's lifetime.
 // - finish() is collective over the world: call it on every rank once the
 //   client loop or serve() has returned.
+// - Deferred start (Job(config, world, Job::DeferStart{}) then start()): the
+//   constructor only checks the world size and makes the communicators, so a
+//   trainer can build its model over dp/tp/cp/pp and load its own checkpoint
+//   before msd decides where the stream begins; start() (collective over the
+//   world) agrees on the resume step and does the rest of the start-up.
 #pragma once
 
 #include <mpi.h>
@@ -37,6 +42,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -97,7 +103,11 @@ class JobImpl;
 
 class Job {
  public:
+  // Collective over `world`: roles, communicators, then start-up (start()).
   Job(const Config& config, MPI_Comm world);
+  // The same without start-up: call start() before serve() or client().
+  struct DeferStart {};
+  Job(const Config& config, MPI_Comm world, DeferStart);
   ~Job();
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
@@ -106,6 +116,16 @@ class Job {
   int world_rank() const;
   const ClientPlaceTree& tree() const;
   const Config& config() const;
+
+  // Deferred start only; collective over the world. `resume_step` is the step
+  // the stream continues from, given by the ranks that know it (a trainer's
+  // client ranks after loading their checkpoint), empty elsewhere. Every rank
+  // that gives one must give the same, else ConfigError on every rank; a step
+  // > 0 resumes there (checkpoint.resume_step, docs/checkpoint.md). Then
+  // loaders open their sources and the planner plans its first step; throws
+  // like the constructor.
+  void start(std::optional<uint64_t> resume_step = std::nullopt);
+  bool started() const;
 
   // Planner and loader ranks: runs that role until the job ends.
   void serve();

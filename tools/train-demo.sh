@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The training demo: installs what is missing, builds msd and its Python
+# package (Release), makes the embedded default dataset if absent, and trains
+# the small GPT of examples/train_gpt.py on configs/train-demo.ini under
+# mpirun (2 data-parallel client ranks), printing the loss every few steps.
+#   tools/train-demo.sh [--steps N] [--summary-json FILE] [--build DIR] [msd options...]
+# --summary-json FILE: msd's summary (steps, batch_digest, ...) plus
+# loss_first, loss_last and every step's loss. --build DIR: use that existing
+# build (configured with MSD_PYTHON=ON) instead of building build/release.
+# `msd-run --config configs/train-demo.ini --steps N` gives the same batch_digest.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build="$root/build/release"
+configure=1
+args=()
+while (($#)); do
+  case $1 in
+    --build) build=$(cd "$2" && pwd); configure=0; shift 2 ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+"$root/tools/setup.sh"
+mkdir -p "$build"
+echo "train-demo: building msd and its Python package in $build"
+if ! { { ((configure == 0)) || cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DMSD_BUILD_TESTS=OFF; } &&
+       cmake --build "$build" -j"$(nproc)" --target msd-run msd-datagen msd_python; } >"$build/train-demo-build.log" 2>&1; then
+  tail -n 40 "$build/train-demo-build.log"
+  echo "train-demo: the build failed; the whole log is $build/train-demo-build.log" >&2
+  exit 1
+fi
+if [ ! -f "$root/data/demo/MANIFEST" ]; then
+  echo "train-demo: generating the default dataset in data/demo"
+  "$build/app/msd-datagen" --out "$root/data/demo" --scale demo --seed 1
+fi
+config="$root/configs/train-demo.ini"
+echo "train-demo: training on $("$build/app/msd-run" --config "$config" --print-world-size "${args[@]}") MPI ranks"
+# OMP_NUM_THREADS=1: the ranks share the cores, so torch must not spin extra threads.
+PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=1 \
+  MSD_PROGRAM="/usr/bin/python3 $root/examples/train_gpt.py" \
+  "$root/tools/mpirun.sh" "$build" --config "$config" "${args[@]}"
