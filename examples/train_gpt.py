@@ -58,6 +58,8 @@ class GPT(nn.Module):
         self.position = nn.Embedding(max_position, width)
         self.blocks = nn.ModuleList(Block(width, heads) for _ in range(layers))
         self.norm = nn.LayerNorm(width)
+        for embedding in (self.embed, self.position):
+            nn.init.normal_(embedding.weight, std=0.02)  # GPT-2's: small logits from the tied output at the start
 
     def forward(self, tokens, positions, mask):
         x = self.embed(tokens) + self.position(positions)
@@ -111,7 +113,8 @@ def train(job, args):
     model = GPT(args.vocab, args.width, args.layers, args.heads, args.max_position)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     dp, losses = job.dp, []
-    leader = job.clients.Get_rank() == 0
+    leader = job.client_index == 0
+    start = time.perf_counter()
     for batch in job.batches():
         optimizer.zero_grad()
         loss_sum, counted = 0.0, 0.0
@@ -122,7 +125,7 @@ def train(job, args):
         losses.append(allreduce_gradients(model, loss_sum, counted, dp))
         optimizer.step()
         if leader and (batch.step % args.log_every == 0 or batch.step + 1 == job.steps):
-            print(f"step {batch.step:4d}  loss {losses[-1]:.4f}", flush=True)
+            print(f"step {batch.step:4d}  loss {losses[-1]:.4f}  ({time.perf_counter() - start:.1f} s)", flush=True)
     return losses
 
 
@@ -144,7 +147,7 @@ def main():
     job = msd.Job(args.config, overrides=msd_options)
     losses = train(job, args) if job.role == "client" else job.serve()
     summary = job.finish()
-    if job.role == "client" and job.clients.Get_rank() == 0 and losses:
+    if job.role == "client" and job.client_index == 0 and losses:
         print(f"trained {len(losses)} steps: loss {losses[0]:.4f} -> {losses[-1]:.4f}, "
               f"batch digest {summary['batch_digest']}", flush=True)
         if args.summary_json:

@@ -25,8 +25,10 @@ void apply_resume_step(MPI_Comm world, std::optional<uint64_t> resume_step, Conf
     throw ConfigError(str("resuming at step ", global[0], " needs checkpoint.dir (where the planner checkpoints are)"));
   if (config.job.mode != "disaggregated")
     throw ConfigError("checkpoint.resume: only the disaggregated mode checkpoints (job.mode)");
-  config.checkpoint.resume = true;
-  // TODO(integrity): config.checkpoint.resume_step once it exists.
+  // Resuming at a chosen step is checkpoint.resume_step (--resume-step), not
+  // yet in this build: refuse rather than resume at another step.
+  throw ConfigError(str("resuming at step ", global[0], " needs checkpoint.resume_step (--resume-step), which this "
+                        "build of msd does not have yet"));
 }
 
 }  // namespace msd

@@ -97,6 +97,7 @@ class Job:
         # Kept here: they stay readable after finish() closes the C++ job.
         self._role, self._world_rank = self._impl.role, self._impl.world_rank
         self._steps, self._seed = self._impl.steps, self._impl.seed
+        self._client_index = self._impl.client_index
         self._resume_step = None
         self._next_step = 0
         self._lease = None
@@ -114,6 +115,11 @@ class Job:
     @property
     def world_rank(self):
         return self._world_rank
+
+    @property
+    def client_index(self):
+        """This client's index among the client ranks (the rank in `clients`); -1 elsewhere."""
+        return self._client_index
 
     @property
     def steps(self):
