@@ -20,18 +20,9 @@ while (($#)); do
   esac
 done
 "$root/tools/setup.sh"
-mkdir -p "$build"
-echo "train-demo: building msd and its Python package in $build"
-if ! { { ((configure == 0)) || cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DMSD_BUILD_TESTS=OFF; } &&
-       cmake --build "$build" -j"$(nproc)" --target msd-run msd-datagen msd_python; } >"$build/train-demo-build.log" 2>&1; then
-  tail -n 40 "$build/train-demo-build.log"
-  echo "train-demo: the build failed; the whole log is $build/train-demo-build.log" >&2
-  exit 1
-fi
-if [ ! -f "$root/data/demo/MANIFEST" ]; then
-  echo "train-demo: generating the default dataset in data/demo"
-  "$build/app/msd-datagen" --out "$root/data/demo" --scale demo --seed 1
-fi
+source "$root/tools/demo-lib.sh"
+demo_build train-demo "$build" $configure msd-run msd-datagen msd_python
+demo_data train-demo "$build"
 config="$root/configs/train-demo.ini"
 echo "train-demo: training on $("$build/app/msd-run" --config "$config" --print-world-size "${args[@]}") MPI ranks"
 # OMP_NUM_THREADS=1: the ranks share the cores, so torch must not spin extra threads.
