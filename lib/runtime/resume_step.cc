@@ -21,14 +21,10 @@ void apply_resume_step(MPI_Comm world, std::optional<uint64_t> resume_step, Conf
     throw ConfigError(str("ranks disagree on the step to resume at (", -global[1], " to ", global[0],
                           "): load the same checkpoint on every client rank"));
   if (global[0] == 0) return;  // the stream's beginning: nothing to resume
-  if (config.checkpoint.dir.empty())
-    throw ConfigError(str("resuming at step ", global[0], " needs checkpoint.dir (where the planner checkpoints are)"));
-  if (config.job.mode != "disaggregated")
-    throw ConfigError("checkpoint.resume: only the disaggregated mode checkpoints (job.mode)");
-  // Resuming at a chosen step is checkpoint.resume_step (--resume-step), not
-  // yet in this build: refuse rather than resume at another step.
-  throw ConfigError(str("resuming at step ", global[0], " needs checkpoint.resume_step (--resume-step), which this "
-                        "build of msd does not have yet"));
+  // The planner starts from its newest checkpoint at or before the step and
+  // fast-forwards to it; validate() names what the configuration lacks.
+  config.checkpoint.resume_step = static_cast<uint64_t>(global[0]);
+  validate(config);
 }
 
 }  // namespace msd

@@ -13,9 +13,9 @@
 namespace msd {
 
 // Collective over `world`. Every rank that gives a step must give the same;
-// the agreed step (if any rank gave one) is written into `config`'s
-// checkpoint options. Throws ConfigError on every rank when ranks disagree or
-// when the configuration cannot resume (no checkpoint.dir, colocated mode).
+// an agreed step above 0 becomes config.checkpoint.resume_step. Throws
+// ConfigError on every rank when ranks disagree or when the configuration
+// cannot resume there (no checkpoint.dir, colocated mode, beyond job.steps).
 void apply_resume_step(MPI_Comm world, std::optional<uint64_t> resume_step, Config& config);
 
 }  // namespace msd

@@ -224,8 +224,8 @@ class Job:
             raise ValueError(f"msd state version {state.get('version')!r}, this msd reads {STATE_VERSION}")
         if state["seed"] != self._seed:
             raise ValueError(f"msd state from a job with seed {state['seed']}, this job has seed {self._seed}")
-        if not 0 <= state["next_step"] <= self.steps:
-            raise ValueError(f"msd state at step {state['next_step']}, outside this job's {self.steps} steps")
+        if not 0 <= state["next_step"] < self.steps:
+            raise ValueError(f"msd state at step {state['next_step']}: this job's steps are 0..{self.steps - 1}")
         self._resume_step = int(state["next_step"])
         self._next_step = self._resume_step
 
