@@ -11,6 +11,8 @@ packages=(
   libturbojpeg0-dev libjpeg-turbo-progs
   libicu-dev
   catch2
+  # The Python package (python/, examples/, tests/python/).
+  python3-dev pybind11-dev python3-numpy python3-torch python3-mpi4py python3-pytest
 )
 
 missing=()

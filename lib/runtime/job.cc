@@ -14,6 +14,7 @@
 #include "runtime/context.h"
 #include "runtime/loader.h"
 #include "runtime/planner.h"
+#include "runtime/resume_step.h"
 #include "runtime/summary.h"
 
 namespace msd {
@@ -34,6 +35,7 @@ uint64_t current_rss_bytes() {
 class JobImpl {
  public:
   JobImpl(const Config& config, MPI_Comm world);
+  void start_stream();
   std::unique_ptr<PlannerRole> make_planner(const std::vector<HelloMessage>& hellos);
 
   // What one rank learned while opening its role, before the job agrees on it.
@@ -60,6 +62,7 @@ class JobImpl {
   int client_index = -1;
   RoleStats stats;
   PlannerReport report;
+  bool started = false;
   std::chrono::steady_clock::time_point start;
 };
 
@@ -103,7 +106,10 @@ JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(c
   set_up_logging();
   stats.startup_rss_bytes = current_rss_bytes();
   split_communicators();
+}
 
+void JobImpl::start_stream() {
+  const Config& config = ctx.config;
   // Loaders (or, colocated, every client) open their sources; everyone agrees
   // whether start-up worked before any work begins, so a bad source fails the
   // job cleanly on every rank.
@@ -117,6 +123,7 @@ JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(c
     else if (role == Role::planner) mine = start_planner();
   }
   agree_and_start(mine);
+  started = true;
 }
 
 void JobImpl::set_up_logging() {
@@ -241,7 +248,17 @@ std::unique_ptr<PlannerRole> JobImpl::make_planner(const std::vector<HelloMessag
   return std::make_unique<PlannerRole>(ctx, infos, resume, std::move(data));
 }
 
-Job::Job(const Config& config, MPI_Comm world) : impl_(std::make_unique<JobImpl>(config, world)) {}
+Job::Job(const Config& config, MPI_Comm world) : impl_(std::make_unique<JobImpl>(config, world)) {
+  impl_->start_stream();
+}
+Job::Job(const Config& config, MPI_Comm world, DeferStart) : impl_(std::make_unique<JobImpl>(config, world)) {}
+
+void Job::start(std::optional<uint64_t> resume_step) {
+  if (impl_->started) throw Error("Job::start() called twice (or on a Job constructed without DeferStart)");
+  apply_resume_step(impl_->ctx.world.get(), resume_step, impl_->ctx.config);
+  impl_->start_stream();
+}
+bool Job::started() const { return impl_->started; }
 Job::~Job() = default;
 
 Role Job::role() const { return impl_->role; }
@@ -256,11 +273,13 @@ MPI_Comm Job::cp_comm() const { return impl_->cp.get(); }
 MPI_Comm Job::pp_comm() const { return impl_->pp.get(); }
 
 Client& Job::client() {
+  if (!impl_->started) throw Error("Job::client() called before Job::start()");
   if (!impl_->client) throw Error(str("Job::client() called on a ", role_name(impl_->role), " rank"));
   return *impl_->client;
 }
 
 void Job::serve() {
+  if (!impl_->started) throw Error("Job::serve() called before Job::start()");
   if (impl_->role == Role::planner) {
     impl_->report = impl_->planner->serve();
     impl_->stats.role = static_cast<int32_t>(Role::planner);
@@ -304,6 +323,7 @@ int Job::shutdown() {
 }
 
 Summary Job::finish(const TrainerStats& trainer) {
+  if (!impl_->started) throw Error("Job::finish() called before Job::start()");
   JobImpl& job = *impl_;
   join_live_ranks(job);
   SummaryInput input;

@@ -29,3 +29,10 @@ msd_add_mpi_test(loader_checkpoint NP 2 3 COMMAND $<TARGET_FILE:test_loader_chec
                  ${PROJECT_BINARY_DIR}/test-scratch/loader_checkpoint TIMEOUT 120)
 msd_add_script_test(replay SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/replay.sh TIMEOUT 300)
 set_tests_properties(replay PROPERTIES FIXTURES_REQUIRED tiny_data)
+# The Python package: pytest on the ranks of a job, and the example trainer.
+if(MSD_PYTHON)
+  foreach(script python_job train_gpt)
+    msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 600)
+    set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)
+  endforeach()
+endif()
