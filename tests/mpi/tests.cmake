@@ -16,8 +16,9 @@ msd_add_mpi_test(tp_share NP 2 3 COMMAND $<TARGET_FILE:test_tp_share> TIMEOUT 60
 msd_add_script_test(hybrid_delivery SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/hybrid_delivery.sh TIMEOUT 300)
 set_tests_properties(hybrid_delivery PROPERTIES FIXTURES_REQUIRED tiny_data)
 msd_add_script_test(bench_memory SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_memory.sh TIMEOUT 300)
+msd_add_script_test(bench_handoff SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_handoff.sh TIMEOUT 300)
 
-foreach(script determinism world_size config_errors bench_throughput shadow resume bad_input slurm)
+foreach(script determinism layout megatron_paths world_size config_errors bench_throughput shadow resume bad_input slurm)
   msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 300)
   set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)
 endforeach()
@@ -28,3 +29,5 @@ msd_add_mpi_test(loader_checkpoint NP 2 3 COMMAND $<TARGET_FILE:test_loader_chec
                  ${PROJECT_BINARY_DIR}/test-scratch/loader_checkpoint TIMEOUT 120)
 msd_add_script_test(replay SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/replay.sh TIMEOUT 300)
 set_tests_properties(replay PROPERTIES FIXTURES_REQUIRED tiny_data)
+msd_add_script_test(network_path SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/network_path.sh TIMEOUT 300)
+set_tests_properties(network_path PROPERTIES FIXTURES_REQUIRED tiny_data SKIP_RETURN_CODE 77)
