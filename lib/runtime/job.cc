@@ -13,6 +13,7 @@
 #include "runtime/colocated.h"
 #include "runtime/context.h"
 #include "runtime/loader.h"
+#include "runtime/nodes.h"
 #include "runtime/planner.h"
 #include "runtime/resume_step.h"
 #include "runtime/summary.h"
@@ -67,20 +68,21 @@ class JobImpl {
 };
 
 namespace {
-RoleLayout layout_of(const Config& config) {
-  RoleLayout layout;
-  layout.loaders = config.topology.loaders;
-  layout.shadows = config.topology.shadow_loaders;
-  layout.clients = config.clients();
-  layout.colocated = config.job.mode == "colocated";
-  return layout;
-}
-
 int world_size_of(MPI_Comm world) {
   int size = 0;
   MSD_MPI(MPI_Comm_size(world, &size), "querying the world size");
   return size;
 }
+
+// The node-aware layout once the launch has the ranks the configuration
+// needs; otherwise the one-node layout, and the constructor reports the count.
+RoleLayout layout_of(const Config& config, MPI_Comm world) {
+  if (world_size_of(world) != config.world_size())
+    return RoleLayout(config.topology.loaders, config.topology.shadow_loaders, config.clients(),
+                      config.job.mode == "colocated");
+  return plan_layout(config, node_of_each_rank(world, config.topology.ranks_per_node));
+}
+
 }  // namespace
 
 // Every rank checks alone, so a wrong launch fails on every rank at once
@@ -97,7 +99,7 @@ static void check_world_size(const Config& config, const RoleLayout& layout, int
                         "; launch with mpirun -n ", layout.world_size(), " or use msd-run --print-world-size"));
 }
 
-JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(config)) {
+JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(config, world)) {
   start = std::chrono::steady_clock::now();
   check_world_size(config, ctx.layout, world_size_of(world));
   ctx.world = Comm::duplicate(world, "duplicating the world communicator");
@@ -131,6 +133,10 @@ void JobImpl::set_up_logging() {
   set_log_prefix(role == Role::planner ? "planner"
                  : role == Role::loader ? str("loader ", ctx.layout.loader_index(ctx.rank))
                                         : str("client ", ctx.layout.client_index(ctx.rank)));
+  log_debug("layout: ", format_layout_line(ctx.layout, ctx.tree, ctx.rank));
+  if (ctx.rank == 0 && groups_split_across_nodes(ctx.layout, ctx.tree, false) > 0)
+    log_warn(groups_split_across_nodes(ctx.layout, ctx.tree, false), " TP group(s) span more than one node; "
+             "see msd-run --print-layout and topology.data_ranks (docs/layout.md)");
 }
 
 // Role and trainer communicators (collective over the world).

@@ -16,9 +16,10 @@ msd_add_mpi_test(tp_share NP 2 3 COMMAND $<TARGET_FILE:test_tp_share> TIMEOUT 60
 msd_add_script_test(hybrid_delivery SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/hybrid_delivery.sh TIMEOUT 300)
 set_tests_properties(hybrid_delivery PROPERTIES FIXTURES_REQUIRED tiny_data)
 msd_add_script_test(bench_memory SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_memory.sh TIMEOUT 300)
+msd_add_script_test(bench_handoff SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_handoff.sh TIMEOUT 300)
 
-foreach(script determinism world_size config_errors bench_throughput shadow resume resume_step bad_input slurm
-        window_backpressure stuck_loader fail_fast soak)
+foreach(script determinism layout megatron_paths world_size config_errors bench_throughput shadow resume resume_step
+        bad_input slurm window_backpressure stuck_loader fail_fast soak)
   msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 300)
   set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)
 endforeach()
@@ -36,3 +37,5 @@ if(MSD_PYTHON)
     set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)
   endforeach()
 endif()
+msd_add_script_test(network_path SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/network_path.sh TIMEOUT 300)
+set_tests_properties(network_path PROPERTIES FIXTURES_REQUIRED tiny_data SKIP_RETURN_CODE 77)
