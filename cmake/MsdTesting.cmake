@@ -5,18 +5,32 @@ find_program(MSD_MPIEXEC NAMES mpiexec mpirun REQUIRED)
 add_library(msd_catch_main OBJECT ${PROJECT_SOURCE_DIR}/tests/unit/catch_main.cc)
 target_include_directories(msd_catch_main PUBLIC ${PROJECT_SOURCE_DIR}/tests)
 
-# msd_add_unit_test(NAME SOURCES a.cc b.cc DEPS msd_x [TIMEOUT s])
+# A test that cannot run here (a missing tool or reference) exits with this
+# code and ctest reports it as skipped, never as passed (tests/unit/skip.h).
+set(MSD_SKIP_RETURN_CODE 77)
+
+# msd_add_unit_test(NAME SOURCES a.cc b.cc DEPS msd_x [TIMEOUT s] [SKIPPABLE tag ...])
+# Each SKIPPABLE tag's cases (those that may MSD_SKIP) run as a test of their
+# own, NAME.<tag>, reported as skipped when they skip; NAME runs the rest. The
+# test main fails a run in which no case ran.
 function(msd_add_unit_test name)
-  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;DEPS;SKIPPABLE" ${ARGN})
   add_executable(${name} ${T_SOURCES} $<TARGET_OBJECTS:msd_catch_main>)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_link_libraries(${name} PRIVATE ${T_DEPS})
   target_compile_definitions(${name} PRIVATE MSD_TEST_DATA="${PROJECT_SOURCE_DIR}/tests/data"
                                              MSD_BINARY_DIR="${PROJECT_BINARY_DIR}")
-  add_test(NAME ${name} COMMAND ${name})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
+  set(rest "")
+  foreach(tag IN LISTS T_SKIPPABLE)
+    add_test(NAME ${name}.${tag} COMMAND ${name} "[${tag}]")
+    set_tests_properties(${name}.${tag} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS unit
+                         SKIP_RETURN_CODE ${MSD_SKIP_RETURN_CODE})
+    string(APPEND rest "~[${tag}]")
+  endforeach()
+  add_test(NAME ${name} COMMAND ${name} ${rest})
   set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS unit)
 endfunction()
 
@@ -38,15 +52,20 @@ function(msd_add_mpi_test name)
   endforeach()
 endfunction()
 
-# msd_add_script_test(NAME SCRIPT file [ARGS ...] [TIMEOUT s]): a bash script
-# given the build dir, the source dir and the mpiexec prefix in its environment.
+# msd_add_script_test(NAME SCRIPT file [ARGS ...] [TIMEOUT s] [SKIPPABLE]): a
+# bash script given the build dir, the source dir and the mpiexec prefix in its
+# environment. SKIPPABLE: the script exits with MSD_SKIP_RETURN_CODE (given to
+# it as MSD_SKIP_CODE) when it cannot run here, and ctest reports a skip.
 function(msd_add_script_test name)
-  cmake_parse_arguments(T "" "TIMEOUT;SCRIPT" "ARGS" ${ARGN})
+  cmake_parse_arguments(T "SKIPPABLE" "TIMEOUT;SCRIPT" "ARGS" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
   string(REPLACE ";" " " mpiexec_line "${MSD_MPIEXEC};${MSD_MPIEXEC_FLAGS}")
   add_test(NAME ${name} COMMAND bash ${T_SCRIPT} ${T_ARGS})
   set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS script PROCESSORS 2
-    ENVIRONMENT "MSD_BUILD=${PROJECT_BINARY_DIR};MSD_SOURCE=${PROJECT_SOURCE_DIR};MSD_MPIEXEC=${mpiexec_line}")
+    ENVIRONMENT "MSD_BUILD=${PROJECT_BINARY_DIR};MSD_SOURCE=${PROJECT_SOURCE_DIR};MSD_MPIEXEC=${mpiexec_line};MSD_SKIP_CODE=${MSD_SKIP_RETURN_CODE}")
+  if(T_SKIPPABLE)
+    set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE ${MSD_SKIP_RETURN_CODE})
+  endif()
 endfunction()

@@ -17,11 +17,13 @@ msd_add_script_test(hybrid_delivery SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/h
 set_tests_properties(hybrid_delivery PROPERTIES FIXTURES_REQUIRED tiny_data)
 msd_add_script_test(bench_memory SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_memory.sh TIMEOUT 300)
 
-foreach(script determinism world_size config_errors bench_throughput shadow resume resume_step bad_input slurm
+foreach(script determinism world_size config_errors bench_throughput shadow resume resume_step bad_input
         window_backpressure stuck_loader fail_fast soak)
   msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 300)
   set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)
 endforeach()
+msd_add_script_test(slurm SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/slurm.sh TIMEOUT 300 SKIPPABLE)
+set_tests_properties(slurm PROPERTIES FIXTURES_REQUIRED tiny_data)
 
 add_executable(test_loader_checkpoint mpi/test_loader_checkpoint.cc)
 target_link_libraries(test_loader_checkpoint PRIVATE msd::checkpoint)
