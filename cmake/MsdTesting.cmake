@@ -2,6 +2,22 @@
 # through mpiexec at several rank counts, each with a timeout.
 find_program(MSD_MPIEXEC NAMES mpiexec mpirun REQUIRED)
 
+# Under MSD_SANITIZE every test gets the sanitizers' settings: any ASan or
+# UBSan report fails the test, and LeakSanitizer ignores only leaks inside
+# MPI, HDF5 and hwloc (tests/sanitizer/lsan.supp).
+set(MSD_SANITIZER_ENV "")
+if(MSD_SANITIZE)
+  set(MSD_SANITIZER_ENV
+      "ASAN_OPTIONS=halt_on_error=1:detect_leaks=1"
+      "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1"
+      "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/sanitizer/lsan.supp:print_suppressions=0")
+endif()
+function(msd_sanitizer_environment test)
+  if(MSD_SANITIZER_ENV)
+    set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT ${MSD_SANITIZER_ENV})
+  endif()
+endfunction()
+
 add_library(msd_catch_main OBJECT ${PROJECT_SOURCE_DIR}/tests/unit/catch_main.cc)
 target_include_directories(msd_catch_main PUBLIC ${PROJECT_SOURCE_DIR}/tests)
 
@@ -28,10 +44,12 @@ function(msd_add_unit_test name)
     add_test(NAME ${name}.${tag} COMMAND ${name} "[${tag}]")
     set_tests_properties(${name}.${tag} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS unit
                          SKIP_RETURN_CODE ${MSD_SKIP_RETURN_CODE})
+    msd_sanitizer_environment(${name}.${tag})
     string(APPEND rest "~[${tag}]")
   endforeach()
   add_test(NAME ${name} COMMAND ${name} ${rest})
   set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS unit)
+  msd_sanitizer_environment(${name})
 endfunction()
 
 # The mpiexec prefix every MPI test and script uses: root-safe, oversubscribed
@@ -49,6 +67,7 @@ function(msd_add_mpi_test name)
     add_test(NAME ${name}.np${np}
              COMMAND ${MSD_MPIEXEC} -n ${np} ${MSD_MPIEXEC_FLAGS} ${T_COMMAND})
     set_tests_properties(${name}.np${np} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS mpi PROCESSORS 2)
+    msd_sanitizer_environment(${name}.np${np})
   endforeach()
 endfunction()
 
@@ -68,4 +87,5 @@ function(msd_add_script_test name)
   if(T_SKIPPABLE)
     set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE ${MSD_SKIP_RETURN_CODE})
   endif()
+  msd_sanitizer_environment(${name})
 endfunction()

@@ -4,6 +4,7 @@ set(MSD_TINY_DATA ${PROJECT_BINARY_DIR}/testdata/tiny)
 add_test(NAME datagen_tiny
          COMMAND msd-datagen --out ${MSD_TINY_DATA} --scale tiny --seed 7 --bad-samples 6 --force)
 set_tests_properties(datagen_tiny PROPERTIES FIXTURES_SETUP tiny_data TIMEOUT 120)
+msd_sanitizer_environment(datagen_tiny)
 
 add_executable(test_protocol mpi/test_protocol.cc)
 target_link_libraries(test_protocol PRIVATE msd::msd)
