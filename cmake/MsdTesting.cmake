@@ -32,6 +32,7 @@ set(MSD_SKIP_RETURN_CODE 77)
 function(msd_add_unit_test name)
   cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;DEPS;SKIPPABLE" ${ARGN})
   add_executable(${name} ${T_SOURCES} $<TARGET_OBJECTS:msd_catch_main>)
+  set_property(GLOBAL APPEND PROPERTY MSD_CORE_TEST_TARGETS ${name})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_link_libraries(${name} PRIVATE ${T_DEPS})
   target_compile_definitions(${name} PRIVATE MSD_TEST_DATA="${PROJECT_SOURCE_DIR}/tests/data"
@@ -55,6 +56,12 @@ endfunction()
 # The mpiexec prefix every MPI test and script uses: root-safe, oversubscribed
 # (tests run more ranks than the machine has cores), ranks that wait yield.
 set(MSD_MPIEXEC_FLAGS --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 --mca btl self,vader --mca osc sm,pt2pt)
+
+# msd_core_test_target(TARGET ...): executables the unit, MPI and fuzz tests
+# run; the target msd-core-tests builds just those (the sanitizer suite).
+function(msd_core_test_target)
+  set_property(GLOBAL APPEND PROPERTY MSD_CORE_TEST_TARGETS ${ARGN})
+endfunction()
 
 # msd_add_mpi_test(NAME NP 2 4 8 COMMAND exe args... [TIMEOUT s])
 # Registers NAME.npN for each N.

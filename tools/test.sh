@@ -18,15 +18,16 @@ if [ "$(id -u)" -eq 0 ]; then
   timeout 120 "$root/tools/slurm-local.sh" >/dev/null 2>&1 || echo "test: no local Slurm; the Slurm test will be skipped"
 fi
 
-# run_suite NAME BUILD_DIR CMAKE_FLAGS CTEST_ARGS...: configures, builds and
-# runs ctest; appends the summary line to $summaries; returns ctest's status.
+# run_suite NAME BUILD_DIR CMAKE_FLAGS TARGET CTEST_ARGS...: configures,
+# builds TARGET and runs ctest; appends the summary line to $summaries;
+# returns ctest's status.
 summaries=""
 run_suite() {
-  local name=$1 build=$2 flags=$3 start=$SECONDS status=0
-  shift 3
+  local name=$1 build=$2 flags=$3 target=$4 start=$SECONDS status=0
+  shift 4
   # shellcheck disable=SC2086
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMSD_ASSERTIONS=ON $flags >/dev/null
-  cmake --build "$build" -j"$(nproc)"
+  cmake --build "$build" -j"$(nproc)" --target "$target"
   (cd "$build" && ctest --output-on-failure --timeout 600 "$@") | tee "$build/ctest.out" || status=$?
   local passed skipped failed skipped_names
   passed=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed' "$build/ctest.out" || true)
@@ -41,9 +42,9 @@ run_suite() {
 }
 
 status=0
-run_suite "build/test" "$root/build/test" "" "$@" || status=$?
+run_suite "build/test" "$root/build/test" "" all "$@" || status=$?
 if [ "${MSD_SKIP_ASAN:-0}" != 1 ]; then
-  run_suite "build/asan (ASan+UBSan: unit, mpi, fuzz)" "$root/build/asan" "-DMSD_SANITIZE=ON" \
+  run_suite "build/asan (ASan+UBSan: unit, mpi, fuzz)" "$root/build/asan" "-DMSD_SANITIZE=ON" msd-core-tests \
     -L '^(unit|mpi|fuzz)$' "$@" || status=$?
 fi
 printf '%s' "$summaries"
