@@ -189,6 +189,7 @@ Tally fuzz_target(const Target& target, const Options& options, double seconds, 
       const size_t which = input.size() > 1 && mutator.rng().chance(0.25) ? mutator.rng().below(input.size())
                                                                            : target.main_file;
       input[which].bytes = mutator.mutate(input[which].bytes, donors);
+      if (target.repair && mutator.rng().chance(0.5)) target.repair(input[which].bytes);
     }
     const std::vector<std::string> paths = write_input(input, input_dir);
     std::snprintf(current_input, sizeof(current_input), "%s #%llu in %s", target.name.c_str(),

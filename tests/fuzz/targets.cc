@@ -1,6 +1,7 @@
 #include "fuzz/targets.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -131,13 +132,30 @@ void run_trace(const std::vector<std::string>& paths, RunContext&) {
 
 }  // namespace
 
+void repair_tar_checksums(Bytes& bytes) {
+  constexpr size_t kMagicOffset = 257, kChecksumOffset = 148, kChecksumBytes = 8;
+  for (size_t block = 0; block + tar_block_bytes <= bytes.size(); block += tar_block_bytes) {
+    if (bytes.compare(block + kMagicOffset, 5, "ustar") != 0) continue;
+    uint64_t sum = 0;
+    for (size_t i = 0; i < tar_block_bytes; ++i) {
+      const bool in_field = i >= kChecksumOffset && i < kChecksumOffset + kChecksumBytes;
+      sum += in_field ? ' ' : static_cast<unsigned char>(bytes[block + i]);
+    }
+    char field[kChecksumBytes + 1];
+    std::snprintf(field, sizeof(field), "%06llo", static_cast<unsigned long long>(sum & 0777777));
+    bytes.replace(block + kChecksumOffset, 6, field, 6);
+    bytes[block + kChecksumOffset + 6] = '\0';
+    bytes[block + kChecksumOffset + 7] = ' ';
+  }
+}
+
 std::vector<Target> make_targets(const std::string& work_dir, const std::string& source_dir) {
   DatasetSeeds data = dataset_seeds(work_dir);
   data.tiktoken.push_back({{"small.tiktoken", slurp(source_dir + "/tests/data/tokenizer/small.tiktoken")}});
   std::vector<Input> jpeg = jpeg_seeds(data.wds);
   return {
       {.name = "jsonl", .seeds = std::move(data.jsonl), .run = run_jsonl},
-      {.name = "wds", .seeds = std::move(data.wds), .run = run_wds},
+      {.name = "wds", .seeds = std::move(data.wds), .run = run_wds, .repair = repair_tar_checksums},
       {.name = "jpeg", .seeds = std::move(jpeg), .run = run_jpeg},
       {.name = "indexed", .seeds = std::move(data.indexed), .main_file = 0, .run = run_indexed},
       {.name = "tiktoken", .seeds = std::move(data.tiktoken), .run = run_tiktoken},

@@ -45,6 +45,10 @@ struct Target {
   // Returns normally when the input was accepted (bad samples included),
   // throws msd::Error when it was rejected, Violation when a contract broke.
   void (*run)(const std::vector<std::string>& paths, RunContext& context) = nullptr;
+  // Optional: repairs what guards the format against damage (tar header
+  // checksums) so that mutations reach the parsing behind it; applied to half
+  // of the mutated inputs.
+  void (*repair)(Bytes& bytes) = nullptr;
   // Whether a rejection's message must name the input file (every format but
   // the INI file, whose errors name the option instead).
   bool message_names_file = true;
@@ -61,6 +65,10 @@ std::vector<Input> ini_seeds(const std::string& source_dir);         // configs/
 std::vector<Input> checkpoint_seeds(const std::string& work_dir);    // planner checkpoints
 std::vector<Input> trace_seeds(const std::string& work_dir);         // plan traces
 Bytes slurp(const std::string& path);
+
+// Recomputes the checksum of every 512-byte block that carries the ustar
+// magic, so that a mutated header passes it.
+void repair_tar_checksums(Bytes& bytes);
 
 // Builds every target's seeds under `work_dir`. `source_dir` is the project's
 // source tree (configs/ and tests/data/).
