@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds with assertions on, and runs every test
 # through ctest (unit tests, MPI tests at several rank counts, script tests,
-# benchmarks at a tiny size, the readers' fuzzer). Then builds build/asan
-# with AddressSanitizer + UBSan (MSD_SANITIZE) and runs the unit, MPI and fuzz
-# tests there (the end-to-end scripts and benchmarks only in build/test: under
-# the sanitizers they would take longer than CI allows). MSD_SKIP_ASAN=1 skips
-# that part. Extra arguments go to both ctest runs, e.g. -R tokenizer. Ends
-# with one summary line per build: passed, skipped (which), failed.
+# benchmarks at a tiny size, the readers' fuzzer). With MSD_ASAN=1 it then
+# builds build/asan with AddressSanitizer + UBSan (MSD_SANITIZE) and runs the
+# unit, MPI and fuzz tests there (the end-to-end scripts and benchmarks only in
+# build/test: under the sanitizers they would take longer than CI allows).
+# Extra arguments go to both ctest runs, e.g. -R tokenizer. Ends with one
+# summary line per build: passed, skipped (which), failed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/tools/setup.sh"
@@ -43,7 +43,7 @@ run_suite() {
 
 status=0
 run_suite "build/test" "$root/build/test" "" all "$@" || status=$?
-if [ "${MSD_SKIP_ASAN:-0}" != 1 ]; then
+if [ "${MSD_ASAN:-0}" = 1 ]; then
   run_suite "build/asan (ASan+UBSan: unit, mpi, fuzz)" "$root/build/asan" "-DMSD_SANITIZE=ON" msd-core-tests \
     -L '^(unit|mpi|fuzz)$' "$@" || status=$?
 fi
