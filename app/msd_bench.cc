@@ -1,6 +1,8 @@
 // msd-bench: benchmark programs, one subcommand each; the measuring lives in
 // lib/bench/. A subcommand is a function that parses its own options and a
 // line in `subcommands` below.
+#include <mpi.h>
+
 #include <boost/program_options.hpp>
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/handoff.h"
 #include "bench/memory.h"
 #include "bench/sweep.h"
 #include "bench/throughput.h"
@@ -257,6 +260,55 @@ int sweep_main(int argc, char** argv) {
   return 0;
 }
 
+int handoff_main(int argc, char** argv) {
+  msd::bench::HandoffOptions options;
+  bool json = false;
+  po::options_description described(
+      "Usage: msd-bench handoff [options]\n\n"
+      "How fast a client reads a batch out of a loader's RMA window: msd's Window\n"
+      "(MPI_Get of every piece, then one flush) against memcpy of the same pieces in\n"
+      "the same process, for three batch shapes (short-context, long-context, 8K\n"
+      "packed; log-normal documents of int32 tokens scattered over the window). Two\n"
+      "runs of 2 ranks under mpirun: the one-node settings (MSD_MPIRUN_FLAGS, default\n"
+      "osc sm) and the forced network path (pml/osc ucx, UCX_TLS=tcp,self over\n"
+      "loopback, docs/multi-node.md). ratio_vs_memcpy per path: all shapes' bytes over\n"
+      "their MPI_Get time, divided by the same over memcpy time.\n\n"
+      "Options");
+  described.add_options()
+      ("help,h", "print this help and exit")
+      ("seconds", po::value(&options.seconds)->default_value(options.seconds), "least measured seconds per rate")
+      ("scale", po::value(&options.scale)->default_value(options.scale), "multiplies the shapes' sequence length")
+      ("work-dir", po::value(&options.work_dir)->default_value(options.work_dir), "where the runs' files go")
+      ("json", po::bool_switch(&json), "print one JSON object instead of text");
+  po::variables_map values;
+  po::store(po::command_line_parser(argc, argv).options(described).run(), values);
+  if (values.count("help")) {
+    std::cout << described << '\n';
+    return 0;
+  }
+  po::notify(values);
+  if (!(options.seconds > 0) || !(options.scale > 0)) throw msd::ConfigError("--seconds and --scale must be above 0");
+  const msd::bench::HandoffReport report = msd::bench::run_handoff_bench(options);
+  std::cout << (json ? msd::bench::handoff_json(report) + "\n" : msd::bench::handoff_text(report));
+  for (const auto& path : report.paths)
+    if (!path.ran && path.path == "shared_memory") return 1;
+  return 0;
+}
+
+// Under mpirun, started by `handoff`: handoff-worker SECONDS SCALE OUT_FILE.
+int handoff_worker_main(int argc, char** argv) {
+  if (argc != 4) throw msd::ConfigError("usage: msd-bench handoff-worker SECONDS SCALE OUT_FILE");
+  MPI_Init(&argc, &argv);
+  try {
+    msd::bench::handoff_worker(MPI_COMM_WORLD, std::stod(argv[1]), std::stod(argv[2]), argv[3]);
+  } catch (const std::exception& e) {
+    std::cerr << "msd-bench handoff-worker: " << e.what() << '\n';
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
+  return 0;
+}
+
 struct Subcommand {
   const char* name;
   const char* summary;
@@ -268,6 +320,8 @@ constexpr Subcommand subcommands[] = {
     {"throughput", "every training mode on one configuration: msd against the baselines", throughput_main},
     {"memory", "loader memory and fetched bytes, colocated vs disaggregated, over sources x ranks", memory_main},
     {"sweep", "msd_greedy over the baselines on the device model, seq_len x dp x mix x pp", sweep_main},
+    {"handoff", "client MPI_Get from loader windows vs memcpy, shared memory and network path", handoff_main},
+    {"handoff-worker", "(started by handoff under mpirun)", handoff_worker_main},
 };
 
 void print_usage(std::ostream& out) {

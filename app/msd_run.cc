@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "msd/client.h"
 #include "runtime/emulator.h"
+#include "runtime/nodes.h"
 
 namespace {
 
@@ -39,6 +40,20 @@ int run(const msd::Invocation& inv) {
   }
 }
 
+// Offline (topology.ranks_per_node, else one node): no MPI.
+int print_layout(const msd::Config& config) {
+  try {
+    const msd::RoleLayout layout = msd::plan_layout(config);
+    const auto& t = config.topology;
+    std::cout << msd::format_layout(layout, msd::ClientPlaceTree(t.dp, t.pp, t.cp, t.tp, t.order),
+                                    msd::parse_data_ranks(t.data_ranks));
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "msd-run: %s\n", e.what());
+    return 2;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,6 +72,7 @@ int main(int argc, char** argv) {
     std::cout << inv.config.world_size() << "\n";
     return 0;
   }
+  if (inv.print_layout) return print_layout(inv.config);
   msd::set_log_level(msd::parse_log_level(inv.config.output.log_level));
   MPI_Init(&argc, &argv);
   int rank = 0;

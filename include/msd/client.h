@@ -35,6 +35,11 @@
 // - Any exception after the constructor must end the whole job through
 //   abort_job() before the Job is destroyed: its destructor frees windows and
 //   communicators collectively, which a failed peer would never join.
+// - Deferred start (Job(config, world, Job::DeferStart{}) then start()): the
+//   constructor only checks the world size and makes the communicators, so a
+//   trainer can build its model over dp/tp/cp/pp and load its own checkpoint
+//   before msd decides where the stream begins; start() (collective over the
+//   world) agrees on the resume step and does the rest of the start-up.
 #pragma once
 
 #include <mpi.h>
@@ -43,6 +48,7 @@
 #include <exception>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -114,7 +120,11 @@ class JobImpl;
 
 class Job {
  public:
+  // Collective over `world`: roles, communicators, then start-up (start()).
   Job(const Config& config, MPI_Comm world);
+  // The same without start-up: call start() before serve() or client().
+  struct DeferStart {};
+  Job(const Config& config, MPI_Comm world, DeferStart);
   ~Job();
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
@@ -123,6 +133,16 @@ class Job {
   int world_rank() const;
   const ClientPlaceTree& tree() const;
   const Config& config() const;
+
+  // Deferred start only; collective over the world. `resume_step` is the step
+  // the stream continues from, given by the ranks that know it (a trainer's
+  // client ranks after loading their checkpoint), empty elsewhere. Every rank
+  // that gives one must give the same, else ConfigError on every rank; a step
+  // > 0 resumes there (checkpoint.resume_step, docs/checkpoint.md). Then
+  // loaders open their sources and the planner plans its first step; throws
+  // like the constructor.
+  void start(std::optional<uint64_t> resume_step = std::nullopt);
+  bool started() const;
 
   // Planner and loader ranks: runs that role until the job ends.
   void serve();

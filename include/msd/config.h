@@ -39,6 +39,8 @@ struct TopologyConfig {
   int loaders = 1;                    // size of the source-loader pool
   int shadow_loaders = 0;             // spare loader ranks that take over a failed loader
   std::string broadcast_at = "tp";    // tp: a TP group's leader fetches and shares; none: every TP rank fetches
+  int ranks_per_node = 0;             // 0: the nodes MPI reports; N: every N consecutive world ranks share a node
+  std::string data_ranks = "first";   // first | per_node | dedicated_nodes: where the planner and loaders sit
 };
 
 struct JobConfig {
@@ -163,6 +165,7 @@ struct Invocation {
   Config config;
   bool help = false;              // --help or --help-markdown: print usage and exit 0
   bool print_world_size = false;  // --print-world-size
+  bool print_layout = false;      // --print-layout: world rank -> role, coordinates, node
   std::string usage;              // the text --help prints (--help-markdown: README's option table)
 };
 

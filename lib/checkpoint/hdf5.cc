@@ -13,6 +13,17 @@ herr_t collect_message(unsigned depth, const H5E_error2_t* error, void* data) {
   return depth < 8 ? 0 : 1;  // the innermost few messages say what went wrong
 }
 
+// "<what> in <file>": the file an object lives in, so that a message about a
+// damaged file says which one (H5Fget_name works on any object of an open file).
+std::string in_file(hid_t object, const std::string& what) {
+  const ssize_t length = H5Fget_name(object, nullptr, 0);
+  if (length <= 0) return what;
+  std::string name(static_cast<size_t>(length) + 1, '\0');
+  if (H5Fget_name(object, name.data(), name.size()) < 0) return what;
+  name.resize(static_cast<size_t>(length));
+  return str(what, " in ", name);
+}
+
 Dataspace simple_space(size_t rows, bool extendable, const std::string& hint) {
   const hsize_t dims[1] = {rows};
   const hsize_t unlimited[1] = {H5S_UNLIMITED};
@@ -66,23 +77,23 @@ File open_file(const std::string& path, bool writable, hid_t access) {
 
 Group create_group(hid_t parent, const std::string& name) {
   return Group(MSD_H5(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                      str("creating group ", name)));
+                      in_file(parent, str("creating group ", name))));
 }
 
 Group open_group(hid_t parent, const std::string& name) {
-  return Group(MSD_H5(H5Gopen2(parent, name.c_str(), H5P_DEFAULT), str("opening group ", name)));
+  return Group(MSD_H5(H5Gopen2(parent, name.c_str(), H5P_DEFAULT), in_file(parent, str("opening group ", name))));
 }
 
 Dataset open_dataset(hid_t parent, const std::string& name) {
-  return Dataset(MSD_H5(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), str("opening dataset ", name)));
+  return Dataset(MSD_H5(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), in_file(parent, str("opening dataset ", name))));
 }
 
 bool exists(hid_t parent, const std::string& name) {
-  return MSD_H5(H5Lexists(parent, name.c_str(), H5P_DEFAULT), str("looking for ", name)) > 0;
+  return MSD_H5(H5Lexists(parent, name.c_str(), H5P_DEFAULT), in_file(parent, str("looking for ", name))) > 0;
 }
 
 void write_rows(hid_t parent, const std::string& name, hid_t type, const void* rows, size_t count) {
-  const std::string hint = str("writing dataset ", name);
+  const std::string hint = in_file(parent, str("writing dataset ", name));
   Dataspace space = simple_space(count, false, hint);
   Dataset dataset(MSD_H5(H5Dcreate2(parent, name.c_str(), type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                          hint));
@@ -90,13 +101,13 @@ void write_rows(hid_t parent, const std::string& name, hid_t type, const void* r
 }
 
 size_t rows_of(hid_t parent, const std::string& name) {
-  const std::string hint = str("reading dataset ", name);
+  const std::string hint = in_file(parent, str("reading dataset ", name));
   Dataset dataset = open_dataset(parent, name);
   return extent_of(dataset.get(), hint);
 }
 
 void read_rows(hid_t parent, const std::string& name, hid_t type, void* rows, size_t count) {
-  const std::string hint = str("reading dataset ", name);
+  const std::string hint = in_file(parent, str("reading dataset ", name));
   Dataset dataset = open_dataset(parent, name);
   const size_t stored = extent_of(dataset.get(), hint);
   if (stored != count) throw IoError(str(hint, ": ", stored, " rows, expected ", count));
@@ -104,7 +115,7 @@ void read_rows(hid_t parent, const std::string& name, hid_t type, void* rows, si
 }
 
 void write_attribute(hid_t object, const std::string& name, const std::string& value) {
-  const std::string hint = str("writing attribute ", name);
+  const std::string hint = in_file(object, str("writing attribute ", name));
   Datatype type(MSD_H5(H5Tcopy(H5T_C_S1), hint));
   // A fixed-length string type cannot be empty: an empty value is one NUL.
   MSD_H5(H5Tset_size(type.get(), std::max<size_t>(value.size(), 1)), hint);
@@ -116,7 +127,7 @@ void write_attribute(hid_t object, const std::string& name, const std::string& v
 }
 
 void write_attribute(hid_t object, const std::string& name, uint64_t value) {
-  const std::string hint = str("writing attribute ", name);
+  const std::string hint = in_file(object, str("writing attribute ", name));
   Dataspace space(MSD_H5(H5Screate(H5S_SCALAR), hint));
   Attribute attribute(
       MSD_H5(H5Acreate2(object, name.c_str(), H5T_STD_U64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), hint));
@@ -124,7 +135,7 @@ void write_attribute(hid_t object, const std::string& name, uint64_t value) {
 }
 
 std::string read_string_attribute(hid_t object, const std::string& name) {
-  const std::string hint = str("reading attribute ", name);
+  const std::string hint = in_file(object, str("reading attribute ", name));
   Attribute attribute(MSD_H5(H5Aopen(object, name.c_str(), H5P_DEFAULT), hint));
   Datatype stored(MSD_H5(H5Aget_type(attribute.get()), hint));
   if (MSD_H5(H5Tget_class(stored.get()), hint) != H5T_STRING || MSD_H5(H5Tis_variable_str(stored.get()), hint) > 0)
@@ -158,7 +169,7 @@ std::vector<std::string> read_lines_attribute(hid_t object, const std::string& n
 }
 
 uint64_t read_u64_attribute(hid_t object, const std::string& name) {
-  const std::string hint = str("reading attribute ", name);
+  const std::string hint = in_file(object, str("reading attribute ", name));
   Attribute attribute(MSD_H5(H5Aopen(object, name.c_str(), H5P_DEFAULT), hint));
   uint64_t value = 0;
   MSD_H5(H5Aread(attribute.get(), H5T_NATIVE_UINT64, &value), hint);
@@ -192,13 +203,13 @@ AppendableDataset AppendableDataset::open(hid_t parent, const std::string& name,
   result.dataset_ = open_dataset(parent, name);
   result.type_ = type;
   result.name_ = name;
-  result.rows_ = extent_of(result.dataset_.get(), str("opening extendable dataset ", name));
+  result.rows_ = extent_of(result.dataset_.get(), in_file(parent, str("opening extendable dataset ", name)));
   return result;
 }
 
 void AppendableDataset::append(const void* rows, size_t count) {
   if (count == 0) return;
-  const std::string hint = str("appending ", count, " rows to ", name_);
+  const std::string hint = in_file(dataset_.get(), str("appending ", count, " rows to ", name_));
   const hsize_t extent[1] = {rows_ + count};
   MSD_H5(H5Dset_extent(dataset_.get(), extent), hint);
   Dataspace file_space(MSD_H5(H5Dget_space(dataset_.get()), hint));
@@ -220,7 +231,8 @@ void AppendableDataset::truncate(size_t rows) {
 void AppendableDataset::read(size_t first, size_t count, void* rows) const {
   MSD_CHECK_LE(first + count, rows_);
   if (count == 0) return;
-  const std::string hint = str("reading rows ", first, "..", first + count, " of ", name_);
+  const std::string hint =
+      in_file(dataset_.get(), str("reading rows ", first, "..", first + count, " of ", name_));
   Dataspace file_space(MSD_H5(H5Dget_space(dataset_.get()), hint));
   const hsize_t start[1] = {first};
   const hsize_t block[1] = {count};

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <set>
@@ -128,6 +129,37 @@ std::string resolve_globs(const Setting& setting, const ParseContext& context) {
     joined += resolve_path(pattern, setting, context);
   }
   return joined;
+}
+
+// mix.megatron_blend "W1 PREFIX1 W2 PREFIX2 ..." (or one PREFIX, weight 1),
+// as Megatron's --data-path: one indexed source per prefix, named after the
+// prefix's file name (letters, digits, '_' and '-' kept, others '_'), with a
+// numeric suffix when two names would clash.
+void add_megatron_blend(Config& config, const Setting& setting, const ParseContext& context) {
+  std::istringstream in(setting.text);
+  std::vector<std::string> words{std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
+  if (words.size() == 1) words.insert(words.begin(), "1");
+  if (words.size() % 2 != 0) bad_value(setting, context, "\"WEIGHT PREFIX WEIGHT PREFIX ...\" (Megatron's --data-path)");
+  for (size_t i = 0; i < words.size(); i += 2) {
+    SourceConfig source;
+    double weight = 0;
+    if (!parse_double(words[i], weight) || weight < 0)
+      bad_value(setting, context, str("a weight >= 0 before each prefix, not '", words[i], "'"));
+    source.weight = {{0, weight}};
+    source.format = "indexed";
+    source.path = resolve_path(words[i + 1], setting, context);
+    std::string name = std::filesystem::path(words[i + 1]).filename().string();
+    for (char& ch : name)
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-') ch = '_';
+    const std::string base = name.empty() ? "blend" : name;
+    name = base;
+    for (int n = 2; std::any_of(config.sources.begin(), config.sources.end(),
+                                [&](const SourceConfig& other) { return other.name == name; });
+         ++n)
+      name = str(base, "_", n);
+    source.name = name;
+    config.sources.push_back(source);
+  }
 }
 
 std::vector<WeightPoint> to_weight(const Setting& setting, const ParseContext& context) {
@@ -281,6 +313,12 @@ std::vector<OptionSpec> topology_options() {
       text("topology.broadcast_at", "LEVEL",
            "tp | none: tp, one rank per TP group fetches and shares the batch; none, every TP rank fetches",
            [](auto& c) -> auto& { return c.topology.broadcast_at; }),
+      count("topology.ranks_per_node", "N",
+            "0: the nodes MPI reports; N: plan as if every N consecutive world ranks shared a node (docs/layout.md)",
+            [](auto& c) -> auto& { return c.topology.ranks_per_node; }),
+      text("topology.data_ranks", "P",
+           "first | per_node | dedicated_nodes: where the planner and loaders sit (docs/layout.md)",
+           [](auto& c) -> auto& { return c.topology.data_ranks; }),
   };
 }
 
@@ -296,6 +334,11 @@ std::vector<OptionSpec> mix_options() {
       {"mix.schedule", "KIND", "constant | piecewise | linear: how weights vary over steps",
        [](Config& c, const Setting& s, const ParseContext& x) { c.schedule = to_schedule(s, x); },
        [](const Config& c) { return schedule_name(c.schedule); }},
+      // Written back as the [source.NAME] sections it made, so never printed.
+      {"mix.megatron_blend", "BLEND",
+       "\"W1 PREFIX1 W2 PREFIX2 ...\" as Megatron's --data-path: one indexed source per .bin/.idx prefix, "
+       "named after it, after mix.sources",
+       add_megatron_blend, [](const Config&) { return std::string(); }},
   };
 }
 
@@ -555,7 +598,8 @@ po::options_description command_line_only(const std::vector<Section>& sections) 
       ("config", po::value<std::string>()->value_name("FILE"), "INI file to read")    //
       ("help", "print this help and exit")                                           //
       ("help-markdown", "print the option table as Markdown (README's) and exit")    //
-      ("print-world-size", "print the number of MPI ranks the job needs and exit");
+      ("print-world-size", "print the number of MPI ranks the job needs and exit")   //
+      ("print-layout", "print world rank -> node, role, index, dp pp cp tp and exit");
   for (const auto& [alias, target] : kAliases)
     description.add_options()(alias, po::value<std::string>()->value_name(find_spec(sections, target).value_name),
                               str("= --", target).c_str());
@@ -708,7 +752,7 @@ void collect(const po::parsed_options& parsed, Origin origin, const std::string&
       throw ConfigError(str("unexpected argument '", option.value.empty() ? "" : option.value.front(), "' ",
                             origin_text, " (options are --section.key=value)"));
     if (option.string_key == "config" || option.string_key == "help" || option.string_key == "help-markdown" ||
-        option.string_key == "print-world-size")
+        option.string_key == "print-world-size" || option.string_key == "print-layout")
       continue;
     if (auto it = kSwitches.find(option.string_key); it != kSwitches.end()) {  // a switch: no value
       const std::string key = it->second;
@@ -838,6 +882,8 @@ void validate(const Config& config) {
           str("job.seq_len: ", job.seq_len, " must be divisible by 2 * topology.cp = ", 2 * topo.cp,
               " (each context-parallel rank takes two equal chunks of every sequence)"));
   require_one_of(topo.broadcast_at, {"tp", "none"}, "topology.broadcast_at");
+  require_one_of(topo.data_ranks, {"first", "per_node", "dedicated_nodes"}, "topology.data_ranks");
+  require_at_least(topo.ranks_per_node, 0, "topology.ranks_per_node");
   require_at_least(job.micro_batches, uint32_t{1}, "job.micro_batches");
   require_at_least(job.prefetch_steps, uint32_t{1}, "job.prefetch_steps");
 
@@ -949,6 +995,7 @@ Invocation parse_command_line(int argc, const char* const* argv) {
       return invocation;
     }
     if (option.string_key == "print-world-size") invocation.print_world_size = true;
+    if (option.string_key == "print-layout") invocation.print_layout = true;
   }
   if (invocation.help) return invocation;
 

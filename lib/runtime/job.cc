@@ -13,7 +13,9 @@
 #include "runtime/colocated.h"
 #include "runtime/context.h"
 #include "runtime/loader.h"
+#include "runtime/nodes.h"
 #include "runtime/planner.h"
+#include "runtime/resume_step.h"
 #include "runtime/summary.h"
 
 namespace msd {
@@ -34,6 +36,7 @@ uint64_t current_rss_bytes() {
 class JobImpl {
  public:
   JobImpl(const Config& config, MPI_Comm world);
+  void start_stream();
   std::unique_ptr<PlannerRole> make_planner(const std::vector<HelloMessage>& hellos);
 
   // What one rank learned while opening its role, before the job agrees on it.
@@ -60,24 +63,26 @@ class JobImpl {
   int client_index = -1;
   RoleStats stats;
   PlannerReport report;
+  bool started = false;
   std::chrono::steady_clock::time_point start;
 };
 
 namespace {
-RoleLayout layout_of(const Config& config) {
-  RoleLayout layout;
-  layout.loaders = config.topology.loaders;
-  layout.shadows = config.topology.shadow_loaders;
-  layout.clients = config.clients();
-  layout.colocated = loads_on_trainers(parse_training_mode(config.job.mode, config.job.balance));
-  return layout;
-}
-
 int world_size_of(MPI_Comm world) {
   int size = 0;
   MSD_MPI(MPI_Comm_size(world, &size), "querying the world size");
   return size;
 }
+
+// The node-aware layout once the launch has the ranks the configuration
+// needs; otherwise the one-node layout, and the constructor reports the count.
+RoleLayout layout_of(const Config& config, MPI_Comm world) {
+  if (world_size_of(world) != config.world_size())
+    return RoleLayout(config.topology.loaders, config.topology.shadow_loaders, config.clients(),
+                      loads_on_trainers(parse_training_mode(config.job.mode, config.job.balance)));
+  return plan_layout(config, node_of_each_rank(world, config.topology.ranks_per_node));
+}
+
 }  // namespace
 
 // Every rank checks alone, so a wrong launch fails on every rank at once
@@ -94,7 +99,7 @@ static void check_world_size(const Config& config, const RoleLayout& layout, int
                         "; launch with mpirun -n ", layout.world_size(), " or use msd-run --print-world-size"));
 }
 
-JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(config)) {
+JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(config, world)) {
   start = std::chrono::steady_clock::now();
   check_world_size(config, ctx.layout, world_size_of(world));
   ctx.world = Comm::duplicate(world, "duplicating the world communicator");
@@ -103,7 +108,10 @@ JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(c
   set_up_logging();
   stats.startup_rss_bytes = current_rss_bytes();
   split_communicators();
+}
 
+void JobImpl::start_stream() {
+  const Config& config = ctx.config;
   // Loaders (or, colocated, every client) open their sources; everyone agrees
   // whether start-up worked before any work begins, so a bad source fails the
   // job cleanly on every rank.
@@ -117,6 +125,7 @@ JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(c
     else if (role == Role::planner) mine = start_planner();
   }
   agree_and_start(mine);
+  started = true;
 }
 
 void JobImpl::set_up_logging() {
@@ -124,6 +133,10 @@ void JobImpl::set_up_logging() {
   set_log_prefix(role == Role::planner ? "planner"
                  : role == Role::loader ? str("loader ", ctx.layout.loader_index(ctx.rank))
                                         : str("client ", ctx.layout.client_index(ctx.rank)));
+  log_debug("layout: ", format_layout_line(ctx.layout, ctx.tree, ctx.rank));
+  if (ctx.rank == 0 && groups_split_across_nodes(ctx.layout, ctx.tree, false) > 0)
+    log_warn(groups_split_across_nodes(ctx.layout, ctx.tree, false), " TP group(s) span more than one node; "
+             "see msd-run --print-layout and topology.data_ranks (docs/layout.md)");
 }
 
 // Role and trainer communicators (collective over the world).
@@ -241,7 +254,17 @@ std::unique_ptr<PlannerRole> JobImpl::make_planner(const std::vector<HelloMessag
   return std::make_unique<PlannerRole>(ctx, infos, resume, std::move(data));
 }
 
-Job::Job(const Config& config, MPI_Comm world) : impl_(std::make_unique<JobImpl>(config, world)) {}
+Job::Job(const Config& config, MPI_Comm world) : impl_(std::make_unique<JobImpl>(config, world)) {
+  impl_->start_stream();
+}
+Job::Job(const Config& config, MPI_Comm world, DeferStart) : impl_(std::make_unique<JobImpl>(config, world)) {}
+
+void Job::start(std::optional<uint64_t> resume_step) {
+  if (impl_->started) throw Error("Job::start() called twice (or on a Job constructed without DeferStart)");
+  apply_resume_step(impl_->ctx.world.get(), resume_step, impl_->ctx.config);
+  impl_->start_stream();
+}
+bool Job::started() const { return impl_->started; }
 Job::~Job() = default;
 
 Role Job::role() const { return impl_->role; }
@@ -256,11 +279,13 @@ MPI_Comm Job::cp_comm() const { return impl_->cp.get(); }
 MPI_Comm Job::pp_comm() const { return impl_->pp.get(); }
 
 Client& Job::client() {
+  if (!impl_->started) throw Error("Job::client() called before Job::start()");
   if (!impl_->client) throw Error(str("Job::client() called on a ", role_name(impl_->role), " rank"));
   return *impl_->client;
 }
 
 void Job::serve() {
+  if (!impl_->started) throw Error("Job::serve() called before Job::start()");
   if (impl_->role == Role::planner) {
     impl_->report = impl_->planner->serve();
     impl_->stats.role = static_cast<int32_t>(Role::planner);
@@ -304,6 +329,7 @@ int Job::shutdown() {
 }
 
 Summary Job::finish(const TrainerStats& trainer) {
+  if (!impl_->started) throw Error("Job::finish() called before Job::start()");
   JobImpl& job = *impl_;
   join_live_ranks(job);
   SummaryInput input;

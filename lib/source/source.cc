@@ -49,7 +49,7 @@ std::unique_ptr<Source> open_source(const SourceConfig& config, const SourceOpti
     file_count = files.size();
     source = std::make_unique<WdsSource>(std::move(files), WdsOptions{config.caption_field, options.cache_dir});
   } else if (config.format == "indexed") {
-    auto files = expand_globs(config.path, path_option);
+    auto files = expand_globs(indexed_idx_patterns(config.path), path_option);
     file_count = files.size();
     source = std::make_unique<IndexedSource>(std::move(files));
   } else {

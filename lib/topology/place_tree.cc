@@ -126,11 +126,4 @@ std::vector<int> ClientPlaceTree::axis_peers(int client_index, Axis axis) const 
   return peers;
 }
 
-Role RoleLayout::role(int world_rank) const {
-  if (colocated) return Role::client;
-  if (world_rank == 0) return Role::planner;
-  if (world_rank <= loader_ranks()) return Role::loader;
-  return Role::client;
-}
-
 }  // namespace msd

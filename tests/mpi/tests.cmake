@@ -4,28 +4,45 @@ set(MSD_TINY_DATA ${PROJECT_BINARY_DIR}/testdata/tiny)
 add_test(NAME datagen_tiny
          COMMAND msd-datagen --out ${MSD_TINY_DATA} --scale tiny --seed 7 --bad-samples 6 --force)
 set_tests_properties(datagen_tiny PROPERTIES FIXTURES_SETUP tiny_data TIMEOUT 120)
+msd_sanitizer_environment(datagen_tiny)
 
+msd_core_test_target(msd-datagen)
 add_executable(test_protocol mpi/test_protocol.cc)
 target_link_libraries(test_protocol PRIVATE msd::msd)
 msd_add_mpi_test(protocol NP 8 11 COMMAND $<TARGET_FILE:test_protocol> ${MSD_TINY_DATA} TIMEOUT 180)
 set_tests_properties(protocol.np8 protocol.np11 PROPERTIES FIXTURES_REQUIRED tiny_data)
 
+msd_core_test_target(test_protocol)
 add_executable(test_tp_share mpi/test_tp_share.cc)
 target_link_libraries(test_tp_share PRIVATE msd::construct)
+msd_core_test_target(test_tp_share)
 msd_add_mpi_test(tp_share NP 2 3 COMMAND $<TARGET_FILE:test_tp_share> TIMEOUT 60)
 msd_add_script_test(hybrid_delivery SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/hybrid_delivery.sh TIMEOUT 300)
 set_tests_properties(hybrid_delivery PROPERTIES FIXTURES_REQUIRED tiny_data)
 msd_add_script_test(bench_memory SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_memory.sh TIMEOUT 300)
+msd_add_script_test(bench_handoff SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_handoff.sh TIMEOUT 300)
 
-foreach(script determinism world_size config_errors bench_throughput shadow resume resume_step bad_input slurm
-        window_backpressure stuck_loader fail_fast soak)
+foreach(script determinism layout megatron_paths world_size config_errors bench_throughput shadow resume resume_step
+        bad_input window_backpressure stuck_loader fail_fast soak)
   msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 300)
   set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)
 endforeach()
+msd_add_script_test(slurm SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/slurm.sh TIMEOUT 300 SKIPPABLE)
+set_tests_properties(slurm PROPERTIES FIXTURES_REQUIRED tiny_data)
 
 add_executable(test_loader_checkpoint mpi/test_loader_checkpoint.cc)
 target_link_libraries(test_loader_checkpoint PRIVATE msd::checkpoint)
+msd_core_test_target(test_loader_checkpoint)
 msd_add_mpi_test(loader_checkpoint NP 2 3 COMMAND $<TARGET_FILE:test_loader_checkpoint>
                  ${PROJECT_BINARY_DIR}/test-scratch/loader_checkpoint TIMEOUT 120)
 msd_add_script_test(replay SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/replay.sh TIMEOUT 300)
 set_tests_properties(replay PROPERTIES FIXTURES_REQUIRED tiny_data)
+# The Python package: pytest on the ranks of a job, and the example trainer.
+if(MSD_PYTHON)
+  foreach(script python_job train_gpt)
+    msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 600)
+    set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)
+  endforeach()
+endif()
+msd_add_script_test(network_path SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/network_path.sh TIMEOUT 300 SKIPPABLE)
+set_tests_properties(network_path PROPERTIES FIXTURES_REQUIRED tiny_data)

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # slurm/msd-run.sbatch under a real Slurm controller (srun --mpi=pmix): the
-# job runs and delivers the same batch stream as under mpirun. Skipped, with a
-# line saying so, when no Slurm controller answers (tools/slurm-local.sh
-# starts one on this machine).
+# job runs and delivers the same batch stream as under mpirun. Skipped (exit
+# MSD_SKIP_CODE, which ctest reports as skipped), with a line saying so, when
+# no Slurm controller answers (tools/slurm-local.sh starts one on this machine).
 source "$(dirname "$0")/common.sh"
 if ! command -v sbatch >/dev/null || ! sinfo -h -o %T 2>/dev/null | grep -qE 'idle|mix|alloc'; then
   echo "slurm: no Slurm controller with a usable node; skipped (tools/slurm-local.sh starts one)"
-  exit 0
+  exit "${MSD_SKIP_CODE:-77}"
 fi
 write_tiny_config "$WORK/job.ini"
 run_job "$WORK/job.ini" --summary-json "$WORK/mpirun.json" >/dev/null

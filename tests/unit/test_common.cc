@@ -1,1 +1,80 @@
+// lib/common: the error model's helpers, UTF-8 validation, the digest and the
+// file helpers every reader stands on.
 #include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/digest.h"
+#include "common/error.h"
+#include "common/files.h"
+#include "common/log.h"
+#include "common/utf8.h"
+#include "unit/scratch.h"
+
+using namespace msd;
+
+TEST_CASE("checked_cast refuses a value the target cannot hold", "[common]") {
+  CHECK(checked_cast<int>(uint64_t{2147483647}) == 2147483647);
+  CHECK(checked_cast<uint8_t>(255) == 255);
+  CHECK_THROWS_AS(checked_cast<int>(uint64_t{2147483648u}), Error);
+  CHECK_THROWS_AS(checked_cast<uint32_t>(-1), Error);
+  CHECK_THROWS_WITH(checked_cast<uint8_t>(300), Catch::Contains("300"));
+}
+
+TEST_CASE("UTF-8 validation rejects every ill-formed kind and says where", "[common][utf8]") {
+  CHECK(is_valid_utf8(""));
+  CHECK(is_valid_utf8("plain ascii"));
+  CHECK(is_valid_utf8("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"));  // é € 😀
+  CHECK(is_valid_utf8("\xf4\x8f\xbf\xbf"));                      // U+10FFFF
+  CHECK_FALSE(is_valid_utf8("\xc0\xaf"));                        // overlong '/'
+  CHECK_FALSE(is_valid_utf8("\xe0\x80\xaf"));                    // overlong, 3 bytes
+  CHECK_FALSE(is_valid_utf8("\xed\xa0\x80"));                    // surrogate U+D800
+  CHECK_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));                // beyond U+10FFFF
+  CHECK_FALSE(is_valid_utf8("\xe2\x82"));                        // truncated
+  CHECK_FALSE(is_valid_utf8("\x80"));                            // lone continuation
+  CHECK(first_invalid_utf8("ok \xc3\xa9 then \xff") == 11);
+  CHECK(first_invalid_utf8("all good") == 8);
+}
+
+TEST_CASE("digest depends on every byte, on order and on the seed", "[common][digest]") {
+  auto digest_of = [](const std::string& text, uint64_t seed) {
+    Digest d(seed);
+    d.update(text.data(), text.size());
+    return d.value();
+  };
+  CHECK(digest_of("abc", 1) == digest_of("abc", 1));
+  CHECK(digest_of("abc", 1) != digest_of("abd", 1));
+  CHECK(digest_of("abc", 1) != digest_of("cba", 1));
+  CHECK(digest_of("abc", 1) != digest_of("abc", 2));
+  CHECK(digest_of("", 1) != digest_of(std::string(1, '\0'), 1));  // the length counts
+  Digest d;
+  d.update_u64(42);
+  CHECK(d.hex().size() == 16);
+}
+
+TEST_CASE("file helpers: atomic write, read back, errors name the path", "[common][files]") {
+  test::TempDir dir;
+  const std::string path = dir / "data.bin";
+  const std::vector<unsigned char> bytes = {1, 2, 3, 0, 255};
+  write_file_atomic(path, bytes);
+  CHECK(file_exists(path));
+  CHECK(read_file(path) == bytes);
+  CHECK(file_stamp(path).size_bytes == bytes.size());
+  const MappedFile mapped(path);
+  CHECK(std::vector<unsigned char>(mapped.bytes().begin(), mapped.bytes().end()) == bytes);
+  CHECK(join_path(dir.path(), "x") == dir / "x");
+  CHECK_THROWS_AS(read_file(dir / "missing"), IoError);
+  CHECK_THROWS_WITH(MappedFile(dir / "missing"), Catch::Contains("missing"));
+  CHECK_THROWS_WITH(expand_globs(dir / "*.none", "source.web.path"), Catch::Contains("source.web.path"));
+  write_file_atomic(dir / "b.txt", bytes);
+  write_file_atomic(dir / "a.txt", bytes);
+  CHECK(expand_globs(dir / "*.txt," + dir / "a.txt", "x") == std::vector<std::string>{dir / "a.txt", dir / "b.txt"});
+}
+
+TEST_CASE("log levels parse by name; an unknown one is a configuration error", "[common][log]") {
+  CHECK(parse_log_level("warn") == LogLevel::warn);
+  CHECK(parse_log_level("debug") == LogLevel::debug);
+  CHECK_THROWS_AS(parse_log_level("loud"), ConfigError);
+}

@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "transform/image/image.h"
+#include "unit/skip.h"
 
 namespace {
 
@@ -316,11 +317,8 @@ TEST_CASE("the resizer writes patch-major exactly as a patchify of its row-major
   CHECK(resizer.state_bytes() > 0);
 }
 
-TEST_CASE("decoding matches djpeg bit for bit", "[image]") {
-  if (!have_djpeg()) {
-    WARN("djpeg not found: skipped");
-    return;
-  }
+TEST_CASE("decoding matches djpeg bit for bit", "[image][djpeg]") {
+  if (!have_djpeg()) MSD_SKIP("djpeg not found (package libjpeg-turbo-progs)");
   const auto dir = temp_dir();
   struct Case {
     Rgb source;

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <optional>
 #include <set>
 
 #include "common/error.h"
@@ -71,4 +73,112 @@ TEST_CASE("role layout puts the planner first, then loaders, then clients") {
   REQUIRE(shadowed.client_rank(0) == 4);
   REQUIRE(colocated.world_size() == 4);
   REQUIRE(colocated.role(0) == Role::client);
+}
+
+namespace {
+// Clients per node, by node.
+std::vector<int> clients_per_node(const RoleLayout& layout) {
+  std::vector<int> count(static_cast<size_t>(layout.nodes()), 0);
+  for (int c = 0; c < layout.clients; ++c) ++count[static_cast<size_t>(layout.node(layout.client_rank(c)))];
+  return count;
+}
+
+bool all_multiples(const std::vector<int>& counts, int of) {
+  return std::all_of(counts.begin(), counts.end(), [of](int n) { return n % of == 0; });
+}
+}  // namespace
+
+TEST_CASE("the one-node default layout is the planner, the loaders, then clients in order") {
+  for (int loaders : {1, 2, 5}) {
+    ClientPlaceTree tree(2, 2, 1, 2);
+    RoleLayout layout(loaders, 1, tree, false, consecutive_nodes(1 + loaders + 1 + tree.size(), 0), DataRanks::first);
+    REQUIRE(layout.nodes() == 1);
+    for (int i = 0; i < loaders + 1; ++i) REQUIRE(layout.loader_rank(i) == 1 + i);
+    for (int c = 0; c < tree.size(); ++c) REQUIRE(layout.client_rank(c) == 2 + loaders + c);
+  }
+}
+
+TEST_CASE("TP and CP groups lie inside nodes whenever the nodes' client slots allow it") {
+  int checked_inside = 0;
+  for (int per_node : {4, 6, 8, 10, 16})
+    for (DataRanks placement : {DataRanks::first, DataRanks::per_node, DataRanks::dedicated_nodes})
+      for (int loaders = 1; loaders <= 7; ++loaders)
+        for (int tp : {1, 2, 4, 8})
+          for (int cp : {1, 2})
+            for (const char* order : {"tp,cp,dp,pp", "dp,tp,pp,cp"}) {
+              ClientPlaceTree tree(4, 1, cp, tp, order);
+              const int world = 1 + loaders + tree.size();
+              const auto nodes = consecutive_nodes(world, per_node);
+              std::optional<RoleLayout> made;
+              try {
+                made.emplace(loaders, 0, tree, false, nodes, placement);
+              } catch (const ConfigError&) {
+                // Only dedicated_nodes refuses, and only when the data ranks do not fill whole nodes.
+                REQUIRE(placement == DataRanks::dedicated_nodes);
+                REQUIRE(((1 + loaders) % per_node != 0 || world <= per_node));
+                continue;
+              }
+              const RoleLayout& layout = *made;
+              // Every world rank plays exactly one role; the planner is rank 0.
+              std::set<int> ranks{0};
+              REQUIRE(layout.role(0) == Role::planner);
+              for (int i = 0; i < loaders; ++i) {
+                REQUIRE(layout.role(layout.loader_rank(i)) == Role::loader);
+                REQUIRE(layout.loader_index(layout.loader_rank(i)) == i);
+                if (i > 0) REQUIRE(layout.loader_rank(i) > layout.loader_rank(i - 1));
+                ranks.insert(layout.loader_rank(i));
+              }
+              for (int c = 0; c < tree.size(); ++c) {
+                REQUIRE(layout.client_index(layout.client_rank(c)) == c);
+                ranks.insert(layout.client_rank(c));
+              }
+              REQUIRE(static_cast<int>(ranks.size()) == world);
+              const auto counts = clients_per_node(layout);
+              if (all_multiples(counts, tp)) REQUIRE(groups_split_across_nodes(layout, tree, false) == 0);
+              if (all_multiples(counts, tp * cp)) REQUIRE(groups_split_across_nodes(layout, tree, true) == 0);
+              if (all_multiples(counts, tp * cp) && layout.nodes() > 1) ++checked_inside;
+              if (placement == DataRanks::dedicated_nodes)
+                for (int i = 0; i < loaders; ++i) REQUIRE(layout.node(layout.loader_rank(i)) < (1 + loaders) / per_node);
+            }
+  REQUIRE(checked_inside > 50);
+}
+
+TEST_CASE("per_node spreads the planner and loaders evenly and keeps whole TP groups per node") {
+  // Two nodes of 10 ranks (8 GPUs + 2 data ranks each): planner + 3 loaders.
+  ClientPlaceTree tree(2, 1, 1, 8);
+  RoleLayout layout(3, 0, tree, false, consecutive_nodes(20, 10), DataRanks::per_node);
+  REQUIRE(layout.nodes() == 2);
+  REQUIRE(layout.loader_rank(0) == 1);
+  REQUIRE(layout.loader_rank(1) == 10);
+  REQUIRE(layout.loader_rank(2) == 11);
+  REQUIRE(clients_per_node(layout) == std::vector<int>{8, 8});
+  REQUIRE(groups_split_across_nodes(layout, tree, false) == 0);
+  // The same job with the data ranks first splits the first TP group (ranks 4..11).
+  RoleLayout first(3, 0, tree, false, consecutive_nodes(20, 10), DataRanks::first);
+  REQUIRE(groups_split_across_nodes(first, tree, false) == 1);
+  // Nodes named out of order (round-robin mapping) are numbered by their lowest rank.
+  std::vector<int> round_robin;
+  for (int r = 0; r < 20; ++r) round_robin.push_back(r % 2 == 0 ? 7 : 3);
+  RoleLayout mapped(3, 0, tree, false, round_robin, DataRanks::per_node);
+  REQUIRE(mapped.node(0) == 0);
+  REQUIRE(mapped.node(1) == 1);
+  REQUIRE(groups_split_across_nodes(mapped, tree, false) == 0);
+}
+
+TEST_CASE("format_layout prints one line per world rank") {
+  ClientPlaceTree tree(2, 1, 1, 2);
+  RoleLayout layout(1, 0, tree, false, consecutive_nodes(6, 3), DataRanks::per_node);
+  const std::string text = format_layout(layout, tree, DataRanks::per_node);
+  REQUIRE(text ==
+          "# world_size 6, nodes 2, data_ranks per_node, TP groups split across nodes 0, CP groups split across "
+          "nodes 0\n"
+          "# rank node role    index   dp   pp   cp   tp\n"
+          "     0    0 planner     0\n"
+          "     1    0 client      0    0    0    0    0\n"
+          "     2    0 client      1    0    0    0    1\n"
+          "     3    1 loader      0\n"
+          "     4    1 client      2    1    0    0    0\n"
+          "     5    1 client      3    1    0    0    1\n");
+  REQUIRE(parse_data_ranks("dedicated_nodes") == DataRanks::dedicated_nodes);
+  REQUIRE_THROWS_AS(parse_data_ranks("last"), ConfigError);
 }

@@ -1,5 +1,6 @@
 #include "source/indexed/indexed_source.h"
 
+#include <glob.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -95,6 +96,26 @@ std::string indexed_bin_path(const std::string& idx_path) {
   size_t dot = idx_path.rfind('.');
   if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return idx_path + ".bin";
   return idx_path.substr(0, dot) + ".bin";
+}
+
+std::string indexed_idx_patterns(const std::string& patterns) {
+  std::string out;
+  size_t start = 0;
+  while (start <= patterns.size()) {
+    size_t comma = patterns.find(',', start);
+    if (comma == std::string::npos) comma = patterns.size();
+    std::string pattern = patterns.substr(start, comma - start);
+    start = comma + 1;
+    const bool is_idx = pattern.size() >= 4 && pattern.compare(pattern.size() - 4, 4, ".idx") == 0;
+    if (!is_idx) {
+      glob_t result{};
+      const std::string idx = pattern + ".idx";
+      if (::glob(idx.c_str(), 0, nullptr, &result) == 0 && result.gl_pathc > 0) pattern = idx;
+      globfree(&result);
+    }
+    out += (out.empty() ? "" : ",") + pattern;
+  }
+  return out;
 }
 
 IndexedSource::IndexedSource(std::vector<std::string> idx_files) {

@@ -47,6 +47,12 @@ const char* indexed_dtype_name(uint8_t code);
 // The .bin file beside an .idx path ("x.idx" -> "x.bin").
 std::string indexed_bin_path(const std::string& idx_path);
 
+// source.NAME.path of an indexed source, with each comma-separated pattern
+// that names a Megatron data-path prefix (path/to/corpus_text_document: the
+// .bin/.idx pair) turned into its .idx file. Patterns ending in .idx, and
+// prefixes without a PATTERN.idx match, are kept as given.
+std::string indexed_idx_patterns(const std::string& patterns);
+
 // Opens the pairs named by `idx_files`, in the given order, and validates each
 // at open: magic, version, dtype, that the .idx length matches its counts, and
 // that every sequence lies inside its .bin. Any mismatch is an IoError naming

@@ -1,0 +1,233 @@
+#include "bench/handoff.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "bench/launch.h"
+#include "common/error.h"
+#include "common/json_writer.h"
+#include "transport/mpi.h"
+
+namespace msd::bench {
+
+std::vector<BatchShape> handoff_shapes(double scale) {
+  auto scaled = [scale](uint32_t n) { return std::max<uint32_t>(64, static_cast<uint32_t>(n * scale)); };
+  // What one fetch moves: a DP rank's (TP leader's) micro-batches of one step.
+  return {{"short_context", scaled(4096), 8, 350},
+          {"long_context", scaled(131072), 1, 8000},
+          {"packed_8k", scaled(8192), 4, 1500}};
+}
+
+namespace {
+
+struct Piece {
+  uint64_t window_offset = 0;
+  uint64_t batch_offset = 0;
+  uint64_t bytes = 0;
+};
+
+// Documents of log-normal length (int32 tokens) filling the shape's
+// sequences, at scattered 64-byte-aligned slots of a window twice the size.
+std::vector<Piece> lay_out(const BatchShape& shape, uint64_t* window_bytes) {
+  std::mt19937_64 rng(shape.seq_len * 31u + shape.sequences);
+  std::lognormal_distribution<double> length(std::log(static_cast<double>(shape.median_tokens)), 0.9);
+  std::vector<Piece> pieces;
+  uint64_t batch = 0;
+  for (uint32_t s = 0; s < shape.sequences; ++s)
+    for (uint64_t left = shape.seq_len; left > 0;) {
+      const uint64_t tokens = std::clamp<uint64_t>(static_cast<uint64_t>(length(rng)), 1, left);
+      pieces.push_back({0, batch, tokens * 4});
+      batch += tokens * 4;
+      left -= tokens;
+    }
+  std::vector<size_t> order(pieces.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  uint64_t offset = 0;
+  for (size_t i : order) {
+    pieces[i].window_offset = offset;
+    offset += (pieces[i].bytes + 63) / 64 * 64 + 64 * (rng() % 16);
+  }
+  *window_bytes = offset;
+  return pieces;
+}
+
+using Clock = std::chrono::steady_clock;
+
+// Alternating passes of MPI_Get and of memcpy until each has `seconds`.
+ShapeRate measure(Window& window, const uint8_t* local, const BatchShape& shape, const std::vector<Piece>& pieces,
+                  double seconds) {
+  ShapeRate rate{shape.name, 0, static_cast<uint32_t>(pieces.size()), 0, 0};
+  for (const auto& p : pieces) rate.batch_bytes += p.bytes;
+  std::vector<uint8_t> batch(rate.batch_bytes);
+  double get_s = 0, copy_s = 0;
+  uint64_t passes = 0;
+  while (passes < 3 || get_s < seconds || copy_s < seconds) {
+    auto t0 = Clock::now();
+    for (const auto& p : pieces) window.get(0, p.window_offset, batch.data() + p.batch_offset, p.bytes);
+    window.flush_all();
+    auto t1 = Clock::now();
+    for (const auto& p : pieces) std::memcpy(batch.data() + p.batch_offset, local + p.window_offset, p.bytes);
+    auto t2 = Clock::now();
+    get_s += std::chrono::duration<double>(t1 - t0).count();
+    copy_s += std::chrono::duration<double>(t2 - t1).count();
+    ++passes;
+  }
+  rate.get_bytes_per_s = static_cast<double>(rate.batch_bytes * passes) / get_s;
+  rate.memcpy_bytes_per_s = static_cast<double>(rate.batch_bytes * passes) / copy_s;
+  return rate;
+}
+
+void barrier(MPI_Comm comm, const char* hint) {
+  MPI_Request request;
+  MSD_MPI(MPI_Ibarrier(comm, &request), hint);
+  wait(request, hint);
+}
+
+}  // namespace
+
+void handoff_worker(MPI_Comm world, double seconds, double scale, const std::string& out_path) {
+  Comm comm = Comm::duplicate(world, "duplicating the world for the handoff bench");
+  if (comm.size() != 2) throw ConfigError("msd-bench handoff-worker runs on exactly 2 ranks");
+  std::ofstream out;
+  if (comm.rank() == 1) out.open(out_path);
+  for (const BatchShape& shape : handoff_shapes(scale)) {
+    uint64_t window_bytes = 0;
+    const auto pieces = lay_out(shape, &window_bytes);
+    Window window(comm.get(), comm.rank() == 0 ? window_bytes : 0, "allocating the loader window");
+    std::vector<uint8_t> local(comm.rank() == 1 ? window_bytes : 0);
+    auto fill = [](uint8_t* data, uint64_t bytes) {
+      for (uint64_t i = 0; i < bytes; ++i) data[i] = static_cast<uint8_t>(i % 251);
+    };
+    if (comm.rank() == 0) {
+      fill(window.base(), window_bytes);
+      window.sync_local();
+    } else {
+      fill(local.data(), window_bytes);
+    }
+    barrier(comm.get(), "waiting for the loader window to be filled");
+    if (comm.rank() == 1) {
+      const ShapeRate r = measure(window, local.data(), shape, pieces, seconds);
+      // The bytes read are the loader's: compare one full pass with the local copy.
+      std::vector<uint8_t> check(r.batch_bytes), want(r.batch_bytes);
+      for (const auto& p : pieces) {
+        window.get(0, p.window_offset, check.data() + p.batch_offset, p.bytes);
+        std::memcpy(want.data() + p.batch_offset, local.data() + p.window_offset, p.bytes);
+      }
+      window.flush_all();
+      if (check != want) throw Error(str("handoff: ", shape.name, ": MPI_Get read other bytes than the window holds"));
+      out << r.shape << ' ' << r.batch_bytes << ' ' << r.pieces << ' ' << r.get_bytes_per_s << ' '
+          << r.memcpy_bytes_per_s << '\n';
+    }
+    barrier(comm.get(), "waiting for the client to finish reading");
+  }
+  if (comm.rank() == 1 && !out) throw IoError("cannot write " + out_path);
+}
+
+namespace {
+
+// The forced network path: UCX for messages and one-sided reads, TCP over
+// loopback only, no shared-memory transport (docs/multi-node.md).
+std::string network_flags() {
+  std::string flags =
+      "--oversubscribe --mca mpi_yield_when_idle 1 --mca pml ucx --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca btl ^vader,openib "
+      "-x UCX_TLS=tcp,self -x UCX_NET_DEVICES=lo -x UCX_WARN_UNUSED_ENV_VARS=n";
+  return ::geteuid() == 0 ? "--allow-run-as-root " + flags : flags;
+}
+
+PathReport run_path(const std::string& name, const std::string& flags, const HandoffOptions& options) {
+  PathReport report;
+  report.path = name;
+  const char* saved = std::getenv("MSD_MPIRUN_FLAGS");
+  const std::string saved_flags = saved ? saved : "";
+  if (!flags.empty()) ::setenv("MSD_MPIRUN_FLAGS", flags.c_str(), 1);
+  const std::string out = str(options.work_dir, "/handoff-", name, ".txt");
+  const std::string log = str(options.work_dir, "/handoff-", name, ".log");
+  auto command = mpirun_command(2, executable_dir() + "/msd-bench",
+                                {"handoff-worker", str(options.seconds), str(options.scale), out});
+  if (!flags.empty()) {
+    if (saved) ::setenv("MSD_MPIRUN_FLAGS", saved_flags.c_str(), 1);
+    else ::unsetenv("MSD_MPIRUN_FLAGS");
+  }
+  for (size_t i = 3; i + 1 < command.size() && command[i] != executable_dir() + "/msd-bench"; ++i)
+    report.mpirun_flags += (report.mpirun_flags.empty() ? "" : " ") + command[i];
+  const int rc = run_command(command, log);
+  std::ifstream in(out);
+  ShapeRate r;
+  double get_s = 0, copy_s = 0;
+  while (in >> r.shape >> r.batch_bytes >> r.pieces >> r.get_bytes_per_s >> r.memcpy_bytes_per_s) {
+    report.shapes.push_back(r);
+    get_s += static_cast<double>(r.batch_bytes) / r.get_bytes_per_s;
+    copy_s += static_cast<double>(r.batch_bytes) / r.memcpy_bytes_per_s;
+  }
+  report.ran = rc == 0 && !report.shapes.empty();
+  if (!report.ran) report.error = str("the worker exited with status ", rc, "; see ", log);
+  else report.ratio_vs_memcpy = copy_s / get_s;  // (bytes / get_s) / (bytes / copy_s)
+  return report;
+}
+
+}  // namespace
+
+HandoffReport run_handoff_bench(const HandoffOptions& options) {
+  HandoffReport report;
+  report.paths.push_back(run_path("shared_memory", "", options));
+  report.paths.push_back(run_path("network", network_flags(), options));
+  return report;
+}
+
+std::string handoff_json(const HandoffReport& report) {
+  JsonWriter w;
+  w.begin_object();
+  w.begin_object("paths");
+  for (const auto& path : report.paths) {
+    w.begin_object(path.path);
+    w.value("mpirun_flags", path.mpirun_flags).value("ran", path.ran);
+    if (!path.ran) w.value("error", path.error);
+    else w.value("ratio_vs_memcpy", path.ratio_vs_memcpy);
+    w.begin_array("shapes");
+    for (const auto& s : path.shapes)
+      w.begin_object()
+          .value("shape", s.shape)
+          .value("batch_bytes", s.batch_bytes)
+          .value("pieces", s.pieces)
+          .value("get_bytes_per_s", s.get_bytes_per_s)
+          .value("memcpy_bytes_per_s", s.memcpy_bytes_per_s)
+          .value("ratio_vs_memcpy", s.get_bytes_per_s / s.memcpy_bytes_per_s)
+          .end_object();
+    w.end_array().end_object();
+  }
+  w.end_object().end_object();
+  return w.str();
+}
+
+std::string handoff_text(const HandoffReport& report) {
+  std::string text = "handoff: client MPI_Get from a loader window vs memcpy of the same pieces\n";
+  char line[256];
+  for (const auto& path : report.paths) {
+    text += str(path.path, " (", path.mpirun_flags, ")\n");
+    if (!path.ran) {
+      text += "  did not run: " + path.error + "\n";
+      continue;
+    }
+    for (const auto& s : path.shapes) {
+      std::snprintf(line, sizeof line, "  %-14s %9.1f KiB %6u pieces  get %8.2f GB/s  memcpy %8.2f GB/s  ratio %.3f\n",
+                    s.shape.c_str(), static_cast<double>(s.batch_bytes) / 1024, s.pieces, s.get_bytes_per_s / 1e9,
+                    s.memcpy_bytes_per_s / 1e9, s.get_bytes_per_s / s.memcpy_bytes_per_s);
+      text += line;
+    }
+    text += str("  ratio_vs_memcpy ", path.ratio_vs_memcpy, " (all shapes' bytes over all shapes' time)\n");
+  }
+  return text;
+}
+
+}  // namespace msd::bench

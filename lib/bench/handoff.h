@@ -1,0 +1,62 @@
+// `msd-bench handoff`: how fast a client reads a batch out of a loader's RMA
+// window (the real msd::Window, MPI_Get + flush) against memcpy of the same
+// pieces in the same process, on the one-node shared-memory settings and on
+// the forced network path (UCX over TCP, docs/multi-node.md).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace msd::bench {
+
+// A batch as the client fetches it: `pieces` documents (or pieces of them)
+// of int32 tokens, scattered over the loader's window.
+struct BatchShape {
+  std::string name;
+  uint32_t seq_len = 0;          // positions per sequence
+  uint32_t sequences = 0;        // sequences per fetch (micro-batches x TP leader's share)
+  uint32_t median_tokens = 0;    // median document length, tokens
+};
+
+struct HandoffOptions {
+  double seconds = 1.0;      // least measured seconds per rate
+  double scale = 1.0;        // multiplies seq_len (a tiny run for the test)
+  std::string work_dir = "/tmp";
+};
+
+struct ShapeRate {
+  std::string shape;
+  uint64_t batch_bytes = 0;
+  uint32_t pieces = 0;
+  double get_bytes_per_s = 0;
+  double memcpy_bytes_per_s = 0;
+};
+
+struct PathReport {
+  std::string path;         // shared_memory | network
+  std::string mpirun_flags;
+  bool ran = false;
+  std::string error;        // why it did not run
+  std::vector<ShapeRate> shapes;
+  double ratio_vs_memcpy = 0;  // sum of bytes / sum of time, over all shapes
+};
+
+struct HandoffReport {
+  std::vector<PathReport> paths;
+};
+
+std::vector<BatchShape> handoff_shapes(double scale);
+
+// Launches the worker under mpirun once per path (2 ranks each).
+HandoffReport run_handoff_bench(const HandoffOptions& options);
+std::string handoff_json(const HandoffReport& report);
+std::string handoff_text(const HandoffReport& report);
+
+// The worker, on 2 ranks of `world`: rank 0 holds the window, rank 1 reads.
+// Rank 1 writes its rates as JSON lines to `out_path`. Collective.
+void handoff_worker(MPI_Comm world, double seconds, double scale, const std::string& out_path);
+
+}  // namespace msd::bench

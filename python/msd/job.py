@@ -1,0 +1,244 @@
+"""msd.Job: msd's data path for a PyTorch training script (docs/python.md)."""
+
+import json
+import os
+import time
+
+from . import _msd
+from .tensors import Lease, leased_view
+
+FIELDS = ("tokens", "labels", "positions", "loss_mask", "cu_seqlens", "patches", "patch_positions")
+INPUTS = ("tokens", "positions", "patches", "patch_positions")  # first pipeline stage
+TARGETS = ("labels", "loss_mask")  # last pipeline stage
+STATE_VERSION = 1
+
+
+class UsageError(RuntimeError):
+    """An msd.Job method called where it cannot work (wrong role, wrong order)."""
+
+
+class MicroBatch:
+    """One micro-batch of a step: torch tensors viewing msd's buffers.
+
+    tokens, labels, positions, loss_mask: [sequences, seq_len // cp_size]
+    (int32, loss_mask uint8); cu_seqlens: int32 segment boundaries over the
+    flattened whole sequences; patches: uint8 [n, patch, patch, 3];
+    patch_positions: int32 [n]. A pipeline stage that does not hold inputs
+    (or targets) has None there. docs/batch.md says what each holds.
+    """
+
+    def __init__(self, info, tensors, lease):
+        self.__dict__.update(info)  # sequences, seq_len, cp_rank, cp_size, has_inputs, has_targets
+        self._tensors = tensors
+        self._lease = lease
+
+    def __getattr__(self, name):
+        tensors = self.__dict__.get("_tensors", {})
+        if name not in tensors:
+            raise AttributeError(name)
+        self._lease.check()
+        return tensors[name]
+
+    def as_dict(self):
+        self._lease.check()
+        return dict(self._tensors)
+
+
+class Batch:
+    """One step: ``step``, ``digest`` (msd's 64-bit digest of the step on this
+    rank) and ``micro_batches``; valid until the next step is requested."""
+
+    def __init__(self, step, digest, micro_batches, lease):
+        self.step = step
+        self.digest = digest
+        self._micro_batches = micro_batches
+        self._lease = lease
+
+    @property
+    def micro_batches(self):
+        self._lease.check()
+        return self._micro_batches
+
+    def __len__(self):
+        return len(self._micro_batches)
+
+    def __iter__(self):
+        return iter(self.micro_batches)
+
+    def __getitem__(self, index):
+        return self.micro_batches[index]
+
+
+def _mpi():
+    from mpi4py import MPI  # initializes MPI on first import
+    return MPI
+
+
+class Job:
+    """msd's job over an MPI communicator: planner, loader and client ranks.
+
+    Collective over ``comm`` (default MPI.COMM_WORLD), like msd::Job: every
+    rank constructs it with the same configuration. ``config`` is an INI file
+    (or None), ``overrides`` msd-run style options (``"--job.steps=40"``,
+    ``"--seed=3"``). Throws msd.ConfigError on every rank for a bad
+    configuration or a world of the wrong size.
+
+    The stream starts late, at the first ``batches()``/``next()`` on client
+    ranks and ``serve()`` on the others, so that ``load_state_dict`` can come
+    after construction (the PyTorch order) and every rank agrees on the step
+    the stream continues from.
+    """
+
+    def __init__(self, config, overrides=(), comm=None):
+        MPI = _mpi()
+        self._comm = MPI.COMM_WORLD if comm is None else comm
+        argv = ["msd"] + (["--config", os.fspath(config)] if config is not None else []) + list(overrides)
+        self._impl = _msd.Job(argv, self._comm.py2f())
+        # Kept here: they stay readable after finish() closes the C++ job.
+        self._role, self._world_rank = self._impl.role, self._impl.world_rank
+        self._steps, self._seed = self._impl.steps, self._impl.seed
+        self._client_index = self._impl.client_index
+        self._resume_step = None
+        self._next_step = 0
+        self._lease = None
+        self._delivered = 0
+        self._first_batch_time = None
+        self._wait_seconds = 0.0
+        self._summary = None
+
+    # --- who this rank is --------------------------------------------------
+    @property
+    def role(self):
+        """'planner', 'loader' or 'client'."""
+        return self._role
+
+    @property
+    def world_rank(self):
+        return self._world_rank
+
+    @property
+    def client_index(self):
+        """This client's index among the client ranks (the rank in `clients`); -1 elsewhere."""
+        return self._client_index
+
+    @property
+    def steps(self):
+        """job.steps: the steps of the whole stream."""
+        return self._steps
+
+    def _comm_of(self, name):
+        MPI = _mpi()
+        return MPI.Intracomm(MPI.Comm.f2py(self._impl.comm(name)))
+
+    # Trainer communicators (mpi4py) on client ranks, MPI.COMM_NULL elsewhere;
+    # msd owns them: valid until finish(), do not Free() them.
+    dp = property(lambda self: self._comm_of("dp"), doc="data-parallel peers")
+    tp = property(lambda self: self._comm_of("tp"), doc="tensor-parallel peers")
+    cp = property(lambda self: self._comm_of("cp"), doc="context-parallel peers")
+    pp = property(lambda self: self._comm_of("pp"), doc="pipeline stages")
+    clients = property(lambda self: self._comm_of("clients"), doc="every client rank: the trainer's world")
+
+    # --- the stream --------------------------------------------------------
+    def _start(self):
+        if not self._impl.started:
+            self._impl.start(self._resume_step)
+            self._next_step = self._resume_step or 0
+
+    def _require_client(self, what):
+        if self.role != "client":
+            raise UsageError(f"{what} on a {self.role} rank: only client ranks receive batches; "
+                             f"planner and loader ranks call job.serve()")
+
+    def serve(self):
+        """Planner and loader ranks: serve until the stream ends."""
+        if self.role == "client":
+            raise UsageError("serve() on a client rank: client ranks iterate over job.batches()")
+        self._start()
+        self._impl.serve()
+
+    def _end_lease(self, why):
+        if self._lease is not None:
+            self._lease.end(why)
+            self._lease = None
+
+    def next_batch(self):
+        """The next step's Batch, or None after the last step. Ends the
+        previous step's tensors (see msd.StaleBatchError)."""
+        self._require_client("next()")
+        self._start()
+        self._end_lease(f"step {self._next_step} was requested")
+        begin = time.perf_counter()
+        if self._first_batch_time is None:
+            self._first_batch_time = begin
+        if not self._impl.next():
+            return None
+        self._wait_seconds += time.perf_counter() - begin
+        return self._current_batch()
+
+    def _current_batch(self):
+        impl = self._impl
+        infos = [impl.micro_info(i) for i in range(impl.micro_batches)]
+        arrays = [{name: impl.field(i, name) for name in FIELDS} for i in range(len(infos))]
+        ranges = [(a.ctypes.data, a.ctypes.data + a.nbytes) for fields in arrays for a in fields.values() if a.nbytes]
+        lease = Lease(impl.step, ranges)
+        micro_batches = []
+        for info, fields in zip(infos, arrays):
+            held = {name: (info["has_inputs"] if name in INPUTS else info["has_targets"] if name in TARGETS else True)
+                    for name in FIELDS}
+            tensors = {name: leased_view(a, lease) if held[name] else None for name, a in fields.items()}
+            micro_batches.append(MicroBatch(info, tensors, lease))
+        self._lease = lease
+        self._delivered += 1
+        self._next_step = impl.step + 1
+        return Batch(impl.step, impl.digest, micro_batches, lease)
+
+    def batches(self):
+        """An iterator over the remaining steps (client ranks)."""
+        self._require_client("batches()")
+        return iter(self)
+
+    def __iter__(self):
+        self._require_client("iterating a Job")
+        return self
+
+    def __next__(self):
+        batch = self.next_batch()
+        if batch is None:
+            raise StopIteration
+        return batch
+
+    # --- checkpointing (torchdata StatefulDataLoader convention) ------------
+    def state_dict(self):
+        """Where the stream stands: the next step this rank would receive.
+        Store it in the trainer's checkpoint."""
+        return {"version": STATE_VERSION, "next_step": self._next_step, "seed": self._seed,
+                "steps": self.steps}
+
+    def load_state_dict(self, state):
+        """Continue the stream where `state` (from state_dict()) left it.
+        Call before the first batch; the planner resumes from its checkpoint
+        in checkpoint.dir at or before that step (docs/python.md)."""
+        if self._impl.started:
+            raise UsageError("load_state_dict() after the stream started: call it before the first batch")
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"msd state version {state.get('version')!r}, this msd reads {STATE_VERSION}")
+        if state["seed"] != self._seed:
+            raise ValueError(f"msd state from a job with seed {state['seed']}, this job has seed {self._seed}")
+        if not 0 <= state["next_step"] < self.steps:
+            raise ValueError(f"msd state at step {state['next_step']}: this job's steps are 0..{self.steps - 1}")
+        self._resume_step = int(state["next_step"])
+        self._next_step = self._resume_step
+
+    # --- the end ----------------------------------------------------------
+    def finish(self):
+        """Collective: the job's summary (docs/summary.md) as a dict, on every
+        rank. Ends the last step's tensors and frees msd's MPI resources."""
+        if self._summary is not None:
+            return self._summary
+        self._start()
+        self._end_lease("finish()")
+        wall = time.perf_counter() - self._first_batch_time if self._first_batch_time is not None else 0.0
+        text = self._impl.finish(self._delivered, max(wall - self._wait_seconds, 0.0), wall, self._comm.py2f())
+        self._impl.close()
+        self._summary = json.loads(text)
+        return self._summary

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# msd-bench handoff at a tiny size: both paths run (the network path only
+# when this Open MPI has UCX), the JSON has ratio_vs_memcpy per path, and the
+# rates are positive numbers.
+source "$(dirname "$0")/common.sh"
+export MSD_MPIRUN_FLAGS="${MSD_MPIEXEC#* }"  # the test flags without the program
+timeout 240 "$MSD_BUILD/app/msd-bench" handoff --seconds 0.05 --scale 0.05 --work-dir "$WORK" --json >"$WORK/out.json"
+cat "$WORK/out.json"
+/usr/bin/python3 - "$WORK/out.json" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+paths = report["paths"]
+assert paths["shared_memory"]["ran"], paths["shared_memory"]
+for name, path in paths.items():
+    if not path["ran"]:
+        print(f"bench_handoff: {name} did not run: {path['error']}")
+        continue
+    assert path["ratio_vs_memcpy"] > 0, (name, path)
+    assert len(path["shapes"]) == 3, path
+    for shape in path["shapes"]:
+        assert shape["get_bytes_per_s"] > 0 and shape["memcpy_bytes_per_s"] > 0, shape
+        assert shape["pieces"] > 0 and shape["batch_bytes"] > 0, shape
+print("bench_handoff: ok", {k: v.get("ratio_vs_memcpy") for k, v in paths.items()})
+PY

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The one-sided transport across nodes, on one host: the settings
+# `tools/mpirun.sh --multi-node` uses (UCX for messages and MPI_Get), with
+# UCX limited to TCP and shared-memory transports off, so every MPI_Get of a
+# loader's window crosses the network stack as it would between nodes. The
+# batch stream (the batch digest chains every step's digest) must equal the
+# shared-memory run's. Exits 77 (reported as skipped) when this Open MPI has
+# no UCX components.
+source "$(dirname "$0")/common.sh"
+if ! ompi_info 2>/dev/null | grep -q "MCA osc: ucx" || ! ompi_info 2>/dev/null | grep -q "MCA pml: ucx"; then
+  echo "network_path: SKIPPED: this Open MPI has no UCX pml/osc components (ompi_info | grep -i ucx)"
+  exit 77
+fi
+write_tiny_config "$WORK/job.ini"
+run_job "$WORK/job.ini" --summary-json "$WORK/shm.json" >/dev/null
+n=$("$MSD_RUN" --config "$WORK/job.ini" --print-world-size)
+# tools/mpirun.sh --multi-node with UCX over TCP only (loopback is this host's network).
+export UCX_TLS=tcp,self UCX_NET_DEVICES=lo UCX_WARN_UNUSED_ENV_VARS=n
+flags="--allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 --mca pml ucx --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca btl ^vader,openib"
+flags="$flags -x UCX_TLS -x UCX_NET_DEVICES -x UCX_WARN_UNUSED_ENV_VARS"
+# shellcheck disable=SC2086
+MSD_MPIRUN_FLAGS="$flags" timeout 240 "$MSD_SOURCE/tools/mpirun.sh" --multi-node "$MSD_BUILD" --config "$WORK/job.ini" \
+  --summary-json "$WORK/net.json" >"$WORK/net.out" 2>&1 || { tail -30 "$WORK/net.out"; echo "FAIL: the UCX/TCP run failed"; exit 1; }
+want=$(json_field "$WORK/shm.json" batch_digest)
+got=$(json_field "$WORK/net.json" batch_digest)
+[ -n "$want" ] && [ "$want" = "$got" ] || { echo "FAIL: UCX over TCP delivered batch_digest $got, shared memory $want"; exit 1; }
+echo "network_path: $n ranks, pml/osc ucx over tcp: batch_digest $got as over shared memory"
