@@ -161,6 +161,10 @@ PathReport run_path(const std::string& name, const std::string& flags, const Han
   }
   for (size_t i = 3; i + 1 < command.size() && command[i] != executable_dir() + "/msd-bench"; ++i)
     report.mpirun_flags += (report.mpirun_flags.empty() ? "" : " ") + command[i];
+  // Bounded: a path that cannot make progress (a transport that stalls) is
+  // reported as not run, never waited on.
+  const double limit_s = 30 + 20 * options.seconds;
+  command.insert(command.begin(), {"timeout", "--kill-after=5", str(limit_s)});
   const int rc = run_command(command, log);
   std::ifstream in(out);
   ShapeRate r;
@@ -171,7 +175,8 @@ PathReport run_path(const std::string& name, const std::string& flags, const Han
     copy_s += static_cast<double>(r.batch_bytes) / r.memcpy_bytes_per_s;
   }
   report.ran = rc == 0 && !report.shapes.empty();
-  if (!report.ran) report.error = str("the worker exited with status ", rc, "; see ", log);
+  if (!report.ran && rc == 124) report.error = str("the worker did not finish within ", limit_s, " s; see ", log);
+  else if (!report.ran) report.error = str("the worker exited with status ", rc, "; see ", log);
   else report.ratio_vs_memcpy = copy_s / get_s;  // (bytes / get_s) / (bytes / copy_s)
   return report;
 }

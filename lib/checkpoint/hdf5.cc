@@ -13,17 +13,6 @@ herr_t collect_message(unsigned depth, const H5E_error2_t* error, void* data) {
   return depth < 8 ? 0 : 1;  // the innermost few messages say what went wrong
 }
 
-// "<what> in <file>": the file an object lives in, so that a message about a
-// damaged file says which one (H5Fget_name works on any object of an open file).
-std::string in_file(hid_t object, const std::string& what) {
-  const ssize_t length = H5Fget_name(object, nullptr, 0);
-  if (length <= 0) return what;
-  std::string name(static_cast<size_t>(length) + 1, '\0');
-  if (H5Fget_name(object, name.data(), name.size()) < 0) return what;
-  name.resize(static_cast<size_t>(length));
-  return str(what, " in ", name);
-}
-
 Dataspace simple_space(size_t rows, bool extendable, const std::string& hint) {
   const hsize_t dims[1] = {rows};
   const hsize_t unlimited[1] = {H5S_UNLIMITED};
@@ -40,6 +29,17 @@ size_t extent_of(hid_t dataset, const std::string& hint) {
 }
 
 }  // namespace
+
+// "<what> in <file>": the file an object lives in, so that a message about a
+// damaged file says which one (H5Fget_name works on any object of an open file).
+std::string in_file(hid_t object, const std::string& what) {
+  const ssize_t length = H5Fget_name(object, nullptr, 0);
+  if (length <= 0) return what;
+  std::string name(static_cast<size_t>(length) + 1, '\0');
+  if (H5Fget_name(object, name.data(), name.size()) < 0) return what;
+  name.resize(static_cast<size_t>(length));
+  return str(what, " in ", name);
+}
 
 void quiet_errors() {
   static std::once_flag once;

@@ -40,6 +40,10 @@ T check(T rc, const char* call, const std::string& hint) {
 // Booleans (htri_t) are checked the same way: negative is an error.
 #define MSD_H5(call, hint) ::msd::h5::check((call), #call, (hint))
 
+// "<what> in <file>": the file `object` lives in, for hints about a damaged
+// file (any object of an open file will do); `what` alone when it has none.
+std::string in_file(hid_t object, const std::string& what);
+
 // An owned hid_t. Close is the matching H5?close; a failed close in the
 // destructor cannot be reported and is ignored (File::close reports it).
 template <herr_t (*Close)(hid_t)>

@@ -30,14 +30,15 @@ herr_t collect_name(hid_t, const char* name, const H5A_info_t*, void* data) {
 // every HDF5 API version, unlike H5Literate's callback).
 std::vector<std::string> link_names(hid_t root) {
   H5G_info_t info{};
-  MSD_H5(H5Gget_info(root, &info), "listing the root's datasets");
+  MSD_H5(H5Gget_info(root, &info), h5::in_file(root, "listing the root's datasets"));
   std::vector<std::string> names;
   for (hsize_t i = 0; i < info.nlinks; ++i) {
     const ssize_t length =
-        MSD_H5(H5Lget_name_by_idx(root, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT), "naming a link");
+        MSD_H5(H5Lget_name_by_idx(root, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT),
+               h5::in_file(root, "naming a link"));
     std::string name(static_cast<size_t>(length) + 1, '\0');
     MSD_H5(H5Lget_name_by_idx(root, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(), H5P_DEFAULT),
-           "naming a link");
+           h5::in_file(root, "naming a link"));
     name.resize(static_cast<size_t>(length));
     names.push_back(std::move(name));
   }
@@ -77,7 +78,7 @@ uint64_t digest_values(hid_t type, uint64_t count, const std::vector<unsigned ch
 }
 
 uint64_t attribute_digest(hid_t root, const std::string& name) {
-  const std::string hint = str("digesting attribute @", name);
+  const std::string hint = h5::in_file(root, str("digesting attribute @", name));
   h5::Attribute attribute(MSD_H5(H5Aopen(root, name.c_str(), H5P_DEFAULT), hint));
   h5::Datatype stored(MSD_H5(H5Aget_type(attribute.get()), hint));
   h5::Datatype type = canonical_type(stored.get(), hint);
@@ -89,7 +90,7 @@ uint64_t attribute_digest(hid_t root, const std::string& name) {
 }
 
 uint64_t dataset_digest(hid_t root, const std::string& name) {
-  const std::string hint = str("digesting dataset /", name);
+  const std::string hint = h5::in_file(root, str("digesting dataset /", name));
   h5::Dataset dataset = h5::open_dataset(root, name);
   h5::Datatype stored(MSD_H5(H5Dget_type(dataset.get()), hint));
   h5::Datatype type = canonical_type(stored.get(), hint);
@@ -118,14 +119,14 @@ std::vector<Item> current_items(hid_t root, std::span<const std::string> unseale
   std::vector<std::string> attributes;
   hsize_t at = 0;
   MSD_H5(H5Aiterate2(root, H5_INDEX_NAME, H5_ITER_INC, &at, collect_name, &attributes),
-         "listing the root's attributes");
+         h5::in_file(root, "listing the root's attributes"));
   const std::vector<std::string> links = link_names(root);
   std::vector<Item> items;
   for (const auto& name : attributes)
     if (!excluded(name, unsealed)) items.push_back({"@" + name, attribute_digest(root, name)});
   for (const auto& name : links) {
     if (excluded(name, unsealed)) continue;
-    const hid_t object = MSD_H5(H5Oopen(root, name.c_str(), H5P_DEFAULT), str("opening /", name));
+    const hid_t object = MSD_H5(H5Oopen(root, name.c_str(), H5P_DEFAULT), h5::in_file(root, str("opening /", name)));
     const H5I_type_t kind = H5Iget_type(object);
     H5Oclose(object);
     if (kind != H5I_DATASET) throw IoError(str("/", name, " is not a dataset; only datasets are sealed"));
@@ -165,8 +166,8 @@ void seal_file(hid_t root, std::span<const std::string> unsealed) {
 uint64_t seal_digest(hid_t root) { return h5::read_u64_attribute(root, kRootAttribute); }
 
 std::optional<std::string> check_seal(hid_t root, std::span<const std::string> unsealed) {
-  if (!MSD_H5(H5Aexists(root, kRootAttribute), "looking for the integrity record") ||
-      !MSD_H5(H5Aexists(root, kItemsAttribute), "looking for the integrity record") ||
+  if (!MSD_H5(H5Aexists(root, kRootAttribute), h5::in_file(root, "looking for the integrity record")) ||
+      !MSD_H5(H5Aexists(root, kItemsAttribute), h5::in_file(root, "looking for the integrity record")) ||
       !h5::exists(root, kDigestsDataset))
     return std::string("the file has no integrity record (@integrity_digest, @integrity_items, /integrity_digests)");
   const std::vector<std::string> names = h5::read_lines_attribute(root, kItemsAttribute);

@@ -854,6 +854,14 @@ void validate_fault(const Config& config) {
 }
 }  // namespace
 
+// topology.order names each axis once.
+static void validate_order(const std::string& order) {
+  std::vector<std::string> sorted = split_list(order);
+  std::sort(sorted.begin(), sorted.end());
+  require(sorted == std::vector<std::string>{"cp", "dp", "pp", "tp"},
+          str("topology.order: '", order, "' is not a valid value (expected a permutation of tp,cp,dp,pp)"));
+}
+
 void validate(const Config& config) {
   const auto& job = config.job;
   const auto& topo = config.topology;
@@ -886,14 +894,7 @@ void validate(const Config& config) {
   require_at_least(topo.ranks_per_node, 0, "topology.ranks_per_node");
   require_at_least(job.micro_batches, uint32_t{1}, "job.micro_batches");
   require_at_least(job.prefetch_steps, uint32_t{1}, "job.prefetch_steps");
-
-  {
-    const auto axes = split_list(topo.order);
-    std::vector<std::string> sorted = axes;
-    std::sort(sorted.begin(), sorted.end());
-    require(sorted == std::vector<std::string>{"cp", "dp", "pp", "tp"},
-            str("topology.order: '", topo.order, "' is not a valid value (expected a permutation of tp,cp,dp,pp)"));
-  }
+  validate_order(topo.order);
 
   require(!config.sources.empty(), "mix.sources: at least one source is needed");
   bool needs_tokenizer = false;

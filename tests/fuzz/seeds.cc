@@ -126,7 +126,7 @@ std::vector<Input> checkpoint_seeds(const std::string& work_dir) {
 
 std::vector<Input> trace_seeds(const std::string& work_dir) {
   TraceHeader header{.config_ini = "[job]\nseed = 5\n", .seed = 5, .source_names = {"web", "images"},
-                     .source_samples = {40, 25}, .dp = 2, .micro_batches = 2, .seq_len = 512};
+                     .source_samples = {40, 25}, .dp = 2, .micro_batches = 2, .seq_len = 512, .data = {}};
   const std::string path = work_dir + "/trace.h5";
   {
     TraceWriter writer(path, header, 0, 2);
