@@ -280,13 +280,7 @@ int handoff_main(int argc, char** argv) {
       ("scale", po::value(&options.scale)->default_value(options.scale), "multiplies the shapes' sequence length")
       ("work-dir", po::value(&options.work_dir)->default_value(options.work_dir), "where the runs' files go")
       ("json", po::bool_switch(&json), "print one JSON object instead of text");
-  po::variables_map values;
-  po::store(po::command_line_parser(argc, argv).options(described).run(), values);
-  if (values.count("help")) {
-    std::cout << described << '\n';
-    return 0;
-  }
-  po::notify(values);
+  if (!parse_or_help(argc, argv, described)) return 0;
   if (!(options.seconds > 0) || !(options.scale > 0)) throw msd::ConfigError("--seconds and --scale must be above 0");
   const msd::bench::HandoffReport report = msd::bench::run_handoff_bench(options);
   std::cout << (json ? msd::bench::handoff_json(report) + "\n" : msd::bench::handoff_text(report));
