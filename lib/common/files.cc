@@ -15,14 +15,21 @@
 
 namespace msd {
 
-std::vector<std::string> expand_globs(const std::string& patterns, const std::string& what) {
-  std::vector<std::string> files;
+std::vector<std::string> split_patterns(const std::string& patterns) {
+  std::vector<std::string> items;
   size_t start = 0;
   while (start <= patterns.size()) {
     size_t comma = patterns.find(',', start);
     if (comma == std::string::npos) comma = patterns.size();
-    std::string pattern = patterns.substr(start, comma - start);
+    items.push_back(patterns.substr(start, comma - start));
     start = comma + 1;
+  }
+  return items;
+}
+
+std::vector<std::string> expand_globs(const std::string& patterns, const std::string& what) {
+  std::vector<std::string> files;
+  for (std::string pattern : split_patterns(patterns)) {
     pattern.erase(0, pattern.find_first_not_of(" \t"));
     pattern.erase(pattern.find_last_not_of(" \t") + 1);
     if (pattern.empty()) continue;

@@ -14,6 +14,9 @@ namespace msd {
 // regular files. A pattern that matches nothing throws ConfigError naming it
 // and `what` (e.g. "source.web.path").
 std::vector<std::string> expand_globs(const std::string& patterns, const std::string& what);
+// The comma-separated items of `patterns`, as written (not trimmed; an empty
+// text is one empty item).
+std::vector<std::string> split_patterns(const std::string& patterns);
 
 // A read-only memory map of a whole file. Move-only. A zero-length file maps to
 // an empty span. Throws IoError with the path on failure.

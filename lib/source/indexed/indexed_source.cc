@@ -100,12 +100,7 @@ std::string indexed_bin_path(const std::string& idx_path) {
 
 std::string indexed_idx_patterns(const std::string& patterns) {
   std::string out;
-  size_t start = 0;
-  while (start <= patterns.size()) {
-    size_t comma = patterns.find(',', start);
-    if (comma == std::string::npos) comma = patterns.size();
-    std::string pattern = patterns.substr(start, comma - start);
-    start = comma + 1;
+  for (std::string pattern : split_patterns(patterns)) {
     const bool is_idx = pattern.size() >= 4 && pattern.compare(pattern.size() - 4, 4, ".idx") == 0;
     if (!is_idx) {
       glob_t result{};
