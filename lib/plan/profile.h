@@ -1,0 +1,17 @@
+// What one source costs a loader: measured by the loaders while they serve
+// (moving averages, reported to the planner) or offline by `msd-plan
+// profile`, and used to size the loader pool (partition, online scaling).
+#pragma once
+
+#include <cstdint>
+
+namespace msd {
+
+struct SourceProfile {
+  double seconds_per_sample = 0.0;  // read + transform of one sample, on one thread
+  double bytes_per_sample = 0.0;    // transformed bytes placed in the window
+  double open_bytes = 0.0;          // memory of the open source: index, buffers, decoder, vocabulary
+  uint64_t samples_measured = 0;    // how many samples the averages cover (0: not measured)
+};
+
+}  // namespace msd
