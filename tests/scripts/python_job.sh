@@ -12,3 +12,16 @@ export MSD_TEST_SCRATCH="$WORK" OMP_NUM_THREADS=1
 # shellcheck disable=SC2086
 timeout 500 $MSD_MPIEXEC -n "$n" /usr/bin/python3 -m pytest -q --color=no -p no:cacheprovider "$MSD_SOURCE/tests/python/test_job.py"
 echo "python_job: msd.Job matches msd-run on $n ranks"
+
+# A fatal error inside msd on a client rank and on the planner: the whole
+# job ends with status 3 and one line naming the rank, like msd-run.
+for rank in 0 3; do
+  rc=0
+  # shellcheck disable=SC2086
+  timeout 120 $MSD_MPIEXEC -n "$n" /usr/bin/python3 "$MSD_SOURCE/tests/python/crash_job.py" "$WORK/job.ini" \
+    --fault.kind=crash --fault.rank=$rank --fault.step=2 >"$WORK/crash$rank.out" 2>&1 || rc=$?
+  [ "$rc" = 3 ] || { echo "FAIL: crash on rank $rank: exit status $rc, expected 3"; tail -20 "$WORK/crash$rank.out"; exit 1; }
+  grep -q "fatal on world rank $rank: injected crash" "$WORK/crash$rank.out" ||
+    { echo "FAIL: crash on rank $rank: no fatal line"; tail -20 "$WORK/crash$rank.out"; exit 1; }
+  echo "python_job: a crash on world rank $rank ended the job with status 3: $(grep -m1 'fatal on world rank' "$WORK/crash$rank.out")"
+done
