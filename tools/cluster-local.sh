@@ -43,21 +43,16 @@ in_node() {
 # as_node NODE CMD...: CMD as a daemon of NODE, in NODE's network namespace
 # and namespaces of its own: a UTS one whose hostname is the node's name, and
 # a mount one where /sys is a sysfs of NODE's network namespace (UCX finds the
-# node's interfaces in /sys/class/net) with this machine's cgroup mounts kept
-# (slurmd needs them), as `ip netns exec` would but for the cgroups.
+# node's interfaces in /sys/class/net), as `ip netns exec` does.
 as_node() {
   local node=$1
   shift
-  mkdir -p "$dir/$node/cgroup"
   in_node "$node" unshare --uts --mount --propagation private sh -c '
     set -e
     hostname "$0"
-    mount --rbind /sys/fs/cgroup "$1"
     umount -l /sys
     mount -t sysfs sysfs /sys
-    mount --move "$1" /sys/fs/cgroup
-    shift
-    exec "$@"' "$node" "$dir/$node/cgroup" "$@"
+    exec "$@"' "$node" "$@"
 }
 
 node_states() { in_node "${nodes[0]}" timeout 10 sinfo -h -N -o '%N %T' 2>/dev/null; }
@@ -116,6 +111,10 @@ CONF
       "Sockets=1 CoresPerSocket=$cpus_per_node ThreadsPerCore=1 State=UNKNOWN" >>"$conf"
   done
   echo "PartitionName=msd Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:64" >>"$conf"
+  # No cgroup is used (proctrack/linuxproc, task/none), and the nodes' /sys
+  # has no cgroup mounts: the v1 plugin loads without them, Slurm 22.05's
+  # default (autodetect) would stop slurmd.
+  echo "CgroupPlugin=cgroup/v1" >"$dir/cgroup.conf"
 }
 
 start_munge() {
