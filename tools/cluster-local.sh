@@ -19,6 +19,7 @@
 # one spool/log/pid directory per node. Own config, ports (6917, 6918) and
 # munge socket: a single-node Slurm from tools/slurm-local.sh runs on beside it.
 set -euo pipefail
+export PATH=$PATH:/usr/sbin:/sbin
 dir=${MSD_CLUSTER_DIR:-/run/msd-cluster}
 conf=$dir/slurm.conf
 nodes=(msd-n1 msd-n2)
@@ -133,16 +134,18 @@ start_munge() {
   fail "munged did not answer on $m/munge.socket (log: $m/munged.log)"
 }
 
+# make_network: the namespaces and the veth pair between them; status 1 at
+# the first step that fails (errexit does not hold in a caller's `||`).
 make_network() {
   local i
-  for i in "${!nodes[@]}"; do ip netns add "${nodes[$i]}"; done
-  ip link add msd-v1 type veth peer name msd-v2
+  for i in "${!nodes[@]}"; do ip netns add "${nodes[$i]}" || return 1; done
+  ip link add msd-v1 type veth peer name msd-v2 || return 1
   for i in "${!nodes[@]}"; do
-    ip link set "msd-v$((i + 1))" netns "${nodes[$i]}"
-    ip -n "${nodes[$i]}" link set "msd-v$((i + 1))" name msd0
-    ip -n "${nodes[$i]}" addr add "${addrs[$i]}/24" dev msd0
-    ip -n "${nodes[$i]}" link set msd0 up
-    ip -n "${nodes[$i]}" link set lo up
+    ip link set "msd-v$((i + 1))" netns "${nodes[$i]}" &&
+      ip -n "${nodes[$i]}" link set "msd-v$((i + 1))" name msd0 &&
+      ip -n "${nodes[$i]}" addr add "${addrs[$i]}/24" dev msd0 &&
+      ip -n "${nodes[$i]}" link set msd0 up &&
+      ip -n "${nodes[$i]}" link set lo up || return 1
   done
 }
 
@@ -165,7 +168,7 @@ start() {
   fi
   stop >/dev/null
   mkdir -p "$dir"
-  make_network || fail "could not create network namespaces and a veth pair here (ip netns add / ip link add veth)"
+  make_network || { stop >/dev/null; fail "could not create network namespaces and a veth pair here (ip netns add, ip link add type veth)"; }
   write_config
   start_munge
   as_node "${nodes[0]}" /usr/sbin/slurmctld -f "$conf" || start_failed "slurmctld did not start"
@@ -173,7 +176,8 @@ start() {
   for i in "${!nodes[@]}"; do
     as_node "${nodes[$i]}" /usr/sbin/slurmd -f "$conf" -N "${nodes[$i]}" || start_failed "slurmd of ${nodes[$i]} did not start"
   done
-  for _ in $(seq 1 "$wait_s"); do
+  local deadline=$((SECONDS + wait_s))
+  while ((SECONDS < deadline)); do
     if usable; then
       node_states
       return
@@ -189,7 +193,7 @@ start_failed() {
   fail "$* (logs above; tools/cluster-local.sh stop removes what started)"
 }
 
-# stop_pids SIGNAL PIDS...: signals them, waits up to 10 s, then kills what is left.
+# stop_pids PIDS...: SIGTERM, up to 10 s to exit, then SIGKILL for what is left.
 stop_pids() {
   (($# > 0)) || return 0
   kill -TERM "$@" 2>/dev/null || true
@@ -213,7 +217,9 @@ stop() {
     ip netns del "$node"
   done
   ip link del msd-v1 2>/dev/null || true
-  stop_pids $(pid_of "$dir/munge/munged.pid" munged)
+  local munged
+  munged=$(pid_of "$dir/munge/munged.pid" munged)
+  [ -z "$munged" ] || stop_pids "$munged"
   rm -rf "$dir"
   echo "cluster-local: stopped"
 }

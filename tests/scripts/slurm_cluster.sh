@@ -10,6 +10,7 @@
 # skipped) with the reason where it cannot run: not root, no network
 # namespaces, Slurm or Open MPI's UCX components missing.
 source "$(dirname "$0")/common.sh"
+export PATH=$PATH:/usr/sbin:/sbin
 skip() {
   echo "slurm_cluster: SKIPPED: $*"
   exit "${MSD_SKIP_CODE:-77}"
