@@ -27,7 +27,12 @@ if ! ompi_info 2>/dev/null | grep -q "MCA osc: ucx" || ! ompi_info 2>/dev/null |
   skip "this Open MPI has no UCX pml/osc components (ompi_info | grep -i ucx)"
 fi
 probe=msd-probe-$$
-ip netns add "$probe" 2>/dev/null && ip netns del "$probe" || skip "cannot create network namespaces here (ip netns add)"
+ip netns add "$probe" 2>/dev/null || skip "cannot create network namespaces here (ip netns add)"
+veth=0
+ip -n "$probe" link add probe0 type veth peer name probe1 2>/dev/null && veth=1
+ip netns del "$probe"
+((veth)) || skip "cannot create a veth pair here (ip link add type veth)"
+unshare --uts --mount --propagation private true 2>/dev/null || skip "cannot create UTS and mount namespaces here (unshare)"
 
 # One cluster per machine (fixed namespace names): runs of this test from
 # several build trees take turns.
