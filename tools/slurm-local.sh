@@ -39,10 +39,11 @@ CONF
 fi
 node=$(sed -n 's/^NodeName=\([^ ]*\).*/\1/p' /etc/slurm/slurm.conf | head -1)
 # Slurm 22.05's default (CgroupPlugin=autodetect) makes slurmd exit at start
-# unless /sys/fs/cgroup is a cgroup v1 tree or a systemd-delegated v2 one
-# ("No filesystem mounted on /sys/fs/cgroup", "Hybrid mode is not supported"),
-# as in many containers. This setup uses no cgroup (proctrack/linuxproc,
-# task/none), and the v1 plugin loads without touching the file system.
+# where /sys/fs/cgroup holds no cgroup file system ("No filesystem mounted on
+# /sys/fs/cgroup") or cgroup v2 while the process also sits in v1 hierarchies
+# ("Hybrid mode is not supported"). This setup uses no cgroup
+# (proctrack/linuxproc, task/none), and the v1 plugin loads without touching
+# the file system.
 if [ ! -f /etc/slurm/cgroup.conf ] && grep -q '^ProctrackType=proctrack/linuxproc' /etc/slurm/slurm.conf &&
   grep -q '^TaskPlugin=task/none' /etc/slurm/slurm.conf; then
   echo "CgroupPlugin=cgroup/v1" >/etc/slurm/cgroup.conf
