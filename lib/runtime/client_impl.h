@@ -40,6 +40,7 @@ class DisaggregatedClient : public ClientImpl {
   Message receive_plan(int planner);
 
   JobContext& job_;
+  int client_index_;
   Batch batch_;
   uint64_t next_step_ = 0;
   BuildOptions options_;

@@ -11,13 +11,6 @@
 
 namespace msd {
 
-namespace {
-std::vector<int> client_ranks(const JobContext& job) {
-  std::vector<int> ranks;
-  for (int client = 0; client < job.tree.size(); ++client) ranks.push_back(job.layout.client_rank(client));
-  return ranks;
-}
-}  // namespace
 
 PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources,
                          const std::optional<PlannerCheckpoint>& resume, DataFingerprint data)
@@ -28,7 +21,7 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
       pack_(make_pack_options(job.config)),
       mode_(parse_training_mode(job.config.job.mode, job.config.job.balance)),
       window_(job.config.loader.window_mb << 20, job.config.job.max_sample_bytes),
-      acks_(client_ranks(job), job.config.job.stall_timeout_s) {
+      acks_(job.planner_peers(), job.config.job.stall_timeout_s) {
   sources_.resize(job.config.sources.size());
   for (const auto& info : sources) sources_.at(info.source).samples = info.samples;
   for (size_t s = 0; s < sources_.size(); ++s) {
@@ -338,7 +331,7 @@ bool PlannerRole::try_plan_step() {
   InFlightStep record;
   record.step = step;
   const bool delivered = step >= deliver_from_;  // else fast-forwarded: no client gets it
-  record.acks_missing = delivered ? job_.tree.size() : 0;
+  record.acks_missing = delivered ? static_cast<int>(job_.planner_peers().size()) : 0;
   for (const auto& m : samples) {
     record.slots.push_back({m.loader_rank, m.slot_offset});
     record.samples.push_back({m.source, SampleState::planned, m.loader_rank, m.cursor, m.index});
@@ -365,7 +358,8 @@ bool PlannerRole::try_plan_step() {
     }
     const auto bytes = encode(plan);
     for (int client : job_.tree.group_members(group))
-      if (delivered) out_.send(job_.layout.client_rank(client), kTagPlan, bytes, "sending a step plan");
+      if (delivered && job_.talks_to_planner(client))
+        out_.send(job_.layout.client_rank(client), kTagPlan, bytes, "sending a step plan");
     out_.progress();
   }
   if (delivered) {
