@@ -92,7 +92,7 @@ class PayloadReader {
     if (!get(count)) return false;
     if (count > (bytes_.size() - pos_) / sizeof(T)) return ok_ = false;
     values.resize(count);
-    std::memcpy(values.data(), bytes_.data() + pos_, count * sizeof(T));
+    if (count > 0) std::memcpy(values.data(), bytes_.data() + pos_, count * sizeof(T));  // data() may be null
     pos_ += count * sizeof(T);
     return true;
   }
