@@ -102,6 +102,9 @@ static void check_world_size(const Config& config, const RoleLayout& layout, int
 JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(config, world)) {
   start = std::chrono::steady_clock::now();
   check_world_size(config, ctx.layout, world_size_of(world));
+  if (ctx.layout.colocated && !config.output.metrics.empty())
+    throw ConfigError(str("output.metrics: the per-step metrics are the planner's, and job.mode = ", config.job.mode,
+                          " runs without one"));
   ctx.world = Comm::duplicate(world, "duplicating the world communicator");
   ctx.rank = ctx.world.rank();
   role = ctx.layout.role(ctx.rank);
