@@ -358,6 +358,10 @@ Summary Job::finish(const TrainerStats& trainer) {
     input.checkpoint_max_seconds = job.report.checkpoint_max_seconds;
     input.budget_binding_steps = job.report.budget_binding_steps;
     input.budget_exceeded_steps = job.report.budget_exceeded_steps;
+    input.planner_work_seconds = job.report.work_seconds;
+    input.planner_work_cpu_seconds = job.report.work_cpu_seconds;
+    input.planner_messages_received = job.report.messages_received;
+    input.planner_messages_sent = job.report.messages_sent;
   }
   job.stats.peak_rss_bytes = peak_rss_bytes();
   input.stats = job.stats;

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 
 #include "common/error.h"
 #include "common/json_writer.h"
@@ -19,6 +20,25 @@ uint64_t RssSampler::bytes() {
     read_ = true;
   }
   return bytes_;
+}
+
+namespace {
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+}  // namespace
+
+void WorkTimer::begin() {
+  wall_at_ = std::chrono::steady_clock::now();
+  cpu_at_ = thread_cpu_seconds();
+}
+
+void WorkTimer::end(bool worked) {
+  if (!worked) return;
+  wall_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_at_).count();
+  cpu_ += thread_cpu_seconds() - cpu_at_;
 }
 
 namespace {
@@ -100,6 +120,8 @@ std::string MetricsWriter::line(const MetricsStep& step, double wall, double ste
   w.begin_object("dp_max_over_mean").value("cost", balance.cost).value("device", balance.device).end_object();
   w.value("data_wait_max_s", step.wait_max_seconds);
   w.value("data_wait_s", step.clients > 0 ? step.wait_sum_seconds / step.clients : 0.0);
+  w.value("planner_work_s", step.planner_work_seconds - planner_work_at_last_);
+  planner_work_at_last_ = step.planner_work_seconds;
   w.begin_object("sources");
   for (size_t s = 0; s < step.backlog.size(); ++s) {
     double busy = 0.0;

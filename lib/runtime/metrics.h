@@ -35,6 +35,22 @@ class RssSampler {
   bool read_ = false;
 };
 
+// The planner's own work: wall and CPU time (of its thread) of the passes of
+// its loop that handled something (messages, plans), not the sleeps between
+// passes that found nothing. Not thread-safe.
+class WorkTimer {
+ public:
+  void begin();              // a pass starts
+  void end(bool worked);     // it ends; counted when it worked
+  double wall_seconds() const { return wall_; }
+  double cpu_seconds() const { return cpu_; }
+
+ private:
+  std::chrono::steady_clock::time_point wall_at_;
+  double cpu_at_ = 0.0;
+  double wall_ = 0.0, cpu_ = 0.0;
+};
+
 // What the planner knows of a step when every client acknowledged it.
 struct MetricsStep {
   uint64_t step = 0;
@@ -42,6 +58,7 @@ struct MetricsStep {
   double wait_max_seconds = 0.0;  // the longest wait of one client for this step
   double wait_sum_seconds = 0.0;  // summed over clients
   int clients = 0;
+  double planner_work_seconds = 0.0;  // WorkTimer::wall_seconds so far
   std::vector<uint64_t> backlog;               // per source: load requests not yet answered
   std::vector<std::vector<int>> source_loaders;  // per source: world ranks of the loaders serving it now
 };
@@ -82,6 +99,7 @@ class MetricsWriter {
   DeviceModel device_;
   Parallel parallel_;
   std::chrono::steady_clock::time_point start_, last_;
+  double planner_work_at_last_ = 0.0;
   std::map<uint64_t, Balance> balance_;  // planned, not yet completed
   std::map<int, LoaderSeen> loaders_;
   std::map<int, uint64_t> clients_;

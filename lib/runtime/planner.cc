@@ -594,6 +594,7 @@ MetricsStep PlannerRole::metrics_step(const InFlightStep& step) const {
   out.wait_max_seconds = step.max_wait_seconds;
   out.wait_sum_seconds = step.wait_sum_seconds;
   out.clients = job_.tree.size();
+  out.planner_work_seconds = work_.wall_seconds();
   out.backlog.assign(sources_.size(), 0);
   for (const auto& [rank, track] : loaders_)
     for (const auto& [key, item] : track.outstanding) out.backlog.at(item.source)++;
@@ -607,6 +608,7 @@ PlannerReport PlannerRole::serve() {
   const uint64_t steps = job_.config.job.steps;
   Backoff backoff;
   while (acked_steps_ < steps || loader_checkpoint_) {
+    work_.begin();
     bool progressed = false;
     request_ahead();
     while (try_plan_step()) {
@@ -615,6 +617,7 @@ PlannerReport PlannerRole::serve() {
     }
     while (auto message = try_receive(job_.world.get(), MPI_ANY_SOURCE, MPI_ANY_TAG, "waiting for loaders and clients")) {
       progressed = true;
+      report_.messages_received++;
       if (message->tag == kTagMeta) {
         LoaderStatus status;
         on_meta(message->source, decode_meta(message->bytes, &status));
@@ -636,9 +639,13 @@ PlannerReport PlannerRole::serve() {
     check_deadlines();
     advance_loader_checkpoint();
     out_.progress();
+    work_.end(progressed);
     if (progressed) backoff.reset();
     else backoff.idle();
   }
+  report_.work_seconds = work_.wall_seconds();
+  report_.work_cpu_seconds = work_.cpu_seconds();
+  report_.messages_sent = out_.sent();
   stop_loaders();
   // Bounded: a send to a loader that stopped receiving never completes.
   out_.drain_for(std::clamp<uint64_t>(job_.config.loader.deadline_ms, 1000, 5000));

@@ -90,6 +90,7 @@ class PlannerRole {
 
   JobContext& job_;
   AsyncSender out_;  // the planner never blocks on a busy or stalled peer
+  WorkTimer work_;   // the serve loop's passes that handled something
   std::vector<SourceState> sources_;
   Mixer mixer_;
   CostModel cost_;

@@ -107,6 +107,7 @@ void AsyncSender::send(int dest, int tag, std::vector<uint8_t> bytes, const std:
   MSD_MPI(MPI_Isend(bytes.data(), checked_cast<int>(bytes.size()), MPI_BYTE, dest, tag, comm_, &request), hint);
   requests_.push_back(request);
   buffers_.push_back(std::move(bytes));  // the vector's heap buffer does not move
+  ++sent_;
   if (requests_.size() >= 64) progress();
 }
 
