@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/fanout.h"
 #include "bench/handoff.h"
 #include "bench/memory.h"
 #include "bench/sweep.h"
@@ -304,6 +305,45 @@ int handoff_worker_main(int argc, char** argv) {
   return 0;
 }
 
+int fanout_main(int argc, char** argv) {
+  msd::bench::FanoutOptions options;
+  bool json = false;
+  std::string clients = "16,32,64", tps = "1,4", extrapolate = "8,1";
+  po::options_description described(
+      "Usage: msd-bench fanout [options]\n\n"
+      "The planner's own work per step as the job grows: one msd-run per row of C client\n"
+      "ranks in data groups of T (tp = T, dp = C / T, every T of --tps that divides C), on\n"
+      "this node with tiny compute (emulator.time_scale = 0) and --samples-per-group samples\n"
+      "per data group per step. Reads the summary's planner_work: CPU time of the planner's\n"
+      "thread and wall time of its loop's busy passes, and messages received and sent, per\n"
+      "step. Fits CPU ms per step = base + a x groups + b x clients and extrapolates to\n"
+      "--gpus GPUs in data groups of each --extrapolate-tps (docs/planner-scaling.md).\n\n"
+      "Options");
+  described.add_options()
+      ("help,h", "print this help and exit")
+      ("clients", po::value(&clients)->default_value(clients), "client ranks per row, comma-separated")
+      ("tps", po::value(&tps)->default_value(tps), "data-group sizes (tp), comma-separated")
+      ("steps", po::value(&options.steps)->default_value(options.steps), "steps per run")
+      ("samples-per-group", po::value(&options.samples_per_group)->default_value(options.samples_per_group),
+       "samples per data group per step (global_batch = this x groups)")
+      ("loaders", po::value(&options.loaders)->default_value(options.loaders), "loader ranks")
+      ("documents", po::value(&options.documents)->default_value(options.documents), "documents per generated corpus")
+      ("gpus", po::value(&options.gpus)->default_value(options.gpus), "the extrapolation's GPUs")
+      ("extrapolate-tps", po::value(&extrapolate)->default_value(extrapolate), "data-group sizes to extrapolate to")
+      ("target-ms", po::value(&options.target_ms)->default_value(options.target_ms), "target CPU ms per step")
+      ("work-dir", po::value(&options.work_dir)->default_value(options.work_dir), "where the runs' files go")
+      ("json", po::bool_switch(&json), "print one JSON object instead of text");
+  if (!parse_or_help(argc, argv, described)) return 0;
+  options.clients = number_list<int>(clients, "--clients");
+  options.tps = number_list<int>(tps, "--tps");
+  options.extrapolate_tps = number_list<int>(extrapolate, "--extrapolate-tps");
+  for (int t : options.extrapolate_tps)
+    if (t < 1 || options.gpus % t != 0) throw msd::ConfigError("--extrapolate-tps: each must divide --gpus");
+  const msd::bench::FanoutReport report = msd::bench::run_fanout_bench(options);
+  std::cout << (json ? msd::bench::fanout_json(report) + "\n" : msd::bench::fanout_text(report));
+  return 0;
+}
+
 struct Subcommand {
   const char* name;
   const char* summary;
@@ -316,6 +356,7 @@ constexpr Subcommand subcommands[] = {
     {"memory", "loader memory and fetched bytes, colocated vs disaggregated, over sources x ranks", memory_main},
     {"sweep", "msd_greedy over the baselines on the device model, seq_len x dp x mix x pp", sweep_main},
     {"handoff", "client MPI_Get from loader windows vs memcpy, shared memory and network path", handoff_main},
+    {"fanout", "the planner's work and messages per step over client ranks and data groups", fanout_main},
     {"handoff-worker", "(started by handoff under mpirun)", handoff_worker_main},
 };
 

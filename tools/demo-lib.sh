@@ -24,3 +24,26 @@ demo_data() {
     "$2/app/msd-datagen" --out "$root/data/demo" --scale demo --seed 1
   fi
 }
+
+# demo_run NAME BUILD_DIR OUT_DIR CONFIG [msd-run args...]: runs the job with
+# its per-step metrics in OUT_DIR/metrics.jsonl (unless the arguments name a
+# metrics file of their own) and draws them into OUT_DIR/metrics.png.
+demo_run() {
+  local name=$1 build=$2 out=$3 config=$4
+  shift 4
+  local metrics="$out/metrics.jsonl" arg
+  for arg in "$@"; do
+    case $arg in --metrics | --metrics=* | --output.metrics | --output.metrics=*) metrics="" ;; esac
+  done
+  mkdir -p "$out"
+  local extra=()
+  if [ -n "$metrics" ]; then
+    rm -f "$metrics"
+    extra=(--metrics "$metrics")
+  fi
+  "$root/tools/mpirun.sh" "$build" --config "$config" "${extra[@]}" "$@"
+  if [ -n "$metrics" ]; then
+    "$root/tools/plot-metrics" --title "msd demo: configs/$(basename "$config")" "$metrics" "$out/metrics.png"
+    echo "$name: per-step metrics in $metrics, drawn in $out/metrics.png"
+  fi
+}

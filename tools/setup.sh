@@ -11,7 +11,7 @@ packages=(
   libturbojpeg0-dev libjpeg-turbo-progs
   libicu-dev
   catch2
-  python3-matplotlib  # msd-bench sweep --plot (tools/plot_sweep.py)
+  python3-matplotlib  # msd-bench sweep --plot (tools/plot_sweep.py), tools/plot-metrics
   # The Python package (python/, examples/, tests/python/).
   python3-dev pybind11-dev python3-numpy python3-torch python3-mpi4py python3-pytest
 )

@@ -112,6 +112,7 @@ struct EmulatorConfig {
 
 struct OutputConfig {
   std::string summary_json;  // write the final summary here when set
+  std::string metrics;       // write one JSON line per step here when set (docs/metrics.md)
   uint32_t progress_every = 1;  // a progress line every N steps; 0: none
   std::string log_level = "info";
 };

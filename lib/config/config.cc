@@ -416,6 +416,10 @@ std::vector<OptionSpec> output_options() {
        "write the final summary here; relative to the working directory, also in a file (alias --summary-json)",
        [](Config& c, const Setting& s, const ParseContext&) { c.output.summary_json = trim(s.text); },
        [](const Config& c) { return c.output.summary_json; }},
+      {"output.metrics", "FILE",
+       "write one JSON line per step here (docs/metrics.md); relative to the working directory, also in a file (alias --metrics)",
+       [](Config& c, const Setting& s, const ParseContext&) { c.output.metrics = trim(s.text); },
+       [](const Config& c) { return c.output.metrics; }},
       count("output.progress_every", "N", "a progress line every N steps; 0: none",
             [](auto& c) -> auto& { return c.output.progress_every; }),
       text("output.log_level", "LEVEL", "debug | info | warn | error | quiet",
@@ -565,10 +569,11 @@ Section source_section(const std::string& name) {
 }
 
 // Command-line-only options; the aliases map to "section.key" options.
-const std::array<std::pair<const char*, const char*>, 7> kAliases = {{
+const std::array<std::pair<const char*, const char*>, 8> kAliases = {{
     {"resume-step", "checkpoint.resume_step"},
     {"loaders", "topology.loaders"},
     {"summary-json", "output.summary_json"},
+    {"metrics", "output.metrics"},
     {"mode", "job.mode"},
     {"steps", "job.steps"},
     {"seed", "job.seed"},
@@ -638,7 +643,7 @@ std::string usage_text(const std::vector<Section>& sections) {
       << "Options are \"section.key\": in the INI file as key = value under [section], on the command\n"
       << "line as --section.key=value, which overrides the file. Relative paths in the file resolve\n"
       << "against the file's directory, on the command line against the working directory;\n"
-      << "output.summary_json always resolves against the working directory.\n";
+      << "output.summary_json and output.metrics always resolve against the working directory.\n";
   all.add(per_source);
   out << all << "\n"
       << "[source.NAME] is one section per name in mix.sources. Its weight is one number for the whole\n"

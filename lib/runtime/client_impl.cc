@@ -77,9 +77,11 @@ const Batch* DisaggregatedClient::next() {
   batch_.bytes_fetched = stats.bytes_fetched;
   batch_.bytes_needed = counts_needed_ ? stats.bytes_needed : 0;  // a TP leader always builds
   batch_.wait_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (planned)
-    send_bytes(job_.world.get(), planner, kTagAck, encode(AckMessage{next_step_, batch_.wait_seconds}),
+  if (planned) {
+    const uint64_t rss = job_.config.output.metrics.empty() ? 0 : rss_.bytes();  // for per-step metrics
+    send_bytes(job_.world.get(), planner, kTagAck, encode(AckMessage{next_step_, batch_.wait_seconds, rss}),
                "acknowledging a step");
+  }
   ++next_step_;
   return &batch_;
 }

@@ -13,6 +13,7 @@
 #include "construct/tp_share.h"
 #include "msd/client.h"
 #include "runtime/context.h"
+#include "runtime/metrics.h"
 
 namespace msd {
 
@@ -46,6 +47,7 @@ class DisaggregatedClient : public ClientImpl {
   BuildOptions options_;
   bool counts_needed_ = true;       // TP leaders count the group's needed bytes
   std::unique_ptr<TpShare> share_;  // TP groups that share
+  RssSampler rss_;                  // sent on acknowledgements for output.metrics
 };
 
 }  // namespace msd

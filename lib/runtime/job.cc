@@ -102,6 +102,9 @@ static void check_world_size(const Config& config, const RoleLayout& layout, int
 JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(config, world)) {
   start = std::chrono::steady_clock::now();
   check_world_size(config, ctx.layout, world_size_of(world));
+  if (ctx.layout.colocated && !config.output.metrics.empty())
+    throw ConfigError(str("output.metrics: the per-step metrics are the planner's, and job.mode = ", config.job.mode,
+                          " runs without one"));
   ctx.world = Comm::duplicate(world, "duplicating the world communicator");
   ctx.rank = ctx.world.rank();
   role = ctx.layout.role(ctx.rank);
@@ -355,6 +358,10 @@ Summary Job::finish(const TrainerStats& trainer) {
     input.checkpoint_max_seconds = job.report.checkpoint_max_seconds;
     input.budget_binding_steps = job.report.budget_binding_steps;
     input.budget_exceeded_steps = job.report.budget_exceeded_steps;
+    input.planner_work_seconds = job.report.work_seconds;
+    input.planner_work_cpu_seconds = job.report.work_cpu_seconds;
+    input.planner_messages_received = job.report.messages_received;
+    input.planner_messages_sent = job.report.messages_sent;
   }
   job.stats.peak_rss_bytes = peak_rss_bytes();
   input.stats = job.stats;

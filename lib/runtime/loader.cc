@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "runtime/metrics.h"
 
 namespace msd {
 
@@ -308,10 +309,15 @@ RoleStats LoaderRole::serve() {
   std::vector<SampleMeta> outbox;
   Backoff backoff;
   bool stop = false;
+  const bool metrics = !job_.config.output.metrics.empty();
+  RssSampler rss;
   auto flush = [&] {
     if (outbox.empty()) return;
     job_.windows.sync_local();
-    send_bytes(job_.world.get(), planner, kTagMeta, encode_meta(outbox), "sending sample metadata to the planner");
+    LoaderStatus status;  // for the planner's per-step metrics
+    if (metrics)
+      status = {rss.bytes(), stats_.transform_seconds, std::chrono::duration<double>(Clock::now() - start).count()};
+    send_bytes(job_.world.get(), planner, kTagMeta, encode_meta(outbox, status), "sending sample metadata to the planner");
     outbox.clear();
   };
   while (!stop) {

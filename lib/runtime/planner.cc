@@ -57,6 +57,7 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
     trace_ = std::make_unique<TraceWriter>(trace_path, make_trace_header(job.config, sizes, data_), first_step_);
   }
   if (!ckpt.dir.empty()) checkpoints_ = std::make_unique<PlannerCheckpointWriter>(ckpt.dir, ckpt.keep);
+  if (!job.config.output.metrics.empty()) metrics_ = std::make_unique<MetricsWriter>(job.config);
   const auto now = std::chrono::steady_clock::now();
   for (int i = 0; i < job.layout.loader_ranks(); ++i) {
     LoaderTrack& track = loaders_[job.layout.loader_rank(i)];
@@ -327,6 +328,7 @@ bool PlannerRole::try_plan_step() {
   }
   MSD_CHECK_EQ(buckets.size(), static_cast<size_t>(job_.tree.data_groups()));
   if (trace_) trace_->append_step(make_step_record(step, std::move(consumed), buckets, cost_));
+  if (metrics_ && step >= deliver_from_) metrics_->planned(step, buckets, docs);
 
   InFlightStep record;
   record.step = step;
@@ -388,6 +390,7 @@ void PlannerRole::on_ack(int client_rank, uint64_t step, double wait_seconds) {
   if (it == in_flight_.end())
     throw ProtocolError(str("client rank ", client_rank, " acknowledged step ", step, ", which is not in flight"));
   it->second.max_wait_seconds = std::max(it->second.max_wait_seconds, wait_seconds);
+  it->second.wait_sum_seconds += wait_seconds;
   acks_.acked(client_rank, step);
   if (--it->second.acks_missing == 0) complete_step(step);
 }
@@ -413,6 +416,7 @@ void PlannerRole::complete_step(uint64_t step) {
   if (loader_every > 0 && acked_steps_ % loader_every == 0 && acked_steps_ < job_.config.job.steps)
     ask_loader_checkpoint(acked_steps_);
   if (step >= deliver_from_) report_progress(it->second);
+  if (metrics_ && step >= deliver_from_) metrics_->completed(metrics_step(it->second));
   in_flight_.erase(it);
 }
 
@@ -590,11 +594,29 @@ void PlannerRole::report_progress(const InFlightStep& step) {
   log_info(line);
 }
 
+// A step's line of output.metrics: what the planner knows when it completes.
+MetricsStep PlannerRole::metrics_step(const InFlightStep& step) const {
+  MetricsStep out;
+  out.step = step.step;
+  out.tokens = step.tokens;
+  out.wait_max_seconds = step.max_wait_seconds;
+  out.wait_sum_seconds = step.wait_sum_seconds;
+  out.clients = job_.tree.size();
+  out.planner_work_seconds = work_.wall_seconds();
+  out.backlog.assign(sources_.size(), 0);
+  for (const auto& [rank, track] : loaders_)
+    for (const auto& [key, item] : track.outstanding) out.backlog.at(item.source)++;
+  for (const auto& src : sources_) out.source_loaders.push_back(src.loader_ranks);
+  return out;
+}
+
 PlannerReport PlannerRole::serve() {
   start_ = last_step_done_ = std::chrono::steady_clock::now();
+  if (metrics_) metrics_->start(start_);
   const uint64_t steps = job_.config.job.steps;
   Backoff backoff;
   while (acked_steps_ < steps || loader_checkpoint_) {
+    work_.begin();
     bool progressed = false;
     request_ahead();
     while (try_plan_step()) {
@@ -603,10 +625,14 @@ PlannerReport PlannerRole::serve() {
     }
     while (auto message = try_receive(job_.world.get(), MPI_ANY_SOURCE, MPI_ANY_TAG, "waiting for loaders and clients")) {
       progressed = true;
+      report_.messages_received++;
       if (message->tag == kTagMeta) {
-        on_meta(message->source, decode_meta(message->bytes));
+        LoaderStatus status;
+        on_meta(message->source, decode_meta(message->bytes, &status));
+        if (metrics_) metrics_->loader_status(message->source, status);
       } else if (message->tag == kTagAck) {
         const AckMessage ack = decode_ack(message->bytes);
+        if (metrics_) metrics_->client_rss(message->source, ack.rss_bytes);
         on_ack(message->source, ack.step, ack.wait_seconds);
       } else if (message->tag == kTagCheckpoint || message->tag == kTagCheckpointGo) {
         WireReader r(message->bytes, "loader checkpoint");
@@ -622,9 +648,13 @@ PlannerReport PlannerRole::serve() {
     acks_.check(std::chrono::steady_clock::now());
     advance_loader_checkpoint();
     out_.progress();
+    work_.end(progressed);
     if (progressed) backoff.reset();
     else backoff.idle();
   }
+  report_.work_seconds = work_.wall_seconds();
+  report_.work_cpu_seconds = work_.cpu_seconds();
+  report_.messages_sent = out_.sent();
   stop_loaders();
   // Bounded: a send to a loader that stopped receiving never completes.
   out_.drain_for(std::clamp<uint64_t>(job_.config.loader.deadline_ms, 1000, 5000));

@@ -20,6 +20,7 @@
 #include "plan/pack.h"
 #include "runtime/ack_watch.h"
 #include "runtime/context.h"
+#include "runtime/metrics.h"
 #include "runtime/window_budget.h"
 
 namespace msd {
@@ -60,6 +61,7 @@ class PlannerRole {
     int acks_missing = 0;
     uint64_t tokens = 0;
     double max_wait_seconds = 0.0;
+    double wait_sum_seconds = 0.0;  // over clients
     std::vector<std::pair<int, uint64_t>> slots;  // (loader rank, slot offset)
     std::vector<InFlightSample> samples;          // for checkpoints' DGraph
   };
@@ -76,6 +78,7 @@ class PlannerRole {
   void on_ack(int client_rank, uint64_t step, double wait_seconds);
   void complete_step(uint64_t step);
   void report_progress(const InFlightStep& step);
+  MetricsStep metrics_step(const InFlightStep& step) const;
   void checkpoint(uint64_t step);
   void inject_fault(uint64_t step);
   void ask_loader_checkpoint(uint64_t step);
@@ -88,6 +91,7 @@ class PlannerRole {
 
   JobContext& job_;
   AsyncSender out_;  // the planner never blocks on a busy or stalled peer
+  WorkTimer work_;   // the serve loop's passes that handled something
   std::vector<SourceState> sources_;
   Mixer mixer_;
   CostModel cost_;
@@ -108,6 +112,7 @@ class PlannerRole {
   DataFingerprint data_;
   std::unique_ptr<TraceWriter> trace_;
   std::unique_ptr<PlannerCheckpointWriter> checkpoints_;
+  std::unique_ptr<MetricsWriter> metrics_;  // output.metrics
   uint64_t next_step_ = 0;   // next step to plan
   uint64_t acked_steps_ = 0;  // steps acknowledged by every client
   std::map<uint64_t, InFlightStep> in_flight_;

@@ -389,6 +389,20 @@ void write_memory_budget_json(JsonWriter& w, const SummaryInput& in) {
       .end_object();
 }
 
+// The planner's own work per delivered step (docs/summary.md, docs/planner-scaling.md).
+void write_planner_work_json(JsonWriter& w, const Report& r) {
+  const SummaryInput& in = r.input;
+  const double steps = r.digests.steps > 0 ? static_cast<double>(r.digests.steps) : 1.0;
+  w.begin_object("planner_work")
+      .value("seconds", in.planner_work_seconds)
+      .value("cpu_seconds", in.planner_work_cpu_seconds)
+      .value("ms_per_step", 1e3 * in.planner_work_seconds / steps)
+      .value("cpu_ms_per_step", 1e3 * in.planner_work_cpu_seconds / steps)
+      .value("messages_received_per_step", static_cast<double>(in.planner_messages_received) / steps)
+      .value("messages_sent_per_step", static_cast<double>(in.planner_messages_sent) / steps)
+      .end_object();
+}
+
 // The mix, bad samples, checkpoints and takeovers.
 void write_data_json(JsonWriter& w, const Report& r) {
   const Config& config = r.job.config;
@@ -412,6 +426,7 @@ void write_data_json(JsonWriter& w, const Report& r) {
   w.end_object();
   const SummaryInput& in = r.input;
   write_memory_budget_json(w, in);
+  write_planner_work_json(w, r);
   w.begin_object("planner_checkpoints")
       .value("written", in.checkpoints)
       .value("seconds", in.checkpoint_seconds)
@@ -508,6 +523,11 @@ std::string run_text(const Report& r) {
     text += line("  planner checkpoints: %llu, %.3f ms each on average (%.3f%% of wall)\n",
                  static_cast<ull>(in.checkpoints), 1e3 * in.checkpoint_seconds / in.checkpoints,
                  wall > 0 ? 100.0 * in.checkpoint_seconds / wall : 0.0);
+  if (!r.job.layout.colocated && r.digests.steps > 0)
+    text += line("  planner work per step: %.3f ms (%.3f ms CPU), %.0f messages received, %.0f sent\n",
+                 1e3 * in.planner_work_seconds / r.digests.steps, 1e3 * in.planner_work_cpu_seconds / r.digests.steps,
+                 static_cast<double>(in.planner_messages_received) / r.digests.steps,
+                 static_cast<double>(in.planner_messages_sent) / r.digests.steps);
   text += line("  data wait per client: mean %.3f s, max %.3f s (%.1f%% of wall)\n", r.wait_mean(), r.roles.wait_max,
                wall > 0 ? 100.0 * r.wait_mean() / wall : 0.0);
   const Balance& b = r.balance;

@@ -20,6 +20,9 @@ struct SummaryInput {
   uint64_t checkpoints = 0;           // the planner's checkpoint writes and their cost
   double checkpoint_seconds = 0.0, checkpoint_max_seconds = 0.0;
   uint64_t budget_binding_steps = 0, budget_exceeded_steps = 0;  // the planner's memory budget
+  // The planner's own work over its steps (PlannerReport).
+  double planner_work_seconds = 0.0, planner_work_cpu_seconds = 0.0;
+  uint64_t planner_messages_received = 0, planner_messages_sent = 0;
 };
 
 // Collective over the world. The returned Summary is complete on world rank 0

@@ -108,10 +108,18 @@ int ClientPlaceTree::client(const Place& place) const {
   return index;
 }
 
+// Every combination of the other axes at dp = data_group: O(group size), not
+// O(clients), since the planner asks for every group's members every step.
 std::vector<int> ClientPlaceTree::group_members(int data_group) const {
+  MSD_CHECK(data_group >= 0 && data_group < dp_);
   std::vector<int> members;
-  for (int c = 0; c < size(); ++c)
-    if (place(c).dp == data_group) members.push_back(c);
+  members.reserve(static_cast<size_t>(pp_ * cp_ * tp_));
+  Place p;
+  p.dp = data_group;
+  for (p.pp = 0; p.pp < pp_; ++p.pp)
+    for (p.cp = 0; p.cp < cp_; ++p.cp)
+      for (p.tp = 0; p.tp < tp_; ++p.tp) members.push_back(client(p));
+  std::sort(members.begin(), members.end());
   return members;
 }
 

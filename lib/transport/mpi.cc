@@ -108,6 +108,7 @@ void AsyncSender::send(int dest, int tag, std::vector<uint8_t> bytes, const std:
   MSD_MPI(MPI_Isend(bytes.data(), checked_cast<int>(bytes.size()), MPI_BYTE, dest, tag, comm_, &request), hint);
   requests_.push_back(request);
   buffers_.push_back(std::move(bytes));  // the vector's heap buffer does not move
+  ++sent_;
   if (requests_.size() >= 64) progress();
 }
 
@@ -116,11 +117,15 @@ void AsyncSender::progress() {
   for (size_t i = 0; i < requests_.size(); ++i) {
     int done = 0;
     MSD_MPI(MPI_Test(&requests_[i], &done, MPI_STATUS_IGNORE), "completing a send");
-    if (!done) {
+    if (done) continue;
+    // Never move a buffer onto itself: a self-moved std::vector is left
+    // empty and its storage freed while MPI may still be reading it (a
+    // message too large to be sent eagerly).
+    if (kept != i) {
       requests_[kept] = requests_[i];
       buffers_[kept] = std::move(buffers_[i]);
-      ++kept;
     }
+    ++kept;
   }
   requests_.resize(kept);
   buffers_.resize(kept);

@@ -83,11 +83,13 @@ class AsyncSender {
   // stopped receiving: their buffers are then kept, never freed under MPI).
   bool drain_for(uint64_t timeout_ms);
   size_t in_flight() const { return requests_.size(); }
+  uint64_t sent() const { return sent_; }  // messages sent so far
 
  private:
   MPI_Comm comm_;
   std::vector<MPI_Request> requests_;
   std::vector<std::vector<uint8_t>> buffers_;
+  uint64_t sent_ = 0;
 };
 
 struct Message {

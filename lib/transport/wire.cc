@@ -120,15 +120,23 @@ SampleMeta get_meta(WireReader& r) {
 }
 }  // namespace
 
-std::vector<uint8_t> encode_meta(const std::vector<SampleMeta>& items) {
+std::vector<uint8_t> encode_meta(const std::vector<SampleMeta>& items, const LoaderStatus& status) {
   WireWriter w;
+  w.u64(status.rss_bytes);
+  w.f64(status.busy_seconds);
+  w.f64(status.wall_seconds);
   w.u32(checked_cast<uint32_t>(items.size()));
   for (const auto& m : items) put_meta(w, m);
   return std::move(w.bytes());
 }
 
-std::vector<SampleMeta> decode_meta(std::span<const uint8_t> bytes) {
+std::vector<SampleMeta> decode_meta(std::span<const uint8_t> bytes, LoaderStatus* status) {
   WireReader r(bytes, "sample metadata");
+  LoaderStatus read;
+  read.rss_bytes = r.u64();
+  read.busy_seconds = r.f64();
+  read.wall_seconds = r.f64();
+  if (status) *status = read;
   std::vector<SampleMeta> items(r.count(kMetaBytes));
   for (auto& m : items) m = get_meta(r);
   r.finish();
@@ -200,6 +208,7 @@ std::vector<uint8_t> encode(const AckMessage& m) {
   WireWriter w;
   w.u64(m.step);
   w.f64(m.wait_seconds);
+  w.u64(m.rss_bytes);
   return std::move(w.bytes());
 }
 
@@ -208,6 +217,7 @@ AckMessage decode_ack(std::span<const uint8_t> bytes) {
   AckMessage m;
   m.step = r.u64();
   m.wait_seconds = r.f64();
+  m.rss_bytes = r.u64();
   r.finish();
   return m;
 }

@@ -147,11 +147,21 @@ struct StepPlan {
 struct AckMessage {
   uint64_t step = 0;
   double wait_seconds = 0.0;  // how long the client waited for this step's data
+  uint64_t rss_bytes = 0;     // the client's resident set size (0 without output.metrics)
+};
+
+// A loader's figures for per-step metrics, on every metadata message: its
+// resident set size, and seconds spent reading and transforming samples out
+// of seconds since it started serving (0 without output.metrics).
+struct LoaderStatus {
+  uint64_t rss_bytes = 0;
+  double busy_seconds = 0.0;
+  double wall_seconds = 0.0;
 };
 
 std::vector<uint8_t> encode(const HelloMessage& m);
 std::vector<uint8_t> encode_load(const std::vector<LoadItem>& items);
-std::vector<uint8_t> encode_meta(const std::vector<SampleMeta>& items);
+std::vector<uint8_t> encode_meta(const std::vector<SampleMeta>& items, const LoaderStatus& status = {});
 std::vector<uint8_t> encode_release(const std::vector<uint64_t>& slot_offsets);
 std::vector<uint8_t> encode(const StepPlan& m);
 std::vector<uint8_t> encode(const AckMessage& m);
@@ -173,7 +183,7 @@ FaultMessage decode_fault(std::span<const uint8_t> bytes);
 
 HelloMessage decode_hello(std::span<const uint8_t> bytes);
 std::vector<LoadItem> decode_load(std::span<const uint8_t> bytes);
-std::vector<SampleMeta> decode_meta(std::span<const uint8_t> bytes);
+std::vector<SampleMeta> decode_meta(std::span<const uint8_t> bytes, LoaderStatus* status = nullptr);
 std::vector<uint64_t> decode_release(std::span<const uint8_t> bytes);
 StepPlan decode_plan(std::span<const uint8_t> bytes);
 AckMessage decode_ack(std::span<const uint8_t> bytes);

@@ -168,3 +168,15 @@ def test_load_state_dict_after_the_start_raises():
     run(job)
     if job.role == "client":
         assert error and "before the first batch" in error
+
+
+def test_metrics_option_writes_a_line_per_step():
+    path = os.path.join(SCRATCH, "metrics.jsonl")
+    job = msd.Job(CONFIG, overrides=[f"--metrics={path}"])
+    _, summary = run(job)
+    WORLD.Barrier()  # the planner wrote the last line before the summary; every rank reads it now
+    with open(path) as f:
+        lines = [json.loads(line) for line in f]
+    assert [line["step"] for line in lines] == list(range(REFERENCE["steps"]))
+    assert sum(line["tokens"] for line in lines) == summary["tokens"] == REFERENCE["tokens"]
+    assert summary["batch_digest"] == REFERENCE["batch_digest"]

@@ -118,6 +118,7 @@ TEST_CASE("config: every option of a full INI file lands in its field", "[config
   CHECK(c.device.preset == "h200");
   CHECK(c.emulator.time_scale == 0.5);
   CHECK(c.output.summary_json == "out/summary.json");  // never resolved against the file
+  CHECK(c.output.metrics == "out/metrics.jsonl");       // nor is this
   CHECK(c.output.progress_every == 10);
   CHECK(c.output.log_level == "warn");
   CHECK_FALSE(inv.help);
@@ -150,12 +151,13 @@ TEST_CASE("config: command-line options override the file", "[config]") {
 
 TEST_CASE("config: aliases set their section keys", "[config]") {
   const Invocation inv = parse({"--config", kData + "/full.ini", "--steps=7", "--seed", "5", "--mode=disaggregated",
-                                "--loaders=3", "--summary-json=s.json", "--print-world-size"});
+                                "--loaders=3", "--summary-json=s.json", "--metrics=m.jsonl", "--print-world-size"});
   CHECK(inv.config.job.steps == 7);
   CHECK(inv.config.job.seed == 5);
   CHECK(inv.config.job.mode == "disaggregated");
   CHECK(inv.config.topology.loaders == 3);
   CHECK(inv.config.output.summary_json == "s.json");
+  CHECK(inv.config.output.metrics == "m.jsonl");
   CHECK(inv.print_world_size);
   CHECK_THAT(error_of({"--config", kData + "/full.ini", "--steps=7", "--job.steps=8"}),
              Catch::Contains("job.steps: given twice on the command line"));

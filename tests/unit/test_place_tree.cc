@@ -47,6 +47,18 @@ TEST_CASE("data groups and axis peers") {
   REQUIRE_FALSE(tree.is_tp_leader(tp_peers[1]));
 }
 
+TEST_CASE("group members are every client of the data group, ascending, in every rank order") {
+  for (const char* order : {"tp,cp,dp,pp", "dp,tp,cp,pp", "pp,dp,cp,tp", "cp,pp,tp,dp"}) {
+    ClientPlaceTree tree(3, 2, 2, 2, order);
+    for (int g = 0; g < 3; ++g) {
+      std::vector<int> expected;
+      for (int c = 0; c < tree.size(); ++c)
+        if (tree.place(c).dp == g) expected.push_back(c);
+      CHECK(tree.group_members(g) == expected);
+    }
+  }
+}
+
 TEST_CASE("bad dimensions and orders are configuration errors") {
   REQUIRE_THROWS_AS(ClientPlaceTree(0, 1, 1, 1), ConfigError);
   REQUIRE_THROWS_AS(ClientPlaceTree(1, 1, 1, 1, "tp,cp,dp"), ConfigError);

@@ -67,19 +67,38 @@ TEST_CASE("hello, release and ack round trips") {
   REQUIRE(decode_hello(encode(HelloMessage{"cannot open x", {}})).error == "cannot open x");
   REQUIRE(decode_release(encode_release({64, 128})) == std::vector<uint64_t>{64, 128});
   REQUIRE(decode_ack(encode(AckMessage{9})).step == 9);
+  REQUIRE(decode_ack(encode(AckMessage{9, 0.5, 123456789})).rss_bytes == 123456789);
+}
+
+TEST_CASE("sample metadata carries the loader's status") {
+  SampleMeta m;
+  m.source = 3;
+  m.cursor = 77;
+  const LoaderStatus status{1u << 30, 1.25, 4.5};
+  LoaderStatus back;
+  const auto items = decode_meta(encode_meta({m, m}, status), &back);
+  REQUIRE(items.size() == 2);
+  CHECK(items[1].cursor == 77);
+  CHECK(back.rss_bytes == status.rss_bytes);
+  CHECK(back.busy_seconds == status.busy_seconds);
+  CHECK(back.wall_seconds == status.wall_seconds);
+  CHECK(decode_meta(encode_meta({})).empty());  // without metrics: zeros
 }
 
 TEST_CASE("the wire is little-endian on every host (docs/wire.md)") {
   AckMessage ack;
   ack.step = 0x0102030405060708ULL;
   ack.wait_seconds = -2.0;  // IEEE 754: 0xC000000000000000
+  ack.rss_bytes = 0x1122;
   const std::vector<uint8_t> bytes = encode(ack);
   const std::vector<uint8_t> expected = {kWireVersion, 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
-                                         0x00,         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xC0};
+                                         0x00,         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xC0,
+                                         0x22,         0x11, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
   CHECK(bytes == expected);
   const AckMessage back = decode_ack(bytes);
   CHECK(back.step == ack.step);
   CHECK(back.wait_seconds == ack.wait_seconds);
+  CHECK(back.rss_bytes == ack.rss_bytes);
 }
 
 TEST_CASE("slot allocator places, frees and coalesces") {

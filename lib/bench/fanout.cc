@@ -1,0 +1,284 @@
+#include "bench/fanout.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "bench/launch.h"
+#include "common/error.h"
+#include "common/json_writer.h"
+#include "source/indexed/indexed_source.h"
+
+namespace msd::bench {
+
+namespace {
+
+uint64_t splitmix(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// A pre-tokenized Megatron corpus of `documents` documents of 32..543
+// tokens: the loaders do little work (no tokenizer), so the planner's
+// share of the node is what the rows vary.
+std::string write_corpus(const std::string& dir, int s, uint64_t documents) {
+  const std::string prefix = str(dir, "/corpus", s, "-", documents);
+  struct stat st {};
+  if (::stat((prefix + ".idx").c_str(), &st) == 0) return prefix + ".idx";
+  uint64_t rng = 0xfa0000ULL + static_cast<uint64_t>(s);
+  IndexedDatasetWriter writer(prefix, IndexedDtype::uint16);
+  std::vector<int32_t> tokens;
+  for (uint64_t d = 0; d < documents; ++d) {
+    tokens.resize(32 + splitmix(rng) % 512);
+    for (auto& t : tokens) t = static_cast<int32_t>(splitmix(rng) % 30000);
+    writer.add_document(tokens);
+  }
+  writer.finish();
+  return prefix + ".idx";
+}
+
+std::string write_config(const FanoutOptions& options, const std::string& work, const std::vector<std::string>& paths,
+                         int clients, int tp) {
+  const int dp = clients / tp;
+  const std::string path = str(work, "/fanout-c", clients, "-t", tp, ".ini");
+  std::ofstream out(path);
+  out << "[job]\nsteps = " << options.steps << "\nglobal_batch = " << options.samples_per_group * dp
+      << "\nseq_len = " << options.seq_len << "\nmicro_batches = 1\nprefetch_steps = 2\nseed = 3\n\n"
+      << "[topology]\ndp = " << dp << "\ntp = " << tp << "\nloaders = " << options.loaders << "\n\n[mix]\nsources = ";
+  for (size_t s = 0; s < paths.size(); ++s) out << (s ? ", " : "") << "corpus" << s;
+  out << "\n\n";
+  for (size_t s = 0; s < paths.size(); ++s)
+    out << "[source.corpus" << s << "]\nformat = indexed\npath = " << paths[s] << "\nweight = 1\n\n";
+  out << "[loader]\nwindow_mb = 32\n\n[emulator]\ntime_scale = 0\n\n[output]\nprogress_every = 0\nlog_level = warn\n";
+  if (!out) throw IoError(str("cannot write ", path));
+  return path;
+}
+
+FanoutRow run_row(const FanoutOptions& options, const std::string& work, const std::vector<std::string>& paths,
+                  int clients, int tp) {
+  FanoutRow row;
+  row.clients = clients;
+  row.tp = tp;
+  row.groups = clients / tp;
+  row.samples_per_step = static_cast<uint64_t>(options.samples_per_group) * static_cast<uint64_t>(row.groups);
+  const std::string config = write_config(options, work, paths, clients, tp);
+  const std::string stem = config.substr(0, config.size() - 4);
+  const int ranks = 1 + options.loaders + clients;
+  std::fprintf(stderr, "msd-bench fanout: %d clients in %d data groups of %d, %d ranks (log %s.log)\n", clients,
+               row.groups, tp, ranks, stem.c_str());
+  const std::vector<std::string> args = {"--config", config, "--summary-json", stem + ".json"};
+  const int rc = run_command(mpirun_command(ranks, executable_dir() + "/msd-run", args), stem + ".log");
+  if (rc != 0) throw Error(str("the run of ", clients, " clients failed with exit code ", rc, "; see ", stem, ".log"));
+  const JsonValue s = read_json_file(stem + ".json");
+  auto number = [&](const std::string& key) {
+    const double v = json_number(s, key);
+    if (std::isnan(v)) throw Error(str(stem, ".json has no number ", key));
+    return v;
+  };
+  row.ms_per_step = number("planner_work.ms_per_step");
+  row.cpu_ms_per_step = number("planner_work.cpu_ms_per_step");
+  row.received_per_step = number("planner_work.messages_received_per_step");
+  row.sent_per_step = number("planner_work.messages_sent_per_step");
+  row.wall_s = number("wall_s");
+  return row;
+}
+
+// Solves the k x k system m x = v (Gaussian elimination, partial pivoting);
+// false when it is singular relative to its scale.
+bool solve(std::vector<std::vector<double>> m, std::vector<double> v, std::vector<double>& x) {
+  const size_t k = v.size();
+  double scale = 0;
+  for (const auto& r : m)
+    for (double e : r) scale = std::max(scale, std::fabs(e));
+  for (size_t c = 0; c < k; ++c) {
+    size_t pivot = c;
+    for (size_t r = c + 1; r < k; ++r)
+      if (std::fabs(m[r][c]) > std::fabs(m[pivot][c])) pivot = r;
+    if (std::fabs(m[pivot][c]) <= 1e-9 * scale) return false;
+    std::swap(m[c], m[pivot]);
+    std::swap(v[c], v[pivot]);
+    for (size_t r = c + 1; r < k; ++r) {
+      const double f = m[r][c] / m[c][c];
+      for (size_t j = c; j < k; ++j) m[r][j] -= f * m[c][j];
+      v[r] -= f * v[c];
+    }
+  }
+  x.assign(k, 0);
+  for (size_t c = k; c-- > 0;) {
+    double sum = v[c];
+    for (size_t j = c + 1; j < k; ++j) sum -= m[c][j] * x[j];
+    x[c] = sum / m[c][c];
+  }
+  return true;
+}
+
+// Least squares of y on the given columns (plus a constant first).
+bool least_squares(const std::vector<std::vector<double>>& columns, const std::vector<double>& y,
+                   std::vector<double>& x) {
+  std::vector<std::vector<double>> cols = {std::vector<double>(y.size(), 1.0)};
+  cols.insert(cols.end(), columns.begin(), columns.end());
+  const size_t k = cols.size();
+  std::vector<std::vector<double>> m(k, std::vector<double>(k, 0));
+  std::vector<double> v(k, 0);
+  for (size_t i = 0; i < k; ++i) {
+    for (size_t j = 0; j < k; ++j)
+      for (size_t n = 0; n < y.size(); ++n) m[i][j] += cols[i][n] * cols[j][n];
+    for (size_t n = 0; n < y.size(); ++n) v[i] += cols[i][n] * y[n];
+  }
+  return solve(m, v, x);
+}
+
+}  // namespace
+
+FanoutFit fit_fanout(const std::vector<double>& groups, const std::vector<double>& clients,
+                     const std::vector<double>& y) {
+  FanoutFit fit;
+  std::vector<double> x;
+  if (y.size() >= 3 && least_squares({groups, clients}, y, x)) {
+    fit.base = x[0];
+    fit.per_group = x[1];
+    fit.per_client = x[2];
+    return fit;
+  }
+  fit.separated = false;
+  if (y.size() >= 2 && least_squares({clients}, y, x)) {
+    fit.base = x[0];
+    fit.per_client = x[1];
+  } else if (!y.empty()) {
+    fit.base = y[0];
+  }
+  return fit;
+}
+
+FanoutReport run_fanout_bench(const FanoutOptions& options) {
+  if (options.clients.empty() || options.tps.empty()) throw ConfigError("--clients and --tps need a value each");
+  if (options.steps < 2) throw ConfigError("--steps must be at least 2");
+  if (options.samples_per_group < 1) throw ConfigError("--samples-per-group must be at least 1");
+  if (options.loaders < 1) throw ConfigError("--loaders must be at least 1");
+  std::vector<std::pair<int, int>> layouts;
+  for (int c : options.clients)
+    for (int t : options.tps) {
+      if (c < 1 || t < 1) throw ConfigError("--clients and --tps must be at least 1");
+      if (c % t == 0) layouts.push_back({c, t});
+    }
+  if (layouts.empty()) throw ConfigError("--tps: no value divides any of --clients");
+  std::string work = options.work_dir;
+  if (work.empty()) {
+    char pattern[] = "/tmp/msd-bench-fanout-XXXXXX";
+    if (!::mkdtemp(pattern)) throw IoError("cannot create a temporary directory under /tmp");
+    work = pattern;
+  }
+  make_dir(work);
+  const std::vector<std::string> paths = {write_corpus(work, 0, options.documents),
+                                          write_corpus(work, 1, options.documents)};
+  FanoutReport report;
+  report.target_ms = options.target_ms;
+  report.samples_per_group = options.samples_per_group;
+  std::vector<double> groups, clients, cpu, messages;
+  for (const auto& [c, t] : layouts) {
+    report.rows.push_back(run_row(options, work, paths, c, t));
+    const FanoutRow& row = report.rows.back();
+    groups.push_back(row.groups);
+    clients.push_back(row.clients);
+    cpu.push_back(row.cpu_ms_per_step);
+    messages.push_back(row.received_per_step + row.sent_per_step);
+  }
+  report.cpu_ms = fit_fanout(groups, clients, cpu);
+  report.messages = fit_fanout(groups, clients, messages);
+  for (int t : options.extrapolate_tps) {
+    FanoutPoint p;
+    p.gpus = options.gpus;
+    p.tp = t;
+    p.groups = options.gpus / t;
+    p.cpu_ms_per_step = report.cpu_ms.at(p.groups, p.gpus);
+    p.messages_per_step = report.messages.at(p.groups, p.gpus);
+    p.meets_target = p.cpu_ms_per_step <= options.target_ms;
+    report.extrapolated.push_back(p);
+  }
+  return report;
+}
+
+namespace {
+void write_fit(JsonWriter& w, const std::string& key, const FanoutFit& fit) {
+  w.begin_object(key)
+      .value("base", fit.base)
+      .value("per_group", fit.per_group)
+      .value("per_client", fit.per_client)
+      .value("separated", fit.separated)
+      .end_object();
+}
+}  // namespace
+
+std::string fanout_json(const FanoutReport& report) {
+  JsonWriter w;
+  w.begin_object();
+  w.value("samples_per_group", report.samples_per_group);
+  w.begin_array("rows");
+  for (const FanoutRow& row : report.rows)
+    w.begin_object()
+        .value("clients", row.clients)
+        .value("tp", row.tp)
+        .value("groups", row.groups)
+        .value("samples_per_step", row.samples_per_step)
+        .value("ms_per_step", row.ms_per_step)
+        .value("cpu_ms_per_step", row.cpu_ms_per_step)
+        .value("messages_received_per_step", row.received_per_step)
+        .value("messages_sent_per_step", row.sent_per_step)
+        .value("wall_s", row.wall_s)
+        .end_object();
+  w.end_array();
+  write_fit(w, "fit_cpu_ms_per_step", report.cpu_ms);
+  write_fit(w, "fit_messages_per_step", report.messages);
+  w.value("target_ms", report.target_ms);
+  w.begin_array("extrapolated");
+  for (const FanoutPoint& p : report.extrapolated)
+    w.begin_object()
+        .value("gpus", p.gpus)
+        .value("tp", p.tp)
+        .value("groups", p.groups)
+        .value("samples_per_step", static_cast<uint64_t>(p.groups) * report.samples_per_group)
+        .value("cpu_ms_per_step", p.cpu_ms_per_step)
+        .value("messages_per_step", p.messages_per_step)
+        .value("meets_target", p.meets_target)
+        .end_object();
+  w.end_array();
+  w.end_object();
+  return w.str();
+}
+
+std::string fanout_text(const FanoutReport& report) {
+  std::string out = str("msd-bench fanout: the planner's work per step (", report.samples_per_group,
+                        " samples per data group; CPU time of its thread, wall time of its busy passes)\n");
+  char line[256];
+  std::snprintf(line, sizeof line, "  %7s %3s %6s %8s %10s %10s %9s %9s\n", "clients", "tp", "groups", "samples",
+                "cpu ms", "wall ms", "received", "sent");
+  out += line;
+  for (const FanoutRow& r : report.rows) {
+    std::snprintf(line, sizeof line, "  %7d %3d %6d %8llu %10.3f %10.3f %9.1f %9.1f\n", r.clients, r.tp, r.groups,
+                  static_cast<unsigned long long>(r.samples_per_step), r.cpu_ms_per_step, r.ms_per_step,
+                  r.received_per_step, r.sent_per_step);
+    out += line;
+  }
+  const FanoutFit& f = report.cpu_ms;
+  const FanoutFit& m = report.messages;
+  std::snprintf(line, sizeof line, "  fit: cpu ms/step = %.4f + %.5f x groups + %.5f x clients%s\n", f.base,
+                f.per_group, f.per_client, f.separated ? "" : " (groups not separable: one tp)");
+  out += line;
+  std::snprintf(line, sizeof line, "  fit: messages/step = %.2f + %.3f x groups + %.3f x clients\n", m.base,
+                m.per_group, m.per_client);
+  out += line;
+  for (const FanoutPoint& p : report.extrapolated) {
+    std::snprintf(line, sizeof line, "  extrapolated to %d GPUs, tp %d (%d groups): %.2f ms CPU per step, %.0f messages (target %.0f ms: %s)\n",
+                  p.gpus, p.tp, p.groups, p.cpu_ms_per_step, p.messages_per_step, report.target_ms,
+                  p.meets_target ? "met" : "missed");
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace msd::bench

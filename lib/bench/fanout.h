@@ -1,0 +1,70 @@
+// msd-bench fanout: the planner's own work per step as the job grows. Each
+// row runs msd-run with C client ranks in data groups of T (tp = T, dp =
+// C / T) on one node, tiny compute (emulator.time_scale = 0) and a global
+// batch of samples_per_group samples per data group, and reads the summary's
+// planner_work (docs/summary.md): wall and CPU time of the passes of the
+// planner's loop that handled something, and the messages it received and
+// sent, per step. A least-squares fit of CPU ms per step = base + per_group x
+// groups + per_client x clients over the rows extrapolates to a large job
+// (docs/planner-scaling.md). CPU time, not wall: on a node with more ranks
+// than cores the planner's wall time counts the time it waited for a core.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace msd::bench {
+
+struct FanoutOptions {
+  std::vector<int> clients = {16, 32, 64};  // C per row
+  std::vector<int> tps = {1, 4};            // T per row (rows where T divides C)
+  uint64_t steps = 30;
+  uint32_t samples_per_group = 8;           // global_batch = this x data groups
+  uint32_t seq_len = 1024;
+  int loaders = 2;
+  uint64_t documents = 20000;               // per generated source
+  int gpus = 4096;                          // the extrapolation's job size
+  std::vector<int> extrapolate_tps = {8, 1};  // data groups of this many GPUs at `gpus`
+  double target_ms = 10.0;
+  std::string work_dir;                     // data, configurations, summaries, logs; default: a temp dir
+};
+
+struct FanoutRow {
+  int clients = 0, tp = 0, groups = 0;
+  uint64_t samples_per_step = 0;
+  double ms_per_step = 0, cpu_ms_per_step = 0;  // planner_work
+  double received_per_step = 0, sent_per_step = 0;
+  double wall_s = 0;  // the run's summary wall_s
+};
+
+// y = base + per_group * groups + per_client * clients (least squares). When
+// the rows do not vary groups apart from clients (one tp), per_group is 0 and
+// `separated` false.
+struct FanoutFit {
+  double base = 0, per_group = 0, per_client = 0;
+  bool separated = true;
+  double at(double groups, double clients) const { return base + per_group * groups + per_client * clients; }
+};
+
+struct FanoutPoint {
+  int gpus = 0, tp = 0, groups = 0;
+  double cpu_ms_per_step = 0, messages_per_step = 0;
+  bool meets_target = false;
+};
+
+struct FanoutReport {
+  std::vector<FanoutRow> rows;
+  FanoutFit cpu_ms, messages;  // messages: received + sent per step
+  std::vector<FanoutPoint> extrapolated;
+  double target_ms = 0;
+  uint32_t samples_per_group = 0;
+};
+
+FanoutFit fit_fanout(const std::vector<double>& groups, const std::vector<double>& clients,
+                     const std::vector<double>& y);
+FanoutReport run_fanout_bench(const FanoutOptions& options);
+std::string fanout_json(const FanoutReport& report);
+std::string fanout_text(const FanoutReport& report);
+
+}  // namespace msd::bench

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# msd-bench fanout at a tiny size: a row per (clients, tp) where tp divides
+# clients, each with the planner's work and messages per step from a real
+# run; the fit reproduces the rows it was fitted to when they are exact; the
+# extrapolation is the fit's value; and every client's acknowledgement
+# reaches the planner (at least one message received per client per step).
+source "$(dirname "$0")/common.sh"
+timeout 240 "$MSD_BUILD/app/msd-bench" fanout --clients 2,4 --tps 1,2,3 --steps 3 --samples-per-group 4 \
+  --documents 2000 --gpus 64 --extrapolate-tps 8,1 --work-dir "$WORK/runs" --json >"$WORK/out.json"
+cat "$WORK/out.json"
+/usr/bin/python3 - "$WORK/out.json" <<'PY'
+import json, math, sys
+report = json.load(open(sys.argv[1]))
+rows = report["rows"]
+assert [(r["clients"], r["tp"]) for r in rows] == [(2, 1), (2, 2), (4, 1), (4, 2)], rows
+for r in rows:
+    assert r["groups"] == r["clients"] // r["tp"] and r["samples_per_step"] == 4 * r["groups"], r
+    assert r["cpu_ms_per_step"] > 0 and r["ms_per_step"] > 0, r
+    assert r["messages_received_per_step"] >= r["clients"], r   # one acknowledgement per client per step
+    assert r["messages_sent_per_step"] >= r["clients"], r       # one plan per client per step
+fit = report["fit_cpu_ms_per_step"]
+assert fit["separated"], fit
+for p in report["extrapolated"]:
+    want = fit["base"] + fit["per_group"] * p["groups"] + fit["per_client"] * p["gpus"]
+    assert abs(p["cpu_ms_per_step"] - want) <= 1e-6 * max(1.0, abs(want)), (p, want)
+    assert p["meets_target"] == (p["cpu_ms_per_step"] <= report["target_ms"]), p
+assert [(p["gpus"], p["tp"], p["groups"]) for p in report["extrapolated"]] == [(64, 8, 8), (64, 1, 64)]
+print("fanout ok")
+PY
+set +e
+"$MSD_BUILD/app/msd-bench" fanout --clients 3 --tps 2 >"$WORK/err" 2>&1
+rc=$?
+set -e
+[ $rc -ne 0 ] && grep -q -- "--tps" "$WORK/err" || { echo "FAIL: --tps dividing no --clients not reported"; cat "$WORK/err"; exit 1; }
+echo "bench_fanout: ok"

@@ -1,0 +1,31 @@
+// The fit msd-bench fanout extrapolates with: exact on exact data, and
+// honest when the rows cannot tell data groups from clients apart.
+#include <catch2/catch.hpp>
+
+#include "bench/fanout.h"
+
+using Catch::Matchers::WithinAbs;
+using msd::bench::fit_fanout;
+
+TEST_CASE("fanout fit recovers base, per-group and per-client costs") {
+  const std::vector<double> groups = {16, 4, 32, 8, 64, 16}, clients = {16, 16, 32, 32, 64, 64};
+  std::vector<double> y;
+  for (size_t i = 0; i < groups.size(); ++i) y.push_back(0.5 + 0.02 * groups[i] + 0.003 * clients[i]);
+  const auto fit = fit_fanout(groups, clients, y);
+  CHECK(fit.separated);
+  CHECK_THAT(fit.base, WithinAbs(0.5, 1e-9));
+  CHECK_THAT(fit.per_group, WithinAbs(0.02, 1e-9));
+  CHECK_THAT(fit.per_client, WithinAbs(0.003, 1e-9));
+  CHECK_THAT(fit.at(512, 4096), WithinAbs(0.5 + 0.02 * 512 + 0.003 * 4096, 1e-9));
+}
+
+TEST_CASE("fanout fit with one data-group size fits clients alone") {
+  const std::vector<double> clients = {8, 16, 32, 64};
+  std::vector<double> y;
+  for (double c : clients) y.push_back(1.0 + 0.1 * c);
+  const auto fit = fit_fanout(clients, clients, y);  // tp = 1: groups == clients
+  CHECK_FALSE(fit.separated);
+  CHECK(fit.per_group == 0.0);
+  CHECK_THAT(fit.base, WithinAbs(1.0, 1e-9));
+  CHECK_THAT(fit.per_client, WithinAbs(0.1, 1e-9));
+}
