@@ -21,7 +21,8 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
       pack_(make_pack_options(job.config)),
       mode_(parse_training_mode(job.config.job.mode, job.config.job.balance)),
       window_(job.config.loader.window_mb << 20, job.config.job.max_sample_bytes),
-      acks_(job.planner_peers(), job.config.job.stall_timeout_s) {
+      acks_(job.planner_peers(), job.config.job.stall_timeout_s),
+      peer_count_(job.planner_peers().size()) {
   sources_.resize(job.config.sources.size());
   for (const auto& info : sources) sources_.at(info.source).samples = info.samples;
   for (size_t s = 0; s < sources_.size(); ++s) {
@@ -333,7 +334,7 @@ bool PlannerRole::try_plan_step() {
   InFlightStep record;
   record.step = step;
   const bool delivered = step >= deliver_from_;  // else fast-forwarded: no client gets it
-  record.acks_missing = delivered ? static_cast<int>(job_.planner_peers().size()) : 0;
+  record.acks_missing = delivered ? static_cast<int>(peer_count_) : 0;
   for (const auto& m : samples) {
     record.slots.push_back({m.loader_rank, m.slot_offset});
     record.samples.push_back({m.source, SampleState::planned, m.loader_rank, m.cursor, m.index});
@@ -601,7 +602,7 @@ MetricsStep PlannerRole::metrics_step(const InFlightStep& step) const {
   out.tokens = step.tokens;
   out.wait_max_seconds = step.max_wait_seconds;
   out.wait_sum_seconds = step.wait_sum_seconds;
-  out.clients = job_.tree.size();
+  out.clients = static_cast<int>(peer_count_);  // the clients that acknowledge
   out.planner_work_seconds = work_.wall_seconds();
   out.backlog.assign(sources_.size(), 0);
   for (const auto& [rank, track] : loaders_)

@@ -99,6 +99,7 @@ class PlannerRole {
   TrainingMode mode_;  // job.mode: how a step's documents are placed (plan/modes.h)
   WindowBudget window_;
   AckWatch acks_;  // job.stall_timeout_s: a client that stops acknowledging
+  size_t peer_count_;  // clients that get plans and acknowledge (JobContext::planner_peers)
   std::deque<std::vector<uint32_t>> quotas_;  // for steps next_step_, next_step_+1, ...
   std::deque<std::vector<uint64_t>> realized_before_;  // Mixer::realized() before each step in quotas_
   // What a checkpoint of step t needs, taken when t is planned: consumed
