@@ -20,6 +20,7 @@ struct SummaryInput {
   uint64_t checkpoints = 0;           // the planner's checkpoint writes and their cost
   double checkpoint_seconds = 0.0, checkpoint_max_seconds = 0.0;
   uint64_t budget_binding_steps = 0, budget_exceeded_steps = 0;  // the planner's memory budget
+  std::vector<SourceProfile> profiles;  // the planner's: per source (empty elsewhere, and colocated)
 };
 
 // Collective over the world. The returned Summary is complete on world rank 0
