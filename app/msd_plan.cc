@@ -152,7 +152,8 @@ int simulate_main(int argc, char** argv) {
   msd::CompareOptions compare;
   std::string command, methods, long_docs = "split";
   po::options_description described(
-      "Usage: msd-plan simulate [options]\n\n"
+      "Usage: msd-plan simulate [options]\n"
+      "(other commands: msd-plan profile --help, msd-plan partition --help)\n\n"
       "Plans --steps steps for an emulated cluster from synthetic heavy-tailed metadata\n"
       "(short web text, long documents, image-text), with no data and no MPI, once per\n"
       "balance method, and prints the planner's milliseconds per step (one core) and the\n"

@@ -138,6 +138,10 @@ void fit_to_loaders(PartitionPlan& plan, const Config& config) {
   if (plan.loader_ranks > configured)
     throw ConfigError(str("topology.loaders: the partition plan needs ", plan.loader_ranks, " loader ranks, the job has ",
                           configured, " (topology.scaling = partition); set topology.loaders = ", plan.loader_ranks));
+  for (size_t g = 0; g < plan.groups.size(); ++g)
+    if (plan.groups[g].threads > config.loader.threads)
+      throw ConfigError(str("loader.threads: the partition plan's group ", g, " runs ", plan.groups[g].threads,
+                            " threads per loader, more than loader.threads = ", config.loader.threads));
   PartitionOptions options;
   options.max_threads = config.loader.threads;
   options.headroom = plan.headroom;

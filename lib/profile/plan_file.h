@@ -43,8 +43,9 @@ inline constexpr uint64_t kStartUpProfileSamples = 64;
 std::string start_up_plan(const Config& config);
 
 // A plan's groups made to fit `config`: ConfigError naming topology.loaders
-// when it needs more loader ranks than configured; spare ranks go to the
-// heaviest groups (add_spare_ranks).
+// when it needs more loader ranks than configured, loader.threads when a
+// group runs more threads per loader; spare ranks go to the heaviest groups
+// (add_spare_ranks).
 void fit_to_loaders(PartitionPlan& plan, const Config& config);
 
 }  // namespace msd

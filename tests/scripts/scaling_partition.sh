@@ -42,7 +42,7 @@ run_job "$WORK/job.ini" --summary-json "$WORK/static.json" >/dev/null
 run_job "$WORK/job.ini" --summary-json "$WORK/plan-run.json" --topology.scaling=partition \
   --topology.partition_plan="$WORK/plan.json" --loaders "$ranks" >/dev/null
 run_job "$WORK/job.ini" --summary-json "$WORK/split-run.json" --topology.scaling=partition \
-  --topology.partition_plan="$WORK/split.json" >/dev/null
+  --topology.partition_plan="$WORK/split.json" --loader.threads=2 >/dev/null
 run_job "$WORK/job.ini" --summary-json "$WORK/spare-run.json" --topology.scaling=partition \
   --topology.partition_plan="$WORK/plan.json" --loaders $((ranks + 2)) >/dev/null
 run_job "$WORK/job.ini" --summary-json "$WORK/startup-run.json" --topology.scaling=partition --output.log_level=info \
@@ -78,6 +78,8 @@ expect_error "topology.partition_plan: a plan is used only with topology.scaling
   "$MSD_RUN" --config "$WORK/job.ini" --topology.partition_plan="$WORK/plan.json" --print-world-size
 expect_error "topology.loaders: the partition plan needs 2 loader ranks, the job has 1" \
   run_job "$WORK/job.ini" --topology.scaling=partition --topology.partition_plan="$WORK/split.json" --loaders 1
+expect_error "loader.threads: the partition plan's group 0 runs 2 threads per loader, more than loader.threads = 1" \
+  run_job "$WORK/job.ini" --topology.scaling=partition --topology.partition_plan="$WORK/split.json"
 echo '{"groups": [{"sources": ["web"], "ranks": 1, "threads": 1}]}' >"$WORK/short.json"
 expect_error "topology.partition_plan: .* has no group for source 'books'" \
   run_job "$WORK/job.ini" --topology.scaling=partition --topology.partition_plan="$WORK/short.json"
