@@ -19,6 +19,7 @@
 #include "plan/simulate_compare.h"
 #include "profile/plan_file.h"
 #include "profile/profiler.h"
+#include "runtime/assignment.h"
 
 namespace po = boost::program_options;
 
@@ -134,14 +135,21 @@ int partition_main(int argc, char** argv) {
   options.memory_option = "--max-loader-mb";
   const msd::PartitionDemand demand = msd::make_demand(config, profiles.profiles, steps_per_s);
   const msd::PartitionPlan plan = msd::partition(demand, options);
-  const std::string text = msd::plan_json(plan, demand, options);
+  // The static assignment of topology.loaders, for comparison.
+  msd::PartitionPlan baseline;
+  baseline.groups = msd::groups_of(msd::assign_sources(config), config.loader.threads);
+  msd::evaluate(baseline, demand, options, false);
+  const std::string text = msd::plan_json(plan, demand, options, &baseline);
   if (!out_path.empty()) {
     std::ofstream out(out_path);
     out << text << '\n';
     if (!out) throw msd::ConfigError("--out: cannot write '" + out_path + "'");
   }
   if (json) std::cout << text << '\n';
-  else msd::print_plan(plan, demand, std::cout);
+  else {
+    msd::print_plan(plan, demand, std::cout);
+    msd::print_other(baseline, "static, topology.loaders = " + std::to_string(config.topology.loaders), std::cout);
+  }
   return 0;
 }
 

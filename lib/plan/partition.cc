@@ -248,7 +248,8 @@ PartitionPlan partition(const PartitionDemand& demand, const PartitionOptions& o
   return plan;
 }
 
-void evaluate(PartitionPlan& plan, const PartitionDemand& demand, const PartitionOptions& options) {
+void evaluate(PartitionPlan& plan, const PartitionDemand& demand, const PartitionOptions& options,
+              bool choose_threads) {
   plan.loader_ranks = 0;
   plan.memory_bytes = 0.0;
   plan.worst_margin = std::numeric_limits<double>::infinity();
@@ -262,7 +263,7 @@ void evaluate(PartitionPlan& plan, const PartitionDemand& demand, const Partitio
       for (uint32_t s : group.sources) load[p] += demand.load(s, p);
       group.peak_load = std::max(group.peak_load, load[p]);
     }
-    group.threads = threads_for(group.peak_load, group.ranks, options);
+    if (choose_threads) group.threads = threads_for(group.peak_load, group.ranks, options);
     const double capacity = static_cast<double>(group.ranks) * group.threads;
     for (size_t p = 0; p < load.size(); ++p) {
       if (load[p] <= 0) continue;
@@ -322,6 +323,14 @@ void print_plan(const PartitionPlan& plan, const PartitionDemand& demand, std::o
                   others.empty() ? "-" : others.c_str());
     out << line;
   }
+}
+
+void print_other(const PartitionPlan& other, const std::string& label, std::ostream& out) {
+  char line[512];
+  std::snprintf(line, sizeof line, "%s: %u loader ranks, open-source memory %.2f MiB, rate %s (worst margin %+.1f%% at step %llu)\n",
+                label.c_str(), other.loader_ranks, other.memory_bytes / (1024.0 * 1024), other.rate_met ? "met" : "NOT met",
+                other.worst_margin * 100, static_cast<unsigned long long>(other.worst_step));
+  out << line;
 }
 
 }  // namespace msd

@@ -96,8 +96,11 @@ struct PartitionPlan {
 PartitionPlan partition(const PartitionDemand& demand, const PartitionOptions& options);
 
 // Recomputes ranks totals, memory, threads, margins and rate_met of `plan`'s
-// groups (their sources and ranks as given).
-void evaluate(PartitionPlan& plan, const PartitionDemand& demand, const PartitionOptions& options);
+// groups (their sources and ranks as given). `choose_threads` false: the
+// groups' threads as given too (e.g. loader.threads for every loader of the
+// static assignment).
+void evaluate(PartitionPlan& plan, const PartitionDemand& demand, const PartitionOptions& options,
+              bool choose_threads = true);
 
 // Gives `total_ranks - plan.loader_ranks` more ranks, one by one, to the
 // group whose ranks carry the highest peak load each (ties: the first), and
@@ -108,5 +111,8 @@ void evaluate(PartitionPlan& plan, const PartitionDemand& demand, const Partitio
 void add_spare_ranks(PartitionPlan& plan, const PartitionOptions& options, uint32_t total_ranks);
 
 void print_plan(const PartitionPlan& plan, const PartitionDemand& demand, std::ostream& out);
+// One line on another assignment evaluated for the same demand (e.g. the
+// static one): its ranks, memory, whether it meets the rate, worst margin.
+void print_other(const PartitionPlan& other, const std::string& label, std::ostream& out);
 
 }  // namespace msd

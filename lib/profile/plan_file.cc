@@ -9,7 +9,8 @@
 
 namespace msd {
 
-std::string plan_json(const PartitionPlan& plan, const PartitionDemand& demand, const PartitionOptions& options) {
+std::string plan_json(const PartitionPlan& plan, const PartitionDemand& demand, const PartitionOptions& options,
+                      const PartitionPlan* baseline) {
   JsonWriter w;
   const auto [low, high] = std::minmax_element(demand.steps_per_s.begin(), demand.steps_per_s.end());
   w.begin_object()
@@ -59,7 +60,16 @@ std::string plan_json(const PartitionPlan& plan, const PartitionDemand& demand, 
         .value("positions_per_sample", p.positions_per_sample)
         .end_object();
   }
-  w.end_object().end_object();
+  w.end_object();
+  if (baseline)
+    w.begin_object("static")
+        .value("loader_ranks", baseline->loader_ranks)
+        .value("memory_bytes", baseline->memory_bytes)
+        .value("rate_met", baseline->rate_met)
+        .value("worst_margin", baseline->worst_margin)
+        .value("worst_step", baseline->worst_step)
+        .end_object();
+  w.end_object();
   return w.str();
 }
 

@@ -18,7 +18,10 @@ namespace msd {
 // "threads", "rank_bytes", "peak_load"}], "sources": {NAME: {"ranks",
 // "threads", "memory_bytes", "peak_load", "group", and the profile's
 // seconds_per_sample, bytes_per_sample, open_bytes, positions_per_sample}}}.
-std::string plan_json(const PartitionPlan& plan, const PartitionDemand& demand, const PartitionOptions& options);
+// With `baseline` (the static assignment evaluated for the same demand):
+// "static": {"loader_ranks", "memory_bytes", "rate_met", "worst_margin", "worst_step"}.
+std::string plan_json(const PartitionPlan& plan, const PartitionDemand& demand, const PartitionOptions& options,
+                      const PartitionPlan* baseline = nullptr);
 
 // The groups of a plan text (plan_json's), in `config`'s source indices:
 // every source of the configuration in exactly one group, ranks >= 1,

@@ -53,6 +53,23 @@ SourceAssignment assign_sources(const Config& config) {
   return out;
 }
 
+std::vector<LoaderGroup> groups_of(const SourceAssignment& assignment, uint32_t threads) {
+  std::vector<LoaderGroup> groups;
+  for (const auto& sources : assignment.sources_of_loader) {
+    if (sources.empty()) continue;
+    auto same = std::find_if(groups.begin(), groups.end(), [&](const LoaderGroup& g) { return g.sources == sources; });
+    if (same != groups.end()) {
+      ++same->ranks;
+      continue;
+    }
+    LoaderGroup group;
+    group.sources = sources;
+    group.threads = threads;
+    groups.push_back(std::move(group));
+  }
+  return groups;
+}
+
 SourceAssignment assign_from_plan(const Config& config, const PartitionPlan& plan) {
   MSD_CHECK(plan.loader_ranks == static_cast<uint32_t>(config.topology.loaders));
   SourceAssignment out;

@@ -23,6 +23,11 @@ struct SourceAssignment {
 // remainder); with fewer, sources share loaders round-robin.
 SourceAssignment assign_sources(const Config& config);
 
+// An assignment as partition groups (loaders serving the same sources form
+// one group), each loader on `threads` threads: what the static assignment
+// amounts to, for comparing it with a partition plan (evaluate).
+std::vector<LoaderGroup> groups_of(const SourceAssignment& assignment, uint32_t threads);
+
 // The partition plan's assignment (topology.scaling = partition): the
 // groups' ranks in order, loader 0 first, each serving every source of its
 // group with the group's threads. REQUIRES plan.loader_ranks ==

@@ -30,6 +30,8 @@ assert profile["images"]["bytes_per_sample"] > 4 * profile["web"]["bytes_per_sam
 assert plan["rate_met"] is True and plan["worst_margin"] >= 0, plan
 assert sorted(n for g in plan["groups"] for n in g["sources"]) == ["books", "corpus", "images", "web"], plan
 assert plan["loader_ranks"] == sum(g["ranks"] for g in plan["groups"]), plan
+# The static assignment of topology.loaders = 2, evaluated for the same demand.
+assert plan["static"]["loader_ranks"] == 2 and plan["loader_ranks"] <= 2, plan
 PY
 ranks=$(json_field "$WORK/plan.json" loader_ranks)
 # A plan that splits the sources over the two loaders, each on two threads.
