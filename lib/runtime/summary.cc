@@ -348,6 +348,7 @@ void write_run_json(JsonWriter& w, const Report& r) {
       .value("tp", config.topology.tp)
       .value("loaders", layout.colocated ? 0 : config.topology.loaders)
       .value("shadow_loaders", layout.colocated ? 0 : config.topology.shadow_loaders)
+      .value("scaling", config.topology.scaling)
       .end_object();
   w.value("steps", r.digests.steps);
   w.value("first_step", r.job.first_step);

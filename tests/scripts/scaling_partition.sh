@@ -61,6 +61,7 @@ done
 python3 - "$WORK/split-run.json" <<'PY'
 import json, sys
 summary = json.load(open(sys.argv[1]))
+assert summary["topology"]["scaling"] == "partition", summary["topology"]
 profiles = summary["source_profiles"]
 for name in ["web", "books", "images", "corpus"]:
     p = profiles[name]
