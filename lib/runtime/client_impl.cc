@@ -36,6 +36,20 @@ DisaggregatedClient::DisaggregatedClient(JobContext& job, int client_index, int3
     share_ = std::make_unique<TpShare>(tp_comm);
 }
 
+// Bounded by job.stall_timeout_s + 10 s: the planner's own bound on a
+// client's acknowledgement fires first, so a stuck client is named by the
+// planner, and a stuck planner by its clients.
+Message DisaggregatedClient::receive_plan(int planner) {
+  const char* hint = "waiting for the next step plan";
+  const uint64_t timeout_s = job_.config.job.stall_timeout_s;
+  if (timeout_s == 0) return receive(job_.world.get(), planner, kTagPlan, hint);
+  auto message = receive_for(job_.world.get(), planner, kTagPlan, (timeout_s + 10) * 1000, hint);
+  if (!message)
+    throw Error(str("the planner (world rank ", planner, ") sent no plan for step ", next_step_, " within ",
+                    timeout_s + 10, " s (job.stall_timeout_s + 10 s): stuck or stopped"));
+  return std::move(*message);
+}
+
 const Batch* DisaggregatedClient::next() {
   if (next_step_ >= job_.config.job.steps) return nullptr;
   const auto start = std::chrono::steady_clock::now();
@@ -44,8 +58,7 @@ const Batch* DisaggregatedClient::next() {
     throw Error(str("injected crash (fault.kind = crash) at step ", next_step_));
   // Every member of the data group gets the plan (a TP follower uses it only
   // to check the step it receives from its leader).
-  Message message = receive(job_.world.get(), planner, kTagPlan, "waiting for the next step plan");
-  StepPlan plan = decode_plan(message.bytes);
+  StepPlan plan = decode_plan(receive_plan(planner).bytes);
   if (plan.step != next_step_)
     throw ProtocolError(str("client rank ", job_.rank, " expected the plan of step ", next_step_, ", got step ", plan.step));
   BuildStats stats;

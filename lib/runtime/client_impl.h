@@ -37,6 +37,8 @@ class DisaggregatedClient : public ClientImpl {
   uint64_t steps() const override { return job_.config.job.steps; }
 
  private:
+  Message receive_plan(int planner);
+
   JobContext& job_;
   Batch batch_;
   uint64_t next_step_ = 0;

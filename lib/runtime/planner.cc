@@ -11,6 +11,14 @@
 
 namespace msd {
 
+namespace {
+std::vector<int> client_ranks(const JobContext& job) {
+  std::vector<int> ranks;
+  for (int client = 0; client < job.tree.size(); ++client) ranks.push_back(job.layout.client_rank(client));
+  return ranks;
+}
+}  // namespace
+
 PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources,
                          const std::optional<PlannerCheckpoint>& resume, DataFingerprint data)
     : job_(job),
@@ -19,7 +27,8 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
       cost_(make_cost_model(job.config)),
       pack_(make_pack_options(job.config)),
       mode_(parse_training_mode(job.config.job.mode, job.config.job.balance)),
-      window_(job.config.loader.window_mb << 20, job.config.job.max_sample_bytes) {
+      window_(job.config.loader.window_mb << 20, job.config.job.max_sample_bytes),
+      acks_(client_ranks(job), job.config.job.stall_timeout_s) {
   sources_.resize(job.config.sources.size());
   for (const auto& info : sources) sources_.at(info.source).samples = info.samples;
   for (size_t s = 0; s < sources_.size(); ++s) {
@@ -359,7 +368,10 @@ bool PlannerRole::try_plan_step() {
       if (delivered) out_.send(job_.layout.client_rank(client), kTagPlan, bytes, "sending a step plan");
     out_.progress();
   }
-  if (delivered) report_.tokens += record.tokens;
+  if (delivered) {
+    report_.tokens += record.tokens;
+    acks_.sent(step, std::chrono::steady_clock::now());
+  }
   in_flight_[step] = std::move(record);
   if (!delivered) complete_step(step);
   return true;
@@ -382,6 +394,7 @@ void PlannerRole::on_ack(int client_rank, uint64_t step, double wait_seconds) {
   if (it == in_flight_.end())
     throw ProtocolError(str("client rank ", client_rank, " acknowledged step ", step, ", which is not in flight"));
   it->second.max_wait_seconds = std::max(it->second.max_wait_seconds, wait_seconds);
+  acks_.acked(client_rank, step);
   if (--it->second.acks_missing == 0) complete_step(step);
 }
 
@@ -390,6 +403,7 @@ void PlannerRole::on_ack(int client_rank, uint64_t step, double wait_seconds) {
 void PlannerRole::complete_step(uint64_t step) {
   auto it = in_flight_.find(step);
   MSD_CHECK(it != in_flight_.end());
+  acks_.completed(step);
   // Every client of every group has its bytes: the slots can be reused.
   std::map<int, std::vector<uint64_t>> releases;
   for (const auto& [loader, offset] : it->second.slots) {
@@ -642,6 +656,7 @@ PlannerReport PlannerRole::serve() {
       }
     }
     check_deadlines();
+    acks_.check(std::chrono::steady_clock::now());
     advance_loader_checkpoint();
     out_.progress();
     if (progressed) backoff.reset();
