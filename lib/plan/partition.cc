@@ -109,39 +109,58 @@ Cost cost_of(const std::vector<uint32_t>& group, const PartitionDemand& demand, 
 }
 
 // Many sources: from one group per source, merge the pair of groups that
-// improves the cost most, while one does.
+// improves the cost most (ranks saved first, then bytes), while one does.
+// Each group keeps its load per point, so a candidate merge costs O(points).
 std::vector<std::vector<uint32_t>> greedy_groups(const PartitionDemand& demand, const PartitionOptions& options) {
-  std::vector<std::vector<uint32_t>> groups;
-  for (uint32_t s = 0; s < demand.profiles.size(); ++s) groups.push_back({s});
+  struct Group {
+    std::vector<uint32_t> sources;
+    std::vector<double> load;
+    double bytes = 0.0;
+    Cost cost;
+  };
+  const size_t points = demand.points.size();
+  std::vector<Group> groups;
+  for (uint32_t s = 0; s < demand.profiles.size(); ++s) {
+    Group g{{s}, std::vector<double>(points), demand.profiles[s].open_bytes, {}};
+    for (size_t p = 0; p < points; ++p) g.load[p] = demand.load(s, p);
+    g.cost = group_cost(g.load, g.bytes, options);
+    groups.push_back(std::move(g));
+  }
+  std::vector<double> merged(points);
   for (;;) {
-    Cost best_gain;
+    uint64_t best_ranks = 0;
+    double best_bytes = 0.0;
     size_t best_a = 0, best_b = 0;
     bool found = false;
     for (size_t a = 0; a < groups.size(); ++a) {
-      const Cost ca = cost_of(groups[a], demand, options);
       for (size_t b = a + 1; b < groups.size(); ++b) {
-        std::vector<uint32_t> merged = groups[a];
-        merged.insert(merged.end(), groups[b].begin(), groups[b].end());
-        const Cost together = cost_of(merged, demand, options);
-        const Cost apart = ca + cost_of(groups[b], demand, options);
+        for (size_t p = 0; p < points; ++p) merged[p] = groups[a].load[p] + groups[b].load[p];
+        const Cost together = group_cost(merged, groups[a].bytes + groups[b].bytes, options);
+        const Cost apart = groups[a].cost + groups[b].cost;
         if (!together.feasible || !(together < apart)) continue;
-        // The gain as a cost: fewer ranks saved ranks higher, then bytes saved.
-        const Cost gain{apart.ranks - together.ranks, apart.bytes - together.bytes, true};
-        const bool better = !found || gain.ranks > best_gain.ranks ||
-                            (gain.ranks == best_gain.ranks && gain.bytes > best_gain.bytes);
-        if (better) {
-          best_gain = gain;
+        const uint64_t ranks = apart.ranks - together.ranks;
+        const double bytes = apart.bytes - together.bytes;
+        if (!found || ranks > best_ranks || (ranks == best_ranks && bytes > best_bytes)) {
+          best_ranks = ranks;
+          best_bytes = bytes;
           best_a = a;
           best_b = b;
           found = true;
         }
       }
     }
-    if (!found) return groups;
-    groups[best_a].insert(groups[best_a].end(), groups[best_b].begin(), groups[best_b].end());
-    std::sort(groups[best_a].begin(), groups[best_a].end());
+    if (!found) break;
+    Group& into = groups[best_a];
+    into.sources.insert(into.sources.end(), groups[best_b].sources.begin(), groups[best_b].sources.end());
+    std::sort(into.sources.begin(), into.sources.end());
+    for (size_t p = 0; p < points; ++p) into.load[p] += groups[best_b].load[p];
+    into.bytes += groups[best_b].bytes;
+    into.cost = group_cost(into.load, into.bytes, options);
     groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(best_b));
   }
+  std::vector<std::vector<uint32_t>> out;
+  for (Group& g : groups) out.push_back(std::move(g.sources));
+  return out;
 }
 
 }  // namespace

@@ -240,21 +240,26 @@ TEST_CASE("partition: a source over the per-rank memory limit is an error naming
   CHECK_THROWS_WITH(partition(d, options), Catch::StartsWith("--max-loader-mb: source 's1' alone holds 500 bytes"));
 }
 
-TEST_CASE("partition: many sources fall back to greedy merging that still meets the rate") {
+TEST_CASE("partition: 16 sources searched exhaustively, 128 by greedy merging that still meets the rate") {
   std::mt19937_64 rng(5);
-  const PartitionDemand d = random_demand(rng, 20, 3, 0.4);
-  PartitionOptions options;
-  options.max_threads = 2;
-  const PartitionPlan plan = partition(d, options);
-  CHECK_FALSE(plan.exact);
-  CHECK(plan.rate_met);
-  double total_peak = 0;
-  for (size_t p = 0; p < d.points.size(); ++p) {
-    double load = 0;
-    for (size_t s = 0; s < 20; ++s) load += d.load(s, p);
-    total_peak = std::max(total_peak, load);
+  for (const size_t n : {size_t{16}, size_t{128}}) {
+    const PartitionDemand d = random_demand(rng, n, 6, 0.4);
+    PartitionOptions options;
+    options.max_threads = 2;
+    const PartitionPlan plan = partition(d, options);
+    INFO(n << " sources: " << plan.loader_ranks << " ranks");
+    CHECK(plan.exact == (n <= 16));
+    CHECK(plan.rate_met);
+    double total_peak = 0;
+    for (size_t p = 0; p < d.points.size(); ++p) {
+      double load = 0;
+      for (size_t s = 0; s < n; ++s) load += d.load(s, p);
+      total_peak = std::max(total_peak, load);
+    }
+    const double bound = std::max(1.0, std::ceil(total_peak / (2 * 0.9) - kTol));
+    CHECK(plan.loader_ranks >= bound);
+    if (plan.exact) CHECK(plan.loader_ranks == bound);  // one group reaches the bound
   }
-  CHECK(plan.loader_ranks >= std::ceil(total_peak / (2 * 0.9) - kTol));
 }
 
 TEST_CASE("schedule_points: every weight point inside the run, and its ends") {
