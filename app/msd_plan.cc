@@ -113,7 +113,7 @@ int partition_main(int argc, char** argv) {
   described.add_options()
       ("help,h", "print this help and exit")
       ("config", po::value(&config_path), "the job's configuration (as msd-run's --config)")
-      ("profile", po::value(&profile_path), "read the profiles from this msd-plan profile --json output")
+      ("profile", po::value(&profile_path), "read the profiles from msd-plan profile --json output or a msd-run summary JSON")
       ("samples", po::value(&samples)->default_value(samples), "without --profile: samples measured per source")
       ("steps-per-s", po::value(&steps_per_s), "target steps per second (default: the device model's)")
       ("headroom", po::value(&options.headroom)->default_value(options.headroom),

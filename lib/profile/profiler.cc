@@ -151,9 +151,12 @@ ProfileReport read_profile_json(const std::string& path, const Config& config, c
   const JsonStatus status = parse_json(text, doc);
   if (!status.ok)
     throw ConfigError(str(option, ": '", path, "' is not JSON (", status.message, " at byte ", status.offset, ")"));
+  // msd-plan profile --json's "sources", or a run summary's "source_profiles".
   const JsonValue* sources = doc.type == JsonType::object ? doc.find("sources") : nullptr;
+  if (sources == nullptr && doc.type == JsonType::object) sources = doc.find("source_profiles");
   if (sources == nullptr || sources->type != JsonType::object)
-    throw ConfigError(str(option, ": '", path, "' has no \"sources\" object (expected msd-plan profile --json output)"));
+    throw ConfigError(str(option, ": '", path, "' has no \"sources\" object (expected msd-plan profile --json output, "
+                          "or a msd-run summary with \"source_profiles\")"));
   ProfileReport report;
   if (const JsonValue* t = doc.find("threads"); t && t->type == JsonType::number) report.threads = static_cast<unsigned>(t->number);
   for (const SourceConfig& sc : config.sources) {

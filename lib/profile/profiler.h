@@ -41,7 +41,8 @@ ProfileReport profile_sources(const Config& config, const ProfileOptions& option
 std::string profile_json(const ProfileReport& report);
 void print_profile(const ProfileReport& report, std::ostream& out);
 
-// Reads what profile_json wrote, in `config`'s source order. Throws
+// Reads what profile_json wrote (or the "source_profiles" of a msd-run
+// summary, docs/summary.md), in `config`'s source order. Throws
 // ConfigError naming `option` (e.g. "--profile") for an unreadable file,
 // malformed JSON, or a source of `config` it does not have.
 ProfileReport read_profile_json(const std::string& path, const Config& config, const std::string& option);

@@ -68,6 +68,9 @@ for name in ["web", "books", "images", "corpus"]:
     assert p["samples_measured"] > 0 and p["seconds_per_sample"] > 0 and p["open_bytes"] > 0, (name, p)
     assert p["bytes_per_sample"] > 0, (name, p)
 PY
+# The profiles a run reported plan as well as an offline profile.
+"$PLAN" partition --config "$WORK/job.ini" --profile "$WORK/split-run.json" --steps-per-s 5 --json >"$WORK/from-run.json"
+grep -q '"rate_met":true' "$WORK/from-run.json"
 
 # Errors name the option, before any work.
 expect_error() {  # expect_error PATTERN command...
