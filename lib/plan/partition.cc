@@ -53,6 +53,20 @@ Cost group_cost(std::span<const double> load, double bytes, const PartitionOptio
   return {ranks, ranks * bytes, fits};
 }
 
+// A source's open bytes that are its own, not shared with the loader's others.
+double own_bytes(const SourceProfile& p) { return std::max(0.0, p.open_bytes - p.shared_bytes); }
+
+// What one rank serving `sources` holds open: each source's own bytes, and
+// the largest shared part once (the shared parts are nested, meter.h).
+double rank_bytes_of(const std::vector<uint32_t>& sources, const PartitionDemand& demand) {
+  double own = 0.0, shared = 0.0;
+  for (uint32_t s : sources) {
+    own += own_bytes(demand.profiles.at(s));
+    shared = std::max(shared, std::min(demand.profiles[s].shared_bytes, demand.profiles[s].open_bytes));
+  }
+  return own + shared;
+}
+
 // Exhaustive: the best set partition by dynamic programming over subsets
 // (f(S) = min over groups G in S holding S's lowest source of cost(G) +
 // f(S \ G)), O(3^n + 2^n * points).
@@ -61,14 +75,16 @@ std::vector<std::vector<uint32_t>> exact_groups(const PartitionDemand& demand, c
   const size_t points = demand.points.size();
   const size_t subsets = size_t{1} << n;
   std::vector<double> load(subsets * points, 0.0);
-  std::vector<double> bytes(subsets, 0.0);
+  std::vector<double> own(subsets, 0.0), shared(subsets, 0.0);
   std::vector<Cost> cost(subsets);
   for (size_t mask = 1; mask < subsets; ++mask) {
     const size_t low = static_cast<size_t>(__builtin_ctzll(mask));
     const size_t rest = mask & (mask - 1);
     for (size_t p = 0; p < points; ++p) load[mask * points + p] = load[rest * points + p] + demand.load(low, p);
-    bytes[mask] = bytes[rest] + demand.profiles[low].open_bytes;
-    cost[mask] = group_cost(std::span<const double>(load).subspan(mask * points, points), bytes[mask], options);
+    const SourceProfile& p = demand.profiles[low];
+    own[mask] = own[rest] + own_bytes(p);
+    shared[mask] = std::max(shared[rest], std::min(p.shared_bytes, p.open_bytes));
+    cost[mask] = group_cost(std::span<const double>(load).subspan(mask * points, points), own[mask] + shared[mask], options);
   }
   std::vector<Cost> best(subsets);
   std::vector<size_t> choice(subsets, 0);
@@ -100,12 +116,9 @@ std::vector<std::vector<uint32_t>> exact_groups(const PartitionDemand& demand, c
 
 Cost cost_of(const std::vector<uint32_t>& group, const PartitionDemand& demand, const PartitionOptions& options) {
   std::vector<double> load(demand.points.size(), 0.0);
-  double bytes = 0.0;
-  for (uint32_t s : group) {
+  for (uint32_t s : group)
     for (size_t p = 0; p < load.size(); ++p) load[p] += demand.load(s, p);
-    bytes += demand.profiles[s].open_bytes;
-  }
-  return group_cost(load, bytes, options);
+  return group_cost(load, rank_bytes_of(group, demand), options);
 }
 
 // Many sources: from one group per source, merge the pair of groups that
@@ -115,15 +128,16 @@ std::vector<std::vector<uint32_t>> greedy_groups(const PartitionDemand& demand, 
   struct Group {
     std::vector<uint32_t> sources;
     std::vector<double> load;
-    double bytes = 0.0;
+    double own = 0.0, shared = 0.0;  // rank_bytes_of, in parts
     Cost cost;
   };
   const size_t points = demand.points.size();
   std::vector<Group> groups;
   for (uint32_t s = 0; s < demand.profiles.size(); ++s) {
-    Group g{{s}, std::vector<double>(points), demand.profiles[s].open_bytes, {}};
+    const SourceProfile& profile = demand.profiles[s];
+    Group g{{s}, std::vector<double>(points), own_bytes(profile), std::min(profile.shared_bytes, profile.open_bytes), {}};
     for (size_t p = 0; p < points; ++p) g.load[p] = demand.load(s, p);
-    g.cost = group_cost(g.load, g.bytes, options);
+    g.cost = group_cost(g.load, g.own + g.shared, options);
     groups.push_back(std::move(g));
   }
   std::vector<double> merged(points);
@@ -135,7 +149,7 @@ std::vector<std::vector<uint32_t>> greedy_groups(const PartitionDemand& demand, 
     for (size_t a = 0; a < groups.size(); ++a) {
       for (size_t b = a + 1; b < groups.size(); ++b) {
         for (size_t p = 0; p < points; ++p) merged[p] = groups[a].load[p] + groups[b].load[p];
-        const Cost together = group_cost(merged, groups[a].bytes + groups[b].bytes, options);
+        const Cost together = group_cost(merged, groups[a].own + groups[b].own + std::max(groups[a].shared, groups[b].shared), options);
         const Cost apart = groups[a].cost + groups[b].cost;
         if (!together.feasible || !(together < apart)) continue;
         const uint64_t ranks = apart.ranks - together.ranks;
@@ -154,8 +168,9 @@ std::vector<std::vector<uint32_t>> greedy_groups(const PartitionDemand& demand, 
     into.sources.insert(into.sources.end(), groups[best_b].sources.begin(), groups[best_b].sources.end());
     std::sort(into.sources.begin(), into.sources.end());
     for (size_t p = 0; p < points; ++p) into.load[p] += groups[best_b].load[p];
-    into.bytes += groups[best_b].bytes;
-    into.cost = group_cost(into.load, into.bytes, options);
+    into.own += groups[best_b].own;
+    into.shared = std::max(into.shared, groups[best_b].shared);
+    into.cost = group_cost(into.load, into.own + into.shared, options);
     groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(best_b));
   }
   std::vector<std::vector<uint32_t>> out;
@@ -274,9 +289,8 @@ void evaluate(PartitionPlan& plan, const PartitionDemand& demand, const Partitio
   plan.worst_margin = std::numeric_limits<double>::infinity();
   plan.worst_step = 0;
   for (LoaderGroup& group : plan.groups) {
-    group.rank_bytes = 0.0;
+    group.rank_bytes = rank_bytes_of(group.sources, demand);
     group.peak_load = 0.0;
-    for (uint32_t s : group.sources) group.rank_bytes += demand.profiles.at(s).open_bytes;
     std::vector<double> load(demand.points.size(), 0.0);
     for (size_t p = 0; p < load.size(); ++p) {
       for (uint32_t s : group.sources) load[p] += demand.load(s, p);

@@ -72,7 +72,7 @@ struct LoaderGroup {
   std::vector<uint32_t> sources;
   uint32_t ranks = 1;
   uint32_t threads = 1;        // per rank
-  double rank_bytes = 0.0;     // open-source memory of one rank of the group
+  double rank_bytes = 0.0;     // open-source memory of one rank: own bytes of each source + the largest shared part
   double peak_load = 0.0;      // threads the group keeps busy at its worst point
 };
 

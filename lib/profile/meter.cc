@@ -22,9 +22,10 @@ void ProfileMeter::add(uint32_t source, uint64_t samples, double thread_seconds,
   p.positions_per_sample += weight * (positions / n - p.positions_per_sample);
 }
 
-void ProfileMeter::set_open_bytes(uint32_t source, double bytes) {
+void ProfileMeter::set_open_bytes(uint32_t source, double bytes, double shared_bytes) {
   MSD_CHECK(source < profiles_.size());
   profiles_[source].open_bytes = bytes;
+  profiles_[source].shared_bytes = shared_bytes;
 }
 
 double per_thread_seconds(double read_seconds, double transform_wall_seconds, unsigned threads, uint64_t samples) {
@@ -33,7 +34,11 @@ double per_thread_seconds(double read_seconds, double transform_wall_seconds, un
 }
 
 double open_bytes(const Source& source, const Tokenizer* tokenizer, const SampleTransform& transform) {
-  double bytes = static_cast<double>(source.state_bytes());
+  return static_cast<double>(source.state_bytes()) + shared_open_bytes(source, tokenizer, transform);
+}
+
+double shared_open_bytes(const Source& source, const Tokenizer* tokenizer, const SampleTransform& transform) {
+  double bytes = 0.0;
   if (source.kind() != SampleKind::tokens && tokenizer != nullptr) bytes += static_cast<double>(tokenizer->state_bytes());
   if (source.kind() == SampleKind::image_text) bytes += static_cast<double>(transform.state_bytes());
   return bytes;

@@ -31,8 +31,9 @@ class ProfileMeter {
   // (per_thread_seconds), placed `bytes` bytes in the window and `positions`
   // sequence positions. REQUIRES source < sources(); nothing for samples == 0.
   void add(uint32_t source, uint64_t samples, double thread_seconds, double bytes, double positions);
-  // The memory the open source holds now (open_bytes()).
-  void set_open_bytes(uint32_t source, double bytes);
+  // The memory the open source holds now, and the part of it shared with
+  // the loader's other sources (open_bytes(), shared_open_bytes()).
+  void set_open_bytes(uint32_t source, double bytes, double shared_bytes = 0.0);
 
   size_t sources() const { return profiles_.size(); }
   const std::vector<SourceProfile>& profiles() const { return profiles_; }
@@ -52,10 +53,13 @@ double per_thread_seconds(double read_seconds, double transform_wall_seconds, un
 // The memory an open source costs its loader: the reader's state (index,
 // buffers: Source::state_bytes), plus the tokenizer's vocabulary and scratch
 // for a source with text or captions, plus the image decoders and their
-// buffers for image-text. A loader serving several sources shares one
-// tokenizer and one SampleTransform, so summing this over them counts those
-// once per source: an upper bound.
+// buffers for image-text.
 double open_bytes(const Source& source, const Tokenizer* tokenizer, const SampleTransform& transform);
+// The part of open_bytes a loader holds once for all its sources: the
+// tokenizer's and the transform's bytes. What sources need is nested (pre-
+// tokenized: none; text: the tokenizer; image-text: both), so a loader's
+// memory is the sum of the rest plus the largest shared part.
+double shared_open_bytes(const Source& source, const Tokenizer* tokenizer, const SampleTransform& transform);
 
 // SampleTransform::apply_batch over a batch of samples of several sources,
 // one call per source (outputs exactly as one call over the whole batch

@@ -80,7 +80,8 @@ ProfileReport profile_sources(const Config& config, const ProfileOptions& option
     const uint64_t count = std::min<uint64_t>(std::max<uint64_t>(options.samples, 1), source->size());
     measure_source(s, *source, count, sc.name, transform, patch_bytes, options, meter);
     // After the samples: the buffers have grown to what serving holds.
-    meter.set_open_bytes(s, open_bytes(*source, tokenizer.get(), transform));
+    meter.set_open_bytes(s, open_bytes(*source, tokenizer.get(), transform),
+                         shared_open_bytes(*source, tokenizer.get(), transform));
   }
   report.profiles = meter.profiles();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -98,6 +99,7 @@ std::string profile_json(const ProfileReport& report) {
         .exact_value("open_bytes", p.open_bytes)
         .value("samples_measured", p.samples_measured)
         .exact_value("positions_per_sample", p.positions_per_sample)
+        .exact_value("shared_bytes", p.shared_bytes)
         .end_object();
   }
   w.end_object().end_object();
@@ -170,6 +172,7 @@ ProfileReport read_profile_json(const std::string& path, const Config& config, c
     profile.open_bytes = number_of(*p, "open_bytes", where);
     profile.samples_measured = static_cast<uint64_t>(number_of(*p, "samples_measured", where));
     if (p->find("positions_per_sample")) profile.positions_per_sample = number_of(*p, "positions_per_sample", where);
+    if (p->find("shared_bytes")) profile.shared_bytes = std::min(profile.open_bytes, number_of(*p, "shared_bytes", where));
     report.names.push_back(sc.name);
     report.profiles.push_back(profile);
   }

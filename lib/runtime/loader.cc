@@ -66,7 +66,9 @@ LoaderRole::LoaderRole(JobContext& job) : job_(job) {
     }
     transform_ = std::make_unique<SampleTransform>(tokenizer_.get(),
                                                    ImageOptions{job.config.image.max_side, job.config.image.patch});
-    for (uint32_t s : mine) meter_.set_open_bytes(s, open_bytes(*sources_[s], tokenizer_.get(), *transform_));
+    for (uint32_t s : mine)
+      meter_.set_open_bytes(s, open_bytes(*sources_[s], tokenizer_.get(), *transform_),
+                            shared_open_bytes(*sources_[s], tokenizer_.get(), *transform_));
   } catch (const std::exception& e) {
     hello_.error = e.what();
     hello_.sources.clear();
@@ -192,7 +194,8 @@ void LoaderRole::send_profile() {
   ProfileMessage message;
   for (uint32_t s : mine_) {
     if (!sources_[s] || !transform_) continue;
-    meter_.set_open_bytes(s, open_bytes(*sources_[s], tokenizer_.get(), *transform_));
+    meter_.set_open_bytes(s, open_bytes(*sources_[s], tokenizer_.get(), *transform_),
+                          shared_open_bytes(*sources_[s], tokenizer_.get(), *transform_));
     message.sources.emplace_back(s, meter_.profiles()[s]);
   }
   send_bytes(job_.world.get(), job_.layout.planner_rank(), kTagProfile, encode(message), "sending source profiles");

@@ -610,6 +610,7 @@ std::vector<SourceProfile> PlannerRole::profiles() const {
       sum.positions_per_sample += n * p.positions_per_sample;
       sum.samples_measured += p.samples_measured;
       sum.open_bytes += p.open_bytes;
+      sum.shared_bytes += p.shared_bytes;
       ++opened[source];
     }
   }
@@ -620,7 +621,10 @@ std::vector<SourceProfile> PlannerRole::profiles() const {
       out[s].bytes_per_sample /= n;
       out[s].positions_per_sample /= n;
     }
-    if (opened[s] > 0) out[s].open_bytes /= static_cast<double>(opened[s]);
+    if (opened[s] > 0) {
+      out[s].open_bytes /= static_cast<double>(opened[s]);
+      out[s].shared_bytes /= static_cast<double>(opened[s]);
+    }
   }
   return out;
 }

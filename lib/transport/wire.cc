@@ -238,6 +238,7 @@ std::vector<uint8_t> encode(const ProfileMessage& m) {
     w.f64(p.open_bytes);
     w.u64(p.samples_measured);
     w.f64(p.positions_per_sample);
+    w.f64(p.shared_bytes);
   }
   return std::move(w.bytes());
 }
@@ -245,7 +246,7 @@ std::vector<uint8_t> encode(const ProfileMessage& m) {
 ProfileMessage decode_profile(std::span<const uint8_t> bytes) {
   WireReader r(bytes, "profile");
   ProfileMessage m;
-  const uint32_t n = r.count(44);
+  const uint32_t n = r.count(52);
   for (uint32_t i = 0; i < n; ++i) {
     const uint32_t source = r.u32();
     SourceProfile p;
@@ -254,6 +255,7 @@ ProfileMessage decode_profile(std::span<const uint8_t> bytes) {
     p.open_bytes = r.f64();
     p.samples_measured = r.u64();
     p.positions_per_sample = r.f64();
+    p.shared_bytes = r.f64();
     m.sources.emplace_back(source, p);
   }
   r.finish();

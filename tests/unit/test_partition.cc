@@ -31,6 +31,9 @@ PartitionDemand random_demand(std::mt19937_64& rng, size_t n, size_t points, dou
     SourceProfile p;
     p.seconds_per_sample = max_load * (unit(rng) < 0.2 ? unit(rng) * 0.05 : unit(rng));
     p.open_bytes = 1 + std::floor(unit(rng) * 100);
+    // Nested shared parts, as a loader's: none, a tokenizer, a tokenizer and decoders.
+    const int kind = static_cast<int>(unit(rng) * 3);
+    p.shared_bytes = std::min(p.open_bytes, kind * 20.0);
     p.samples_measured = 1;
     d.profiles.push_back(p);
   }
@@ -95,8 +98,13 @@ Best best_grouping(const PartitionDemand& d, double capacity, double max_rank_by
             if (label[i] == g) load += d.load(i, p);
           peak = std::max(peak, load);
         }
+        double shared = 0;
         for (size_t i = 0; i < n; ++i)
-          if (label[i] == g) open += d.profiles[i].open_bytes;
+          if (label[i] == g) {
+            open += d.profiles[i].open_bytes - d.profiles[i].shared_bytes;
+            shared = std::max(shared, d.profiles[i].shared_bytes);
+          }
+        open += shared;
         if (max_rank_bytes > 0 && open > max_rank_bytes) return;
         const uint64_t k = static_cast<uint64_t>(std::max(1.0, std::ceil(peak / capacity - kTol)));
         ranks += k;
@@ -354,4 +362,31 @@ TEST_CASE("plan file: what msd-plan partition writes, msd-run reads") {
                     Catch::StartsWith("topology.partition_plan: the plan, group 0: source 's1' is not in mix.sources"));
   CHECK_THROWS_WITH(parse_plan_json("{", c, "topology.partition_plan", "the plan"),
                     Catch::StartsWith("topology.partition_plan: the plan is not JSON"));
+}
+
+TEST_CASE("partition: a rank holds the shared tokenizer and decoders once") {
+  PartitionDemand d;
+  d.names = {"web", "books", "images", "corpus"};
+  d.profiles.resize(4);
+  const double own[] = {10, 20, 30, 5}, shared[] = {100, 100, 300, 0};  // images: tokenizer 100 + decoders 200
+  for (size_t s = 0; s < 4; ++s) {
+    d.profiles[s].seconds_per_sample = 0.001;
+    d.profiles[s].open_bytes = own[s] + shared[s];
+    d.profiles[s].shared_bytes = shared[s];
+  }
+  d.global_batch = 10;
+  d.points = {0};
+  d.weights = {{0.25, 0.25, 0.25, 0.25}};
+  d.steps_per_s = {1.0};
+  PartitionOptions options;
+  const PartitionPlan plan = partition(d, options);
+  REQUIRE(plan.loader_ranks == 1);
+  CHECK(plan.memory_bytes == Approx(10 + 20 + 30 + 5 + 300));
+  // Under a limit that one rank of everything exceeds, the text sources keep
+  // sharing one tokenizer and images go alone with the corpus.
+  options.max_rank_bytes = 340;
+  const PartitionPlan limited = partition(d, options);
+  CHECK(limited.loader_ranks == 2);
+  CHECK(limited.memory_bytes == Approx((10 + 20 + 5 + 100) + (30 + 300)));
+  for (const LoaderGroup& g : limited.groups) CHECK(g.rank_bytes <= 340);
 }
