@@ -356,6 +356,7 @@ void print_plan(const PartitionPlan& plan, const PartitionDemand& demand, std::o
                   others.empty() ? "-" : others.c_str());
     out << line;
   }
+  out << "  (a source's memory: ranks x its open bytes; a rank holds the shared tokenizer and decoders once, as in the total)\n";
 }
 
 void print_other(const PartitionPlan& other, const std::string& label, std::ostream& out) {
