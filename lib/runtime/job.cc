@@ -9,8 +9,8 @@
 
 #include "common/files.h"
 #include "common/log.h"
-#include "profile/plan_file.h"
 #include "msd/client.h"
+#include "profile/plan_file.h"
 #include "runtime/client_impl.h"
 #include "runtime/colocated.h"
 #include "runtime/context.h"
