@@ -1,24 +1,167 @@
 // msd-plan: offline planning tools. `simulate` plans steps for an emulated
 // cluster from synthetic metadata and reports planner time and balance per
 // balance method (lib/plan/simulate.h); with --compare, every training mode's
-// throughput on the device model (lib/plan/simulate_compare.h).
+// throughput on the device model (lib/plan/simulate_compare.h). `profile`
+// measures what each source of a configuration costs a loader
+// (lib/profile/profiler.h); `partition` sizes the loader pool from that
+// (lib/plan/partition.h, docs/scaling.md).
 #include <boost/program_options.hpp>
 
+#include <cmath>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <string>
 
 #include "common/error.h"
+#include "plan/partition.h"
 #include "plan/simulate.h"
 #include "plan/simulate_compare.h"
+#include "profile/plan_file.h"
+#include "profile/profiler.h"
+#include "runtime/assignment.h"
 
 namespace po = boost::program_options;
 
-int main(int argc, char** argv) {
+namespace {
+
+// The configuration: --config FILE and any --section.key=value overrides,
+// read and checked as msd-run reads them.
+msd::Config read_config(const std::string& path, const std::vector<std::string>& overrides) {
+  if (path.empty()) throw msd::ConfigError("--config: a configuration file is required");
+  std::vector<std::string> args{"msd-plan", "--config", path};
+  args.insert(args.end(), overrides.begin(), overrides.end());
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  return msd::parse_command_line(static_cast<int>(argv.size()), argv.data()).config;
+}
+
+// Parses a subcommand's options, keeping what it does not know as
+// configuration overrides; false after printing --help.
+bool parse_or_help(int argc, char** argv, const po::options_description& described, std::vector<std::string>& overrides) {
+  po::variables_map values;
+  const po::parsed_options parsed = po::command_line_parser(argc, argv).options(described).allow_unregistered().run();
+  po::store(parsed, values);
+  if (values.count("help")) {
+    std::cout << described << '\n';
+    return false;
+  }
+  po::notify(values);
+  overrides = po::collect_unrecognized(parsed.options, po::include_positional);
+  return true;
+}
+
+msd::ProfileReport measure(const msd::Config& config, uint64_t samples, unsigned threads) {
+  msd::ProfileOptions options;
+  options.samples = samples;
+  options.threads = threads;
+  options.progress = [](const std::string& source, uint64_t done, uint64_t total) {
+    std::cerr << "profile: " << source << " " << done << "/" << total << " samples\r";
+    if (done == total) std::cerr << '\n';
+  };
+  return msd::profile_sources(config, options);
+}
+
+int profile_main(int argc, char** argv) {
+  std::string config_path;
+  uint64_t samples = 256;
+  unsigned threads = 1;
+  bool json = false;
+  po::options_description described(
+      "Usage: msd-plan profile --config FILE [options] [--section.key=value ...]\n\n"
+      "Measures what each source of the configuration costs a loader, on --samples\n"
+      "samples spread over it, with the real readers and transforms (tokenizer, JPEG\n"
+      "decode) and the loaders' own measurement: seconds per sample of read + transform\n"
+      "on one thread, transformed bytes per sample, positions per sample, and the memory\n"
+      "of the open source (index, buffers, decoder, vocabulary). Progress goes to stderr.\n"
+      "docs/scaling.md \"Profiles\".\n\n"
+      "Options");
+  described.add_options()
+      ("help,h", "print this help and exit")
+      ("config", po::value(&config_path), "the job's configuration (as msd-run's --config)")
+      ("samples", po::value(&samples)->default_value(samples), "samples measured per source (fewer if it holds fewer)")
+      ("threads", po::value(&threads)->default_value(threads), "transform threads (seconds are per thread either way)")
+      ("json", po::bool_switch(&json), "print JSON (msd-plan partition --profile reads it)");
+  std::vector<std::string> overrides;
+  if (!parse_or_help(argc, argv, described, overrides)) return 0;
+  if (samples == 0) throw msd::ConfigError("--samples: must be at least 1");
+  if (threads == 0) throw msd::ConfigError("--threads: must be at least 1");
+  const msd::ProfileReport report = measure(read_config(config_path, overrides), samples, threads);
+  if (json) std::cout << msd::profile_json(report) << '\n';
+  else msd::print_profile(report, std::cout);
+  return 0;
+}
+
+int partition_main(int argc, char** argv) {
+  std::string config_path, out_path, profile_path;
+  uint64_t samples = 256;
+  double steps_per_s = 0.0, max_loader_mb = 0.0;
+  msd::PartitionOptions options;
+  bool json = false;
+  po::options_description described(
+      "Usage: msd-plan partition --config FILE [options] [--section.key=value ...]\n\n"
+      "Sizes the loader pool: how many loader ranks serve each source, which sources\n"
+      "share ranks and how many threads each loader uses (at most loader.threads), so\n"
+      "that the loaders keep up with the target step rate at every point of the mixing\n"
+      "schedule with the fewest loader ranks, then the least open-source memory. The\n"
+      "profiles are measured as msd-plan profile does, or read with --profile. The rate\n"
+      "is --steps-per-s, or the device model's step time for the configuration's model\n"
+      "and device at each schedule point. msd-run uses the plan with\n"
+      "topology.scaling = partition and topology.partition_plan = the --out file.\n"
+      "docs/scaling.md \"Partition\".\n\n"
+      "Options");
+  described.add_options()
+      ("help,h", "print this help and exit")
+      ("config", po::value(&config_path), "the job's configuration (as msd-run's --config)")
+      ("profile", po::value(&profile_path), "read the profiles from msd-plan profile --json output or a msd-run summary JSON")
+      ("samples", po::value(&samples)->default_value(samples), "without --profile: samples measured per source")
+      ("steps-per-s", po::value(&steps_per_s), "target steps per second (default: the device model's)")
+      ("headroom", po::value(&options.headroom)->default_value(options.headroom),
+       "share of each loader thread kept spare, in [0, 0.9]")
+      ("max-loader-mb", po::value(&max_loader_mb), "most open-source memory one loader rank may hold, MiB")
+      ("out", po::value(&out_path), "write the plan (JSON) here, for topology.partition_plan")
+      ("json", po::bool_switch(&json), "print the plan as JSON");
+  std::vector<std::string> overrides;
+  if (!parse_or_help(argc, argv, described, overrides)) return 0;
+  if (options.headroom < 0 || options.headroom > 0.9) throw msd::ConfigError("--headroom: must be in [0, 0.9]");
+  if (steps_per_s < 0 || (std::isnan(steps_per_s))) throw msd::ConfigError("--steps-per-s: must be positive");
+  if (max_loader_mb < 0) throw msd::ConfigError("--max-loader-mb: must be positive");
+  if (samples == 0) throw msd::ConfigError("--samples: must be at least 1");
+  const msd::Config config = read_config(config_path, overrides);
+  const msd::ProfileReport profiles = profile_path.empty() ? measure(config, samples, 1)
+                                                           : msd::read_profile_json(profile_path, config, "--profile");
+  options.max_threads = config.loader.threads;
+  options.max_rank_bytes = max_loader_mb * 1024 * 1024;
+  options.memory_option = "--max-loader-mb";
+  const msd::PartitionDemand demand = msd::make_demand(config, profiles.profiles, steps_per_s);
+  const msd::PartitionPlan plan = msd::partition(demand, options);
+  // The static assignment of topology.loaders, for comparison.
+  msd::PartitionPlan baseline;
+  baseline.groups = msd::groups_of(msd::assign_sources(config), config.loader.threads);
+  msd::evaluate(baseline, demand, options, false);
+  const std::string text = msd::plan_json(plan, demand, options, &baseline);
+  if (!out_path.empty()) {
+    std::ofstream out(out_path);
+    out << text << '\n';
+    if (!out) throw msd::ConfigError("--out: cannot write '" + out_path + "'");
+  }
+  if (json) std::cout << text << '\n';
+  else {
+    msd::print_plan(plan, demand, std::cout);
+    msd::print_other(baseline, "static, topology.loaders = " + std::to_string(config.topology.loaders), std::cout);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int simulate_main(int argc, char** argv) {
   msd::SimulateOptions options;
   msd::CompareOptions compare;
   std::string command, methods, long_docs = "split";
   po::options_description described(
-      "Usage: msd-plan simulate [options]\n\n"
+      "Usage: msd-plan simulate [options]\n"
+      "(other commands: msd-plan profile --help, msd-plan partition --help)\n\n"
       "Plans --steps steps for an emulated cluster from synthetic heavy-tailed metadata\n"
       "(short web text, long documents, image-text), with no data and no MPI, once per\n"
       "balance method, and prints the planner's milliseconds per step (one core) and the\n"
@@ -72,7 +215,8 @@ int main(int argc, char** argv) {
       std::cout << described << '\n';
       return 0;
     }
-    if (command != "simulate") throw msd::ConfigError("expected the command 'simulate' (see --help)");
+    if (command != "simulate")
+      throw msd::ConfigError("expected a command: simulate, profile or partition (see msd-plan COMMAND --help)");
     if (long_docs != "split" && long_docs != "truncate") throw msd::ConfigError("--long-docs: split or truncate");
     options.long_docs = long_docs == "split" ? msd::LongDocs::split : msd::LongDocs::truncate;
     if (values.count("methods")) {
@@ -104,4 +248,18 @@ int main(int argc, char** argv) {
     std::cerr << "msd-plan: " << error.what() << '\n';
   }
   return 2;
+}
+
+int main(int argc, char** argv) {
+  try {
+    if (argc > 1 && std::strcmp(argv[1], "profile") == 0) return profile_main(argc - 1, argv + 1);
+    if (argc > 1 && std::strcmp(argv[1], "partition") == 0) return partition_main(argc - 1, argv + 1);
+  } catch (const po::error& error) {
+    std::cerr << "msd-plan: " << error.what() << " (see --help)\n";
+    return 2;
+  } catch (const msd::Error& error) {
+    std::cerr << "msd-plan: " << error.what() << '\n';
+    return 2;
+  }
+  return simulate_main(argc, argv);
 }

@@ -41,6 +41,12 @@ struct TopologyConfig {
   std::string broadcast_at = "tp";    // tp: a TP group's leader fetches and shares; none: every TP rank fetches
   int ranks_per_node = 0;             // 0: the nodes MPI reports; N: every N consecutive world ranks share a node
   std::string data_ranks = "first";   // first | per_node | dedicated_nodes: where the planner and loaders sit
+  // static: sources to loaders by peak weight (runtime/assignment.h);
+  // partition: by the partition plan (docs/scaling.md).
+  std::string scaling = "static";
+  // scaling = partition: the plan file (msd-plan partition --out); empty:
+  // the planner profiles the sources and computes the plan at start-up.
+  std::string partition_plan;
 };
 
 struct JobConfig {

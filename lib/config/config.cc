@@ -323,6 +323,12 @@ std::vector<OptionSpec> topology_options() {
       text("topology.data_ranks", "P",
            "first | per_node | dedicated_nodes: where the planner and loaders sit (docs/layout.md)",
            [](auto& c) -> auto& { return c.topology.data_ranks; }),
+      text("topology.scaling", "S",
+           "static | partition: sources to loaders by peak weight, or by the partition plan (docs/scaling.md)",
+           [](auto& c) -> auto& { return c.topology.scaling; }),
+      path("topology.partition_plan", "FILE",
+           "scaling = partition: the plan of msd-plan partition --out; empty: computed at start-up from a profile",
+           [](auto& c) -> auto& { return c.topology.partition_plan; }),
   };
 }
 
@@ -901,6 +907,9 @@ void validate(const Config& config) {
   require_one_of(topo.broadcast_at, {"tp", "none"}, "topology.broadcast_at");
   require_one_of(topo.data_ranks, {"first", "per_node", "dedicated_nodes"}, "topology.data_ranks");
   require_at_least(topo.ranks_per_node, 0, "topology.ranks_per_node");
+  require_one_of(topo.scaling, {"static", "partition"}, "topology.scaling");
+  require(topo.partition_plan.empty() || topo.scaling == "partition",
+          "topology.partition_plan: a plan is used only with topology.scaling = partition");
   require_at_least(job.micro_batches, uint32_t{1}, "job.micro_batches");
   require_at_least(job.prefetch_steps, uint32_t{1}, "job.prefetch_steps");
   validate_order(topo.order);

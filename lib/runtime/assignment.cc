@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/error.h"
+
 namespace msd {
 
 SourceAssignment assign_sources(const Config& config) {
@@ -46,6 +48,38 @@ SourceAssignment assign_sources(const Config& config) {
       out.loaders_of_source[s].push_back(next);
       out.sources_of_loader[static_cast<size_t>(next)].push_back(static_cast<uint32_t>(s));
       ++next;
+    }
+  }
+  return out;
+}
+
+std::vector<LoaderGroup> groups_of(const SourceAssignment& assignment, uint32_t threads) {
+  std::vector<LoaderGroup> groups;
+  for (const auto& sources : assignment.sources_of_loader) {
+    if (sources.empty()) continue;
+    auto same = std::find_if(groups.begin(), groups.end(), [&](const LoaderGroup& g) { return g.sources == sources; });
+    if (same != groups.end()) {
+      ++same->ranks;
+      continue;
+    }
+    LoaderGroup group;
+    group.sources = sources;
+    group.threads = threads;
+    groups.push_back(std::move(group));
+  }
+  return groups;
+}
+
+SourceAssignment assign_from_plan(const Config& config, const PartitionPlan& plan) {
+  MSD_CHECK(plan.loader_ranks == static_cast<uint32_t>(config.topology.loaders));
+  SourceAssignment out;
+  out.loaders_of_source.resize(config.sources.size());
+  int next = 0;
+  for (const LoaderGroup& group : plan.groups) {
+    for (uint32_t r = 0; r < group.ranks; ++r, ++next) {
+      out.sources_of_loader.push_back(group.sources);
+      out.threads_of_loader.push_back(group.threads);
+      for (uint32_t s : group.sources) out.loaders_of_source.at(s).push_back(next);
     }
   }
   return out;

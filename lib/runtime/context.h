@@ -99,6 +99,7 @@ struct PlannerReport {
   double wall_seconds = 0.0;
   std::vector<uint64_t> bad_samples;  // per BadKind
   std::vector<int> gone;  // world ranks of loaders that did not confirm the stop (stopped or hung)
+  std::vector<SourceProfile> profiles;  // per source, as the loaders last reported (PlannerRole::profiles)
 };
 
 }  // namespace msd

@@ -7,8 +7,10 @@
 #include <fstream>
 #include <set>
 
+#include "common/files.h"
 #include "common/log.h"
 #include "msd/client.h"
+#include "profile/plan_file.h"
 #include "runtime/client_impl.h"
 #include "runtime/colocated.h"
 #include "runtime/context.h"
@@ -48,6 +50,7 @@ class JobImpl {
   };
   void set_up_logging();
   void split_communicators();
+  void settle_assignment();
   StartUp start_colocated();
   StartUp start_loader();
   StartUp start_planner();
@@ -122,6 +125,7 @@ void JobImpl::start_stream() {
   if (ctx.layout.colocated) {
     mine = start_colocated();
   } else {
+    settle_assignment();
     const uint64_t window_bytes = role == Role::loader ? config.loader.window_mb << 20 : 0;
     ctx.windows = Window(ctx.world.get(), window_bytes, "allocating loader windows");
     if (role == Role::loader) mine = start_loader();
@@ -162,6 +166,62 @@ void JobImpl::split_communicators() {
   pp = axis_comm(Axis::pp);
   ctx.loaders = Comm::split(ctx.world.get(), role == Role::loader ? 0 : MPI_UNDEFINED, ctx.rank,
                             "splitting the loader communicator");
+}
+
+namespace {
+// The planner's text to every rank: its length (negative: an error message
+// instead), then its bytes.
+std::string broadcast_text(MPI_Comm world, int root, std::string text, bool error, const char* hint) {
+  int64_t length = error ? -static_cast<int64_t>(text.size()) - 1 : static_cast<int64_t>(text.size());
+  MPI_Request request;
+  MSD_MPI(MPI_Ibcast(&length, 1, MPI_INT64_T, root, world, &request), hint);
+  wait(request, hint);
+  text.resize(static_cast<size_t>(length < 0 ? -length - 1 : length));
+  MSD_MPI(MPI_Ibcast(text.data(), checked_cast<int>(text.size()), MPI_CHAR, root, world, &request), hint);
+  wait(request, hint);
+  if (length < 0) throw ConfigError(text);
+  return text;
+}
+}  // namespace
+
+// topology.scaling = partition: every rank takes the planner's plan text
+// (topology.partition_plan's, or computed there from a profile of the
+// sources) and derives the same assignment from it; the planner checks it
+// first, so an error reaches every rank at once.
+void JobImpl::settle_assignment() {
+  const Config& config = ctx.config;
+  if (config.topology.scaling != "partition") return;
+  const int root = ctx.layout.planner_rank();
+  std::string text;
+  bool failed = false;
+  if (ctx.rank == root) {
+    try {
+      if (config.topology.partition_plan.empty()) {
+        log_info("topology.scaling = partition: profiling ", kStartUpProfileSamples, " samples of each source");
+        text = start_up_plan(config);
+      } else {
+        const auto bytes = read_file(config.topology.partition_plan);
+        text.assign(bytes.begin(), bytes.end());
+        PartitionPlan plan = parse_plan_json(text, config, "topology.partition_plan", str("'", config.topology.partition_plan, "'"));
+        fit_to_loaders(plan, config);
+      }
+    } catch (const std::exception& e) {
+      text = e.what();
+      failed = true;
+    }
+  }
+  text = broadcast_text(ctx.world.get(), root, std::move(text), failed, "sharing the partition plan");
+  PartitionPlan plan = parse_plan_json(text, config, "topology.partition_plan", "the plan");
+  fit_to_loaders(plan, config);
+  ctx.assignment = assign_from_plan(config, plan);
+  if (ctx.rank != root) return;
+  for (size_t loader = 0; loader < ctx.assignment.sources_of_loader.size(); ++loader) {
+    std::string names;
+    for (uint32_t s : ctx.assignment.sources_of_loader[loader])
+      names += (names.empty() ? "" : ", ") + config.sources[s].name;
+    log_info("partition plan: loader ", loader, " serves ", names, " on ", ctx.assignment.threads_of_loader[loader],
+             " thread(s)");
+  }
 }
 
 JobImpl::StartUp JobImpl::start_colocated() {
@@ -362,6 +422,7 @@ Summary Job::finish(const TrainerStats& trainer) {
     input.planner_work_cpu_seconds = job.report.work_cpu_seconds;
     input.planner_messages_received = job.report.messages_received;
     input.planner_messages_sent = job.report.messages_sent;
+    input.profiles = job.report.profiles;
   }
   job.stats.peak_rss_bytes = peak_rss_bytes();
   input.stats = job.stats;

@@ -31,11 +31,16 @@ LoaderRole::LoaderRole(JobContext& job) : job_(job) {
   const int index = job.layout.loader_index(job.rank);
   // A shadow keeps every source open, so it can take over any loader.
   std::vector<uint32_t> mine;
+  threads_ = job.config.loader.threads;
   if (job.layout.is_shadow(index)) {
     for (uint32_t s = 0; s < job.config.sources.size(); ++s) mine.push_back(s);
   } else {
     mine = job.assignment.sources_of_loader[static_cast<size_t>(index)];
+    if (static_cast<size_t>(index) < job.assignment.threads_of_loader.size())
+      threads_ = job.assignment.threads_of_loader[static_cast<size_t>(index)];
   }
+  mine_ = mine;
+  meter_ = ProfileMeter(job.config.sources.size());
   sources_.resize(job.config.sources.size());
   snapshot_source_.assign(job.config.sources.size(), false);
   {
@@ -62,6 +67,9 @@ LoaderRole::LoaderRole(JobContext& job) : job_(job) {
     }
     transform_ = std::make_unique<SampleTransform>(tokenizer_.get(),
                                                    ImageOptions{job.config.image.max_side, job.config.image.patch});
+    for (uint32_t s : mine)
+      meter_.set_open_bytes(s, open_bytes(*sources_[s], tokenizer_.get(), *transform_),
+                            shared_open_bytes(*sources_[s], tokenizer_.get(), *transform_));
   } catch (const std::exception& e) {
     hello_.error = e.what();
     hello_.sources.clear();
@@ -96,7 +104,8 @@ bool LoaderRole::on_control(const Message& message) {
     }
   } else if (message.tag == kTagStop) {
     // The planner waits (bounded) for this before the summary: a loader that
-    // does not answer is left out of it.
+    // does not answer is left out of it. The last profiles go first.
+    send_profile();
     send_bytes(job_.world.get(), planner, kTagStop, {}, "confirming the stop");
     return true;
   } else if (message.tag == kTagCheckpoint) {
@@ -182,6 +191,17 @@ void LoaderRole::write_checkpoint(const RanksMessage& go) {
   send_bytes(job_.world.get(), job_.layout.planner_rank(), kTagCheckpointGo, done.bytes(), "loader checkpoint written");
 }
 
+void LoaderRole::send_profile() {
+  ProfileMessage message;
+  for (uint32_t s : mine_) {
+    if (!sources_[s] || !transform_) continue;
+    meter_.set_open_bytes(s, open_bytes(*sources_[s], tokenizer_.get(), *transform_),
+                          shared_open_bytes(*sources_[s], tokenizer_.get(), *transform_));
+    message.sources.emplace_back(s, meter_.profiles()[s]);
+  }
+  send_bytes(job_.world.get(), job_.layout.planner_rank(), kTagProfile, encode(message), "sending source profiles");
+}
+
 int32_t LoaderRole::vocab_size() const { return tokenizer_ ? tokenizer_->vocab_size() : -1; }
 
 void LoaderRole::prepare(std::span<const LoadItem> items, std::deque<Prepared>& ready) {
@@ -189,6 +209,8 @@ void LoaderRole::prepare(std::span<const LoadItem> items, std::deque<Prepared>& 
   std::vector<Prepared*> prepared;
   std::vector<const RawSample*> to_transform;
   std::vector<TransformedSample*> outs;
+  std::vector<uint32_t> to_transform_source;
+  std::vector<double> read_seconds;
   for (size_t k = 0; k < items.size(); ++k) {
     const LoadItem& item = items[k];
     Prepared& out = ready.emplace_back();  // references to deque elements stay valid
@@ -206,7 +228,9 @@ void LoaderRole::prepare(std::span<const LoadItem> items, std::deque<Prepared>& 
     if (source == nullptr || item.index >= source->size())
       throw ProtocolError(str("loader rank ", job_.rank, " asked for sample ", item.index, " of source ", item.source,
                               ", which it does not serve"));
+    const auto read_start = std::chrono::steady_clock::now();
     source->read(item.index, raws[k]);
+    const double read = std::chrono::duration<double>(std::chrono::steady_clock::now() - read_start).count();
     if (fault_ == Fault::fail) {
       raws[k].bad = BadKind::read_error;
       raws[k].reason = "injected read failure (fault.kind = fail)";
@@ -215,12 +239,18 @@ void LoaderRole::prepare(std::span<const LoadItem> items, std::deque<Prepared>& 
     if (out.bad == BadKind::none) {
       to_transform.push_back(&raws[k]);
       outs.push_back(&out.sample);
+      to_transform_source.push_back(item.source);
+      read_seconds.push_back(read);
     }
   }
   std::vector<BadKind> verdicts(to_transform.size());
   std::vector<std::string> reasons(to_transform.size());
-  transform_->apply_batch(to_transform, outs, verdicts, reasons, job_.config.loader.threads);
   const uint32_t patch_bytes = job_.config.image.patch * job_.config.image.patch * 3;
+  auto slot_bytes = [&](const TransformedSample& s) {
+    return SlotLayout::bytes(static_cast<uint32_t>(s.tokens.size()), s.image.patches, patch_bytes);
+  };
+  transform_measured(*transform_, to_transform, to_transform_source, read_seconds, outs, verdicts, reasons, threads_,
+                     slot_bytes, meter_);
   for (size_t k = 0, t = 0; k < items.size(); ++k) {
     Prepared& out = *prepared[k];
     if (out.snapshot) continue;
@@ -305,7 +335,9 @@ RoleStats LoaderRole::serve() {
   std::deque<Prepared> ready;  // transformed, in request order, waiting for room in the window
   // With several threads, requests are transformed in batches (their text
   // tokenized together); with one, one at a time for the lowest latency.
-  const size_t batch = job_.config.loader.threads > 1 ? size_t{16} * job_.config.loader.threads : 1;
+  const size_t batch = threads_ > 1 ? size_t{16} * threads_ : 1;
+  // Profiles go to the planner at most once a second (docs/wire.md).
+  auto profile_sent = Clock::now();
   std::vector<SampleMeta> outbox;
   Backoff backoff;
   bool stop = false;
@@ -353,6 +385,10 @@ RoleStats LoaderRole::serve() {
       progressed = true;
     }
     if (!outbox.empty() && (!progressed || pending.empty() || outbox.size() >= 16)) flush();
+    if (Clock::now() - profile_sent >= std::chrono::seconds(1)) {
+      send_profile();
+      profile_sent = Clock::now();
+    }
     if (progressed) backoff.reset();
     else backoff.idle();
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "checkpoint/loader_checkpoint.h"
+#include "profile/meter.h"
 #include "runtime/context.h"
 #include "source/source.h"
 #include "transform/transform.h"
@@ -33,18 +34,22 @@ class LoaderRole {
   void resume(uint64_t first_step);
   // Serves requests until the planner says stop.
   RoleStats serve();
+  // The moving averages of this loader's sources (docs/scaling.md "Profiles").
+  const ProfileMeter& meter() const { return meter_; }
 
  private:
   struct Prepared;
   // Reads and transforms requested samples, in order, onto `ready` (a sample
-  // in a loader checkpoint's snapshot is taken from it); their text is
-  // tokenized together over loader.threads threads. A bad sample is logged
-  // and marked.
+  // in a loader checkpoint's snapshot is taken from it); each source's are
+  // transformed together over threads_ threads, and measured into meter_. A
+  // bad sample is logged and marked.
   void prepare(std::span<const LoadItem> items, std::deque<Prepared>& ready);
   bool place(Prepared& prepared, std::vector<SampleMeta>& outbox);
   bool on_control(const Message& message);
   bool writers_present(const RanksMessage& go);
   void write_checkpoint(const RanksMessage& go);
+  // Sends the planner this loader's profiles (kTagProfile).
+  void send_profile();
 
   JobContext& job_;
   HelloMessage hello_;
@@ -59,6 +64,9 @@ class LoaderRole {
   std::vector<bool> snapshot_source_;         // per source: keep in loader checkpoints
   std::map<std::pair<uint32_t, uint64_t>, SnapshotRecord> snapshot_;  // (source, cursor) from a checkpoint
   uint64_t snapshot_hits_ = 0;
+  unsigned threads_ = 1;  // this loader's: the partition plan's, else loader.threads
+  ProfileMeter meter_;
+  std::vector<uint32_t> mine_;  // the sources this loader opened
 };
 
 }  // namespace msd

@@ -564,6 +564,7 @@ void PlannerRole::stop_loaders() {
   while (!waiting.empty() && std::chrono::steady_clock::now() < end) {
     if (auto message = try_receive(job_.world.get(), MPI_ANY_SOURCE, MPI_ANY_TAG, "waiting for loaders to stop")) {
       if (message->tag == kTagStop) waiting.erase(message->source);  // late metadata and readiness are moot now
+      if (message->tag == kTagProfile) loader_profiles_[message->source] = decode_profile(message->bytes).sources;
       backoff.reset();
     } else {
       backoff.idle();
@@ -611,6 +612,38 @@ MetricsStep PlannerRole::metrics_step(const InFlightStep& step) const {
   return out;
 }
 
+std::vector<SourceProfile> PlannerRole::profiles() const {
+  std::vector<SourceProfile> out(sources_.size());
+  std::vector<uint64_t> opened(sources_.size(), 0);
+  for (const auto& [rank, reported] : loader_profiles_) {
+    for (const auto& [source, p] : reported) {
+      if (source >= out.size()) throw ProtocolError(str("loader rank ", rank, " reported a profile of source ", source));
+      SourceProfile& sum = out[source];
+      const double n = static_cast<double>(p.samples_measured);
+      sum.seconds_per_sample += n * p.seconds_per_sample;
+      sum.bytes_per_sample += n * p.bytes_per_sample;
+      sum.positions_per_sample += n * p.positions_per_sample;
+      sum.samples_measured += p.samples_measured;
+      sum.open_bytes += p.open_bytes;
+      sum.shared_bytes += p.shared_bytes;
+      ++opened[source];
+    }
+  }
+  for (size_t s = 0; s < out.size(); ++s) {
+    const double n = static_cast<double>(out[s].samples_measured);
+    if (n > 0) {
+      out[s].seconds_per_sample /= n;
+      out[s].bytes_per_sample /= n;
+      out[s].positions_per_sample /= n;
+    }
+    if (opened[s] > 0) {
+      out[s].open_bytes /= static_cast<double>(opened[s]);
+      out[s].shared_bytes /= static_cast<double>(opened[s]);
+    }
+  }
+  return out;
+}
+
 PlannerReport PlannerRole::serve() {
   start_ = last_step_done_ = std::chrono::steady_clock::now();
   if (metrics_) metrics_->start(start_);
@@ -631,6 +664,8 @@ PlannerReport PlannerRole::serve() {
         LoaderStatus status;
         on_meta(message->source, decode_meta(message->bytes, &status));
         if (metrics_) metrics_->loader_status(message->source, status);
+      } else if (message->tag == kTagProfile) {
+        loader_profiles_[message->source] = decode_profile(message->bytes).sources;
       } else if (message->tag == kTagAck) {
         const AckMessage ack = decode_ack(message->bytes);
         if (metrics_) metrics_->client_rss(message->source, ack.rss_bytes);
@@ -662,6 +697,7 @@ PlannerReport PlannerRole::serve() {
   if (trace_) trace_->close();
   if (checkpoints_) checkpoints_->finish();
   report_.steps = acked_steps_ - deliver_from_;
+  report_.profiles = profiles();
   report_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   return report_;
 }

@@ -35,6 +35,12 @@ class PlannerRole {
   PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources,
               const std::optional<PlannerCheckpoint>& resume, DataFingerprint data = {});
   PlannerReport serve();
+  // What each source costs a loader, as the loaders last reported it
+  // (kTagProfile, at most once a second per loader; docs/scaling.md
+  // "Profiles"): per source, the mean over the loaders serving it weighted
+  // by the samples each measured (open_bytes: over those that opened it);
+  // samples_measured is their sum. All zero before any report.
+  std::vector<SourceProfile> profiles() const;
 
  private:
   struct SourceState {
@@ -130,6 +136,7 @@ class PlannerRole {
   };
   std::optional<PendingCheckpoint> loader_checkpoint_;
   PlannerReport report_;
+  std::map<int, std::vector<std::pair<uint32_t, SourceProfile>>> loader_profiles_;  // by loader rank, its latest
   std::chrono::steady_clock::time_point start_, last_step_done_;
 };
 

@@ -348,6 +348,7 @@ void write_run_json(JsonWriter& w, const Report& r) {
       .value("tp", config.topology.tp)
       .value("loaders", layout.colocated ? 0 : config.topology.loaders)
       .value("shadow_loaders", layout.colocated ? 0 : config.topology.shadow_loaders)
+      .value("scaling", config.topology.scaling)
       .end_object();
   w.value("steps", r.digests.steps);
   w.value("first_step", r.job.first_step);
@@ -481,12 +482,30 @@ void write_resources_json(JsonWriter& w, const Report& r) {
       .end_object();
 }
 
+// What each source cost its loaders (the planner's view; docs/scaling.md
+// "Profiles"); empty in colocated mode.
+void write_profiles_json(JsonWriter& w, const Report& r) {
+  w.begin_object("source_profiles");
+  const auto& profiles = r.input.profiles;
+  for (size_t s = 0; s < profiles.size() && s < r.job.config.sources.size(); ++s)
+    w.begin_object(r.job.config.sources[s].name)
+        .value("seconds_per_sample", profiles[s].seconds_per_sample)
+        .value("bytes_per_sample", profiles[s].bytes_per_sample)
+        .value("open_bytes", profiles[s].open_bytes)
+        .value("shared_bytes", profiles[s].shared_bytes)
+        .value("positions_per_sample", profiles[s].positions_per_sample)
+        .value("samples_measured", profiles[s].samples_measured)
+        .end_object();
+  w.end_object();
+}
+
 std::string summary_json(const Report& r) {
   JsonWriter w;
   w.begin_object();
   write_run_json(w, r);
   write_data_json(w, r);
   write_resources_json(w, r);
+  write_profiles_json(w, r);
   w.end_object();
   return w.str();
 }
@@ -565,6 +584,13 @@ std::string data_text(const Report& r) {
   text += "  loader memory (peak RSS over start-up): " + format_bytes(roles.loader_memory) +
           (colocated ? " over all clients\n" : " (planner and loaders)\n");
   text += line("  sample bytes per step fetched/needed over clients: %.3f\n", r.traffic.redundancy);
+  if (!r.input.profiles.empty()) text += "  source profiles (loaders' moving averages; seconds on one thread):\n";
+  for (size_t s = 0; s < r.input.profiles.size() && s < config.sources.size(); ++s) {
+    const SourceProfile& p = r.input.profiles[s];
+    text += line("    %-12s %9.4f ms/sample %10.0f bytes/sample  open %s  (%llu samples)\n", config.sources[s].name.c_str(),
+                 p.seconds_per_sample * 1e3, p.bytes_per_sample, format_bytes(static_cast<uint64_t>(p.open_bytes)).c_str(),
+                 static_cast<ull>(p.samples_measured));
+  }
   for (const Takeover& t : r.input.takeovers)
     text += line("  takeover: loader %d by shadow %d before step %llu, %llu requests, %.0f ms after it went quiet\n",
                  t.loader, t.shadow, static_cast<ull>(t.step), static_cast<ull>(t.requests), t.latency_s * 1e3);

@@ -23,6 +23,7 @@ struct SummaryInput {
   // The planner's own work over its steps (PlannerReport).
   double planner_work_seconds = 0.0, planner_work_cpu_seconds = 0.0;
   uint64_t planner_messages_received = 0, planner_messages_sent = 0;
+  std::vector<SourceProfile> profiles;  // the planner's: per source (empty elsewhere, and colocated)
 };
 
 // Collective over the world. The returned Summary is complete on world rank 0

@@ -238,6 +238,40 @@ FaultMessage decode_fault(std::span<const uint8_t> bytes) {
   return m;
 }
 
+std::vector<uint8_t> encode(const ProfileMessage& m) {
+  WireWriter w;
+  w.u32(checked_cast<uint32_t>(m.sources.size()));
+  for (const auto& [source, p] : m.sources) {
+    w.u32(source);
+    w.f64(p.seconds_per_sample);
+    w.f64(p.bytes_per_sample);
+    w.f64(p.open_bytes);
+    w.u64(p.samples_measured);
+    w.f64(p.positions_per_sample);
+    w.f64(p.shared_bytes);
+  }
+  return std::move(w.bytes());
+}
+
+ProfileMessage decode_profile(std::span<const uint8_t> bytes) {
+  WireReader r(bytes, "profile");
+  ProfileMessage m;
+  const uint32_t n = r.count(52);
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t source = r.u32();
+    SourceProfile p;
+    p.seconds_per_sample = r.f64();
+    p.bytes_per_sample = r.f64();
+    p.open_bytes = r.f64();
+    p.samples_measured = r.u64();
+    p.positions_per_sample = r.f64();
+    p.shared_bytes = r.f64();
+    m.sources.emplace_back(source, p);
+  }
+  r.finish();
+  return m;
+}
+
 std::vector<uint8_t> encode(const RanksMessage& m) {
   WireWriter w;
   w.u64(m.step);

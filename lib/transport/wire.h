@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "plan/profile.h"
 
 namespace msd {
 
@@ -31,6 +32,7 @@ enum Tag : int {
   kTagCheckpointGo = 10,  // planner -> ready loaders: write it together (u64 step, ranks: the writers); loader -> planner: written (u64)
   kTagCheckpointJoin = 12,  // loader -> the other writers: here for this checkpoint (u64 step)
   kTagFinish = 11,     // planner -> live loaders and clients: ranks left out of the summary (ranks)
+  kTagProfile = 13,    // loader -> planner: its sources' profiles (moving averages), at most once a second
 };
 
 class WireWriter {
@@ -180,6 +182,13 @@ struct RanksMessage {
 std::vector<uint8_t> encode(const RanksMessage& m);
 RanksMessage decode_ranks(std::span<const uint8_t> bytes);
 FaultMessage decode_fault(std::span<const uint8_t> bytes);
+
+// A loader's profile of each source it serves (kTagProfile).
+struct ProfileMessage {
+  std::vector<std::pair<uint32_t, SourceProfile>> sources;  // (source id, profile)
+};
+std::vector<uint8_t> encode(const ProfileMessage& m);
+ProfileMessage decode_profile(std::span<const uint8_t> bytes);
 
 HelloMessage decode_hello(std::span<const uint8_t> bytes);
 std::vector<LoadItem> decode_load(std::span<const uint8_t> bytes);

@@ -28,7 +28,7 @@ msd_add_script_test(bench_handoff SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/ben
 msd_add_script_test(bench_fanout SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_fanout.sh TIMEOUT 300)
 
 foreach(script determinism layout megatron_paths world_size config_errors bench_throughput shadow resume resume_step
-        bad_input window_backpressure stuck_loader stuck_peer fail_fast soak metrics)
+        bad_input window_backpressure stuck_loader stuck_peer fail_fast soak metrics scaling_partition)
   msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 300)
   set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)
 endforeach()

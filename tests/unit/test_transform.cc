@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "profile/meter.h"
 #include "transform/transform.h"
 
 namespace {
@@ -326,6 +327,60 @@ TEST_CASE("apply_batch gives exactly apply's results on any number of threads", 
       check_same(outs[i], expected[source]);
     }
     std::reverse(raws.begin(), raws.end());
+  }
+}
+
+TEST_CASE("transform_measured: apply_batch's results, each source's samples in its profile", "[transform][batch]") {
+  // The loaders' and msd-plan profile's one measuring path (profile/meter.h).
+  const std::string vocab = std::string(MSD_TEST_DATA) + "/tokenizer/small.tiktoken";
+  const msd::ImageOptions image{64, 16};
+  msd::Tokenizer reference_tokenizer(vocab, msd::TokenizerOptions{});
+  SampleTransform reference(&reference_tokenizer, image);
+  const std::vector<RawSample> samples = mixed_samples();
+  const size_t n = samples.size();
+  std::vector<TransformedSample> expected(n);
+  std::vector<BadKind> expected_verdicts(n);
+  std::vector<std::string> expected_reasons(n);
+  for (size_t i = 0; i < n; ++i) expected_verdicts[i] = reference.apply(samples[i], expected[i], expected_reasons[i]);
+  msd::Tokenizer tokenizer(vocab, msd::TokenizerOptions{});
+  SampleTransform transform(&tokenizer, image);
+  // Sources by kind, interleaved in the batch as a loader's requests are; source 3 has none.
+  std::vector<uint32_t> sources;
+  std::vector<const RawSample*> raws;
+  for (const RawSample& raw : samples) {
+    raws.push_back(&raw);
+    sources.push_back(static_cast<uint32_t>(raw.kind));
+  }
+  const std::vector<double> reads(n, 0.001);
+  std::vector<TransformedSample> outs(n);
+  std::vector<TransformedSample*> out_pointers;
+  for (TransformedSample& out : outs) out_pointers.push_back(&out);
+  std::vector<BadKind> verdicts(n, BadKind::read_error);
+  std::vector<std::string> reasons(n);
+  msd::ProfileMeter meter(4);
+  auto slot_bytes = [](const TransformedSample& s) { return 32 + 4 * s.tokens.size() + s.image.pixels.size(); };
+  msd::transform_measured(transform, raws, sources, reads, out_pointers, verdicts, reasons, 2, slot_bytes, meter);
+  std::vector<uint64_t> count(4, 0);
+  std::vector<double> positions(4, 0.0), bytes(4, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    INFO("sample " << i << " (" << expected_reasons[i] << ")");
+    CHECK(verdicts[i] == expected_verdicts[i]);
+    if (verdicts[i] != BadKind::none) CHECK(reasons[i] == expected_reasons[i]);
+    check_same(outs[i], expected[i]);
+    ++count[sources[i]];
+    if (expected_verdicts[i] == BadKind::none) {
+      positions[sources[i]] += expected[i].positions();
+      bytes[sources[i]] += static_cast<double>(slot_bytes(expected[i]));
+    }
+  }
+  for (uint32_t s = 0; s < 4; ++s) {
+    const msd::SourceProfile& p = meter.profiles()[s];
+    INFO("source " << s);
+    CHECK(p.samples_measured == count[s]);
+    if (count[s] == 0) continue;
+    CHECK(p.seconds_per_sample >= 0.001);  // the read, plus the transform's share
+    CHECK(p.positions_per_sample == Approx(positions[s] / count[s]));
+    CHECK(p.bytes_per_sample == Approx(bytes[s] / count[s]));
   }
 }
 

@@ -1,0 +1,173 @@
+#include "profile/plan_file.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "common/files.h"
+#include "common/json_writer.h"
+#include "source/jsonl/json.h"
+
+namespace msd {
+
+std::string plan_json(const PartitionPlan& plan, const PartitionDemand& demand, const PartitionOptions& options,
+                      const PartitionPlan* baseline) {
+  JsonWriter w;
+  const auto [low, high] = std::minmax_element(demand.steps_per_s.begin(), demand.steps_per_s.end());
+  w.begin_object()
+      .value("loader_ranks", plan.loader_ranks)
+      .value("memory_bytes", plan.memory_bytes)
+      .value("rate_met", plan.rate_met)
+      .value("worst_margin", plan.worst_margin)
+      .value("worst_step", plan.worst_step)
+      .value("exact", plan.exact)
+      .value("spare_ranks", plan.spare_ranks)
+      .value("headroom", options.headroom)
+      .value("max_threads", options.max_threads)
+      .value("global_batch", demand.global_batch)
+      .value("steps_per_s_min", low == demand.steps_per_s.end() ? 0.0 : *low)
+      .value("steps_per_s_max", high == demand.steps_per_s.end() ? 0.0 : *high);
+  w.begin_array("points");
+  for (uint64_t step : demand.points) w.value("", step);
+  w.end_array();
+  w.begin_array("groups");
+  for (const LoaderGroup& group : plan.groups) {
+    w.begin_object().begin_array("sources");
+    for (uint32_t s : group.sources) w.value("", demand.names.at(s));
+    w.end_array()
+        .value("ranks", group.ranks)
+        .value("threads", group.threads)
+        .value("rank_bytes", group.rank_bytes)
+        .value("peak_load", group.peak_load)
+        .end_object();
+  }
+  w.end_array();
+  w.begin_object("sources");
+  const auto group_of = plan.group_of_source(demand.names.size());
+  for (size_t s = 0; s < demand.names.size(); ++s) {
+    const LoaderGroup& group = plan.groups.at(group_of[s]);
+    const SourceProfile& p = demand.profiles[s];
+    double peak = 0.0;
+    for (size_t k = 0; k < demand.points.size(); ++k) peak = std::max(peak, demand.load(s, k));
+    w.begin_object(demand.names[s])
+        .value("group", group_of[s])
+        .value("ranks", group.ranks)
+        .value("threads", group.threads)
+        .value("memory_bytes", group.ranks * p.open_bytes)
+        .value("peak_load", peak)
+        .value("seconds_per_sample", p.seconds_per_sample)
+        .value("bytes_per_sample", p.bytes_per_sample)
+        .value("open_bytes", p.open_bytes)
+        .value("positions_per_sample", p.positions_per_sample)
+        .end_object();
+  }
+  w.end_object();
+  if (baseline)
+    w.begin_object("static")
+        .value("loader_ranks", baseline->loader_ranks)
+        .value("memory_bytes", baseline->memory_bytes)
+        .value("rate_met", baseline->rate_met)
+        .value("worst_margin", baseline->worst_margin)
+        .value("worst_step", baseline->worst_step)
+        .end_object();
+  w.end_object();
+  return w.str();
+}
+
+namespace {
+uint32_t positive_count(const JsonValue& object, const char* key, const std::string& where) {
+  const JsonValue* v = object.find(key);
+  if (v == nullptr || v->type != JsonType::number || v->number < 1 || v->number > 1e6 || v->number != static_cast<uint32_t>(v->number))
+    throw ConfigError(str(where, ": '", key, "' is missing or not a whole number >= 1"));
+  return static_cast<uint32_t>(v->number);
+}
+}  // namespace
+
+PartitionPlan parse_plan_json(const std::string& text, const Config& config, const std::string& option,
+                              const std::string& what) {
+  JsonValue doc;
+  const JsonStatus status = parse_json(text, doc);
+  if (!status.ok) throw ConfigError(str(option, ": ", what, " is not JSON (", status.message, " at byte ", status.offset, ")"));
+  const JsonValue* groups = doc.type == JsonType::object ? doc.find("groups") : nullptr;
+  if (groups == nullptr || groups->type != JsonType::array)
+    throw ConfigError(str(option, ": ", what, " has no \"groups\" array (expected msd-plan partition --out output)"));
+  PartitionPlan plan;
+  std::vector<int> seen(config.sources.size(), 0);
+  for (size_t g = 0; g < groups->array.size(); ++g) {
+    const JsonValue& entry = groups->array[g];
+    const std::string where = str(option, ": ", what, ", group ", g);
+    const JsonValue* names = entry.type == JsonType::object ? entry.find("sources") : nullptr;
+    if (names == nullptr || names->type != JsonType::array || names->array.empty())
+      throw ConfigError(str(where, ": \"sources\" is missing or empty"));
+    LoaderGroup group;
+    for (const JsonValue& name : names->array) {
+      const auto it = std::find_if(config.sources.begin(), config.sources.end(),
+                                   [&](const SourceConfig& s) { return s.name == name.string; });
+      if (name.type != JsonType::string || it == config.sources.end())
+        throw ConfigError(str(where, ": source '", name.string, "' is not in mix.sources"));
+      const auto s = static_cast<uint32_t>(it - config.sources.begin());
+      if (seen[s]++) throw ConfigError(str(where, ": source '", name.string, "' is in more than one group"));
+      group.sources.push_back(s);
+    }
+    group.ranks = positive_count(entry, "ranks", where);
+    group.threads = positive_count(entry, "threads", where);
+    if (const JsonValue* v = entry.find("rank_bytes"); v && v->type == JsonType::number) group.rank_bytes = v->number;
+    if (const JsonValue* v = entry.find("peak_load"); v && v->type == JsonType::number) group.peak_load = v->number;
+    plan.loader_ranks += group.ranks;
+    plan.memory_bytes += group.ranks * group.rank_bytes;
+    plan.groups.push_back(std::move(group));
+  }
+  for (size_t s = 0; s < seen.size(); ++s)
+    if (!seen[s])
+      throw ConfigError(str(option, ": ", what, " has no group for source '", config.sources[s].name,
+                            "' (a plan made for another configuration? run msd-plan partition again)"));
+  if (const JsonValue* v = doc.find("headroom"); v && v->type == JsonType::number) plan.headroom = v->number;
+  if (const JsonValue* v = doc.find("rate_met"); v && v->type == JsonType::boolean) plan.rate_met = v->boolean;
+  if (const JsonValue* v = doc.find("worst_margin"); v && v->type == JsonType::number) plan.worst_margin = v->number;
+  return plan;
+}
+
+PartitionPlan read_plan_json(const std::string& path, const Config& config, const std::string& option) {
+  std::string text;
+  try {
+    const auto bytes = read_file(path);
+    text.assign(bytes.begin(), bytes.end());
+  } catch (const Error& e) {
+    throw ConfigError(str(option, ": cannot read the plan '", path, "': ", e.what()));
+  }
+  return parse_plan_json(text, config, option, str("'", path, "'"));
+}
+
+}  // namespace msd
+
+#include "profile/profiler.h"
+
+namespace msd {
+
+void fit_to_loaders(PartitionPlan& plan, const Config& config) {
+  const auto configured = static_cast<uint32_t>(config.topology.loaders);
+  if (plan.loader_ranks > configured)
+    throw ConfigError(str("topology.loaders: the partition plan needs ", plan.loader_ranks, " loader ranks, the job has ",
+                          configured, " (topology.scaling = partition); set topology.loaders = ", plan.loader_ranks));
+  for (size_t g = 0; g < plan.groups.size(); ++g)
+    if (plan.groups[g].threads > config.loader.threads)
+      throw ConfigError(str("loader.threads: the partition plan's group ", g, " runs ", plan.groups[g].threads,
+                            " threads per loader, more than loader.threads = ", config.loader.threads));
+  PartitionOptions options;
+  options.max_threads = config.loader.threads;
+  options.headroom = plan.headroom;
+  add_spare_ranks(plan, options, configured);
+}
+
+std::string start_up_plan(const Config& config) {
+  ProfileOptions profile;
+  profile.samples = kStartUpProfileSamples;
+  const ProfileReport report = profile_sources(config, profile);
+  const PartitionDemand demand = make_demand(config, report.profiles, 0.0);
+  PartitionOptions options;
+  options.max_threads = config.loader.threads;
+  PartitionPlan plan = partition(demand, options);
+  fit_to_loaders(plan, config);
+  return plan_json(plan, demand, options);
+}
+
+}  // namespace msd

@@ -1,0 +1,182 @@
+#include "profile/profiler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <ostream>
+
+#include "common/error.h"
+#include "common/files.h"
+#include "common/json_writer.h"
+#include "profile/meter.h"
+#include "source/jsonl/json.h"
+#include "source/source.h"
+#include "transport/slot.h"
+
+namespace msd {
+namespace {
+
+bool needs_tokenizer(const Config& config) {
+  return std::any_of(config.sources.begin(), config.sources.end(),
+                     [](const SourceConfig& s) { return s.format != "indexed"; });
+}
+
+// Reads and transforms `count` samples of `source`, spread over it, batch by
+// batch, into `meter`.
+void measure_source(uint32_t id, Source& source, uint64_t count, const std::string& name, SampleTransform& transform,
+                    uint32_t patch_bytes, const ProfileOptions& options, ProfileMeter& meter) {
+  using Clock = std::chrono::steady_clock;
+  const uint64_t n = source.size();
+  const size_t batch = size_t{16} * std::max(options.threads, 1u);
+  auto slot_bytes = [&](const TransformedSample& s) {
+    return SlotLayout::bytes(static_cast<uint32_t>(s.tokens.size()), s.image.patches, patch_bytes);
+  };
+  std::vector<RawSample> raws(batch);
+  std::vector<TransformedSample> outs(batch);
+  for (uint64_t done = 0; done < count;) {
+    const size_t size = static_cast<size_t>(std::min<uint64_t>(batch, count - done));
+    std::vector<const RawSample*> good;
+    std::vector<TransformedSample*> good_outs;
+    std::vector<double> reads;
+    for (size_t k = 0; k < size; ++k) {
+      const uint64_t index = static_cast<uint64_t>((static_cast<__int128>(done + k) * n) / count);
+      const auto start = Clock::now();
+      raws[k].clear();
+      source.read(index, raws[k]);
+      reads.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+      good.push_back(&raws[k]);  // a reader's bad sample passes through apply_batch as its verdict
+      good_outs.push_back(&outs[k]);
+    }
+    const std::vector<uint32_t> ids(size, id);
+    std::vector<BadKind> verdicts(size);
+    std::vector<std::string> reasons(size);
+    transform_measured(transform, good, ids, reads, good_outs, verdicts, reasons, options.threads, slot_bytes, meter);
+    done += size;
+    if (options.progress) options.progress(name, done, count);
+  }
+}
+
+}  // namespace
+
+ProfileReport profile_sources(const Config& config, const ProfileOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  ProfileReport report;
+  report.threads = std::max(options.threads, 1u);
+  std::unique_ptr<Tokenizer> tokenizer;
+  if (needs_tokenizer(config))
+    tokenizer = std::make_unique<Tokenizer>(config.tokenizer.vocab,
+                                            TokenizerOptions{config.tokenizer.pattern, config.tokenizer.normalize});
+  SampleTransform transform(tokenizer.get(), ImageOptions{config.image.max_side, config.image.patch});
+  const uint32_t patch_bytes = config.image.patch * config.image.patch * 3;
+  ProfileMeter meter(config.sources.size(), std::max<uint64_t>(options.samples, 1));
+  SourceOptions source_options;
+  source_options.cache_dir = config.loader.cache_dir;
+  for (uint32_t s = 0; s < config.sources.size(); ++s) {
+    const SourceConfig& sc = config.sources[s];
+    report.names.push_back(sc.name);
+    std::unique_ptr<Source> source = open_source(sc, source_options);
+    if (source->size() == 0) throw ConfigError(str("source.", sc.name, ".path: '", sc.path, "' holds no samples"));
+    const uint64_t count = std::min<uint64_t>(std::max<uint64_t>(options.samples, 1), source->size());
+    measure_source(s, *source, count, sc.name, transform, patch_bytes, options, meter);
+    // After the samples: the buffers have grown to what serving holds.
+    meter.set_open_bytes(s, open_bytes(*source, tokenizer.get(), transform),
+                         shared_open_bytes(*source, tokenizer.get(), transform));
+  }
+  report.profiles = meter.profiles();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+std::string profile_json(const ProfileReport& report) {
+  JsonWriter w;
+  w.begin_object().value("threads", report.threads).value("seconds", report.seconds).begin_object("sources");
+  for (size_t s = 0; s < report.names.size(); ++s) {
+    const SourceProfile& p = report.profiles[s];
+    w.begin_object(report.names[s])
+        .exact_value("seconds_per_sample", p.seconds_per_sample)
+        .exact_value("bytes_per_sample", p.bytes_per_sample)
+        .exact_value("open_bytes", p.open_bytes)
+        .value("samples_measured", p.samples_measured)
+        .exact_value("positions_per_sample", p.positions_per_sample)
+        .exact_value("shared_bytes", p.shared_bytes)
+        .end_object();
+  }
+  w.end_object().end_object();
+  return w.str();
+}
+
+std::string bytes_text(double bytes) {
+  char text[64];
+  if (bytes >= 1024.0 * 1024 * 1024) std::snprintf(text, sizeof text, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+  else if (bytes >= 1024.0 * 1024) std::snprintf(text, sizeof text, "%.2f MiB", bytes / (1024.0 * 1024));
+  else if (bytes >= 1024.0) std::snprintf(text, sizeof text, "%.1f KiB", bytes / 1024.0);
+  else std::snprintf(text, sizeof text, "%.0f B", bytes);
+  return text;
+}
+
+void print_profile(const ProfileReport& report, std::ostream& out) {
+  char line[256];
+  std::snprintf(line, sizeof line, "source profiles (%u transform thread(s), %.2f s; seconds are per thread)\n",
+                report.threads, report.seconds);
+  out << line;
+  std::snprintf(line, sizeof line, "  %-12s %10s %14s %12s %12s %10s\n", "source", "samples", "ms/sample", "bytes/sample",
+                "positions", "open");
+  out << line;
+  for (size_t s = 0; s < report.names.size(); ++s) {
+    const SourceProfile& p = report.profiles[s];
+    std::snprintf(line, sizeof line, "  %-12s %10llu %14.4f %12.0f %12.1f %10s\n", report.names[s].c_str(),
+                  static_cast<unsigned long long>(p.samples_measured), p.seconds_per_sample * 1e3, p.bytes_per_sample,
+                  p.positions_per_sample, bytes_text(p.open_bytes).c_str());
+    out << line;
+  }
+}
+
+namespace {
+double number_of(const JsonValue& object, const char* key, const std::string& where) {
+  const JsonValue* v = object.find(key);
+  if (v == nullptr || v->type != JsonType::number || v->number < 0)
+    throw ConfigError(str(where, ": '", key, "' is missing or not a non-negative number"));
+  return v->number;
+}
+}  // namespace
+
+ProfileReport read_profile_json(const std::string& path, const Config& config, const std::string& option) {
+  std::string text;
+  try {
+    const auto bytes = read_file(path);
+    text.assign(bytes.begin(), bytes.end());
+  } catch (const Error& e) {
+    throw ConfigError(str(option, ": cannot read '", path, "': ", e.what()));
+  }
+  JsonValue doc;
+  const JsonStatus status = parse_json(text, doc);
+  if (!status.ok)
+    throw ConfigError(str(option, ": '", path, "' is not JSON (", status.message, " at byte ", status.offset, ")"));
+  // msd-plan profile --json's "sources", or a run summary's "source_profiles".
+  const JsonValue* sources = doc.type == JsonType::object ? doc.find("sources") : nullptr;
+  if (sources == nullptr && doc.type == JsonType::object) sources = doc.find("source_profiles");
+  if (sources == nullptr || sources->type != JsonType::object)
+    throw ConfigError(str(option, ": '", path, "' has no \"sources\" object (expected msd-plan profile --json output, "
+                          "or a msd-run summary with \"source_profiles\")"));
+  ProfileReport report;
+  if (const JsonValue* t = doc.find("threads"); t && t->type == JsonType::number) report.threads = static_cast<unsigned>(t->number);
+  for (const SourceConfig& sc : config.sources) {
+    const JsonValue* p = sources->find(sc.name);
+    const std::string where = str(option, ": '", path, "', source '", sc.name, "'");
+    if (p == nullptr || p->type != JsonType::object)
+      throw ConfigError(str(where, " is not in the profile (profile this configuration with msd-plan profile)"));
+    SourceProfile profile;
+    profile.seconds_per_sample = number_of(*p, "seconds_per_sample", where);
+    profile.bytes_per_sample = number_of(*p, "bytes_per_sample", where);
+    profile.open_bytes = number_of(*p, "open_bytes", where);
+    profile.samples_measured = static_cast<uint64_t>(number_of(*p, "samples_measured", where));
+    if (p->find("positions_per_sample")) profile.positions_per_sample = number_of(*p, "positions_per_sample", where);
+    if (p->find("shared_bytes")) profile.shared_bytes = std::min(profile.open_bytes, number_of(*p, "shared_bytes", where));
+    report.names.push_back(sc.name);
+    report.profiles.push_back(profile);
+  }
+  return report;
+}
+
+}  // namespace msd

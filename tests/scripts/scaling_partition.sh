@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Profiles and the partition at a tiny size: msd-plan profile measures every
+# source, msd-plan partition writes a plan that meets its rate, and msd-run
+# with topology.scaling = partition (a plan file, a hand-made plan that splits
+# the sources with two threads per loader, spare ranks, or a plan computed at
+# start-up) delivers the same batch stream as the static assignment; the
+# loaders' profiles reach the summary; bad plans and options fail by name.
+source "$(dirname "$0")/common.sh"
+PLAN="$MSD_BUILD/app/msd-plan"
+write_tiny_config "$WORK/job.ini"
+
+"$PLAN" profile --config "$WORK/job.ini" --samples 16 --json >"$WORK/profile.json" 2>"$WORK/progress.txt"
+grep -q "profile: images 16/16 samples" "$WORK/progress.txt" || { echo "FAIL: no progress"; cat "$WORK/progress.txt"; exit 1; }
+"$PLAN" profile --config "$WORK/job.ini" --samples 8 | grep -q "^  corpus"
+"$PLAN" partition --config "$WORK/job.ini" --profile "$WORK/profile.json" --steps-per-s 5 --out "$WORK/plan.json" \
+  | tee "$WORK/plan.txt"
+grep -q "rate met at every one of" "$WORK/plan.txt"
+python3 - "$WORK/profile.json" "$WORK/plan.json" <<'PY'
+import json, sys
+profile = json.load(open(sys.argv[1]))["sources"]
+plan = json.load(open(sys.argv[2]))
+for name in ["web", "books", "images", "corpus"]:
+    p = profile[name]
+    assert p["samples_measured"] == 16, (name, p)
+    assert p["seconds_per_sample"] > 0 and p["bytes_per_sample"] > 0 and p["open_bytes"] > 0, (name, p)
+    assert p["positions_per_sample"] > 0, (name, p)
+    assert plan["sources"][name]["ranks"] >= 1 and plan["sources"][name]["threads"] >= 1, plan
+# Images carry pixels: far more bytes per sample than text.
+assert profile["images"]["bytes_per_sample"] > 4 * profile["web"]["bytes_per_sample"], profile
+assert plan["rate_met"] is True and plan["worst_margin"] >= 0, plan
+assert sorted(n for g in plan["groups"] for n in g["sources"]) == ["books", "corpus", "images", "web"], plan
+assert plan["loader_ranks"] == sum(g["ranks"] for g in plan["groups"]), plan
+# The static assignment of topology.loaders = 2, evaluated for the same demand.
+assert plan["static"]["loader_ranks"] == 2 and plan["loader_ranks"] <= 2, plan
+PY
+ranks=$(json_field "$WORK/plan.json" loader_ranks)
+# A plan that splits the sources over the two loaders, each on two threads.
+cat >"$WORK/split.json" <<'JSON'
+{"groups": [{"sources": ["web", "images"], "ranks": 1, "threads": 2},
+            {"sources": ["books", "corpus"], "ranks": 1, "threads": 2}]}
+JSON
+
+run_job "$WORK/job.ini" --summary-json "$WORK/static.json" >/dev/null
+run_job "$WORK/job.ini" --summary-json "$WORK/plan-run.json" --topology.scaling=partition \
+  --topology.partition_plan="$WORK/plan.json" --loaders "$ranks" >/dev/null
+run_job "$WORK/job.ini" --summary-json "$WORK/split-run.json" --topology.scaling=partition \
+  --topology.partition_plan="$WORK/split.json" --loader.threads=2 >/dev/null
+run_job "$WORK/job.ini" --summary-json "$WORK/spare-run.json" --topology.scaling=partition \
+  --topology.partition_plan="$WORK/plan.json" --loaders $((ranks + 2)) >/dev/null
+run_job "$WORK/job.ini" --summary-json "$WORK/startup-run.json" --topology.scaling=partition --output.log_level=info \
+  2>"$WORK/startup.log" >/dev/null
+grep -q "partition plan: loader 1 serves" "$WORK/startup.log" || { echo "FAIL: no plan logged"; cat "$WORK/startup.log"; exit 1; }
+digest=$(json_field "$WORK/static.json" batch_digest)
+for run in plan-run split-run spare-run startup-run; do
+  other=$(json_field "$WORK/$run.json" batch_digest)
+  if [ -z "$digest" ] || [ "$digest" != "$other" ]; then
+    echo "FAIL: batch_digest of $run ($other) differs from static ($digest)"
+    exit 1
+  fi
+done
+python3 - "$WORK/split-run.json" <<'PY'
+import json, sys
+summary = json.load(open(sys.argv[1]))
+assert summary["topology"]["scaling"] == "partition", summary["topology"]
+profiles = summary["source_profiles"]
+for name in ["web", "books", "images", "corpus"]:
+    p = profiles[name]
+    assert p["samples_measured"] > 0 and p["seconds_per_sample"] > 0 and p["open_bytes"] > 0, (name, p)
+    assert p["bytes_per_sample"] > 0, (name, p)
+PY
+# The profiles a run reported plan as well as an offline profile.
+"$PLAN" partition --config "$WORK/job.ini" --profile "$WORK/split-run.json" --steps-per-s 5 --json >"$WORK/from-run.json"
+grep -q '"rate_met":true' "$WORK/from-run.json"
+
+# Errors name the option, before any work.
+expect_error() {  # expect_error PATTERN command...
+  local pattern=$1
+  shift
+  if "$@" >"$WORK/err.txt" 2>&1; then echo "FAIL: '$*' succeeded"; exit 1; fi
+  grep -q -- "$pattern" "$WORK/err.txt" || { echo "FAIL: '$*' did not say '$pattern':"; cat "$WORK/err.txt"; exit 1; }
+}
+expect_error "topology.scaling: 'online' is not a valid value" "$MSD_RUN" --config "$WORK/job.ini" --topology.scaling=online --print-world-size
+expect_error "topology.partition_plan: a plan is used only with topology.scaling = partition" \
+  "$MSD_RUN" --config "$WORK/job.ini" --topology.partition_plan="$WORK/plan.json" --print-world-size
+expect_error "topology.loaders: the partition plan needs 2 loader ranks, the job has 1" \
+  run_job "$WORK/job.ini" --topology.scaling=partition --topology.partition_plan="$WORK/split.json" --loaders 1
+expect_error "loader.threads: the partition plan's group 0 runs 2 threads per loader, more than loader.threads = 1" \
+  run_job "$WORK/job.ini" --topology.scaling=partition --topology.partition_plan="$WORK/split.json"
+echo '{"groups": [{"sources": ["web"], "ranks": 1, "threads": 1}]}' >"$WORK/short.json"
+expect_error "topology.partition_plan: .* has no group for source 'books'" \
+  run_job "$WORK/job.ini" --topology.scaling=partition --topology.partition_plan="$WORK/short.json"
+expect_error "^msd-plan: --steps-per-s" "$PLAN" partition --config "$WORK/job.ini" --steps-per-s -1
+expect_error "^msd-plan: --profile: cannot read" "$PLAN" partition --config "$WORK/job.ini" --profile "$WORK/none.json"
+expect_error "^msd-plan: --config" "$PLAN" profile --samples 4
+expect_error "^msd-plan: --max-loader-mb: source" "$PLAN" partition --config "$WORK/job.ini" --profile "$WORK/profile.json" \
+  --max-loader-mb 0.001
+echo "scaling_partition: digest $digest with static, the plan ($ranks ranks), a split plan, spare ranks and a start-up plan"
