@@ -41,6 +41,11 @@ struct TopologyConfig {
   std::string broadcast_at = "tp";    // tp: a TP group's leader fetches and shares; none: every TP rank fetches
   int ranks_per_node = 0;             // 0: the nodes MPI reports; N: every N consecutive world ranks share a node
   std::string data_ranks = "first";   // first | per_node | dedicated_nodes: where the planner and loaders sit
+  // Loader pool scaling (docs/scaling.md): static keeps the start-up
+  // assignment; online moves loader ranks between sources as the mix changes.
+  std::string scaling = "static";
+  uint64_t scaling_lookahead_steps = 16;  // online: how far ahead the schedule is read
+  uint64_t scaling_interval_steps = 4;    // online: fewest steps between two moves
 };
 
 struct JobConfig {

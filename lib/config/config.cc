@@ -319,6 +319,15 @@ std::vector<OptionSpec> topology_options() {
       text("topology.data_ranks", "P",
            "first | per_node | dedicated_nodes: where the planner and loaders sit (docs/layout.md)",
            [](auto& c) -> auto& { return c.topology.data_ranks; }),
+      // Loader pool scaling (docs/scaling.md).
+      text("topology.scaling", "S",
+           "static | online: online moves loader ranks between sources as the mix changes (docs/scaling.md)",
+           [](auto& c) -> auto& { return c.topology.scaling; }),
+      count("topology.scaling_lookahead_steps", "N",
+            "online: steps ahead the schedule is read, so loaders move before a weight rises",
+            [](auto& c) -> auto& { return c.topology.scaling_lookahead_steps; }),
+      count("topology.scaling_interval_steps", "N", "online: fewest steps between two moves of loader ranks",
+            [](auto& c) -> auto& { return c.topology.scaling_interval_steps; }),
   };
 }
 
@@ -892,6 +901,7 @@ void validate(const Config& config) {
   require_one_of(topo.broadcast_at, {"tp", "none"}, "topology.broadcast_at");
   require_one_of(topo.data_ranks, {"first", "per_node", "dedicated_nodes"}, "topology.data_ranks");
   require_at_least(topo.ranks_per_node, 0, "topology.ranks_per_node");
+  require_one_of(topo.scaling, {"static", "online"}, "topology.scaling");
   require_at_least(job.micro_batches, uint32_t{1}, "job.micro_batches");
   require_at_least(job.prefetch_steps, uint32_t{1}, "job.prefetch_steps");
   validate_order(topo.order);

@@ -21,7 +21,12 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
       mode_(parse_training_mode(job.config.job.mode, job.config.job.balance)),
       window_(job.config.loader.window_mb << 20, job.config.job.max_sample_bytes) {
   sources_.resize(job.config.sources.size());
-  for (const auto& info : sources) sources_.at(info.source).samples = info.samples;
+  online_ = job.config.topology.scaling == "online";
+  if (online_) profiles_.resize(sources_.size());
+  for (const auto& info : sources) {
+    sources_.at(info.source).samples = info.samples;
+    if (online_) profiles_[info.source].open_bytes = static_cast<double>(info.state_bytes);
+  }
   for (size_t s = 0; s < sources_.size(); ++s) {
     MSD_CHECK(sources_[s].samples > 0);
     for (int loader : job.assignment.loaders_of_source[s])
@@ -43,6 +48,7 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
     mixer_.restore(resume->step, resume->mixer_realized);
     report_.bad_samples = resume->bad_samples;
     report_.bad_samples.resize(bad_kind_count, 0);
+    if (online_) restore_assignment(*resume);
   }
   deliver_from_ = std::max(job.first_step, first_step_);
   data_ = std::move(data);
@@ -220,7 +226,9 @@ bool PlannerRole::rewind(uint32_t s, uint64_t end, bool& freed) {
 
 void PlannerRole::on_meta(int loader_rank, const std::vector<SampleMeta>& metas) {
   LoaderTrack& track = loaders_.at(loader_rank);
-  track.last_heard = std::chrono::steady_clock::now();
+  const auto now = std::chrono::steady_clock::now();
+  if (online_) learn_costs(metas, std::chrono::duration<double>(now - track.last_heard).count());
+  track.last_heard = now;
   std::vector<uint64_t> stale_slots;
   bool read_failed = false;
   for (const auto& meta : metas) {
@@ -438,6 +446,7 @@ PlannerCheckpoint PlannerRole::state_before(uint64_t step) const {
   for (const auto& [rank, track] : loaders_)
     for (const auto& [key, item] : track.outstanding)
       cp.in_flight.push_back({item.source, SampleState::requested, rank, item.cursor, item.index});
+  cp.loader_sources = assignment_now();
   return cp;
 }
 
@@ -585,6 +594,8 @@ void PlannerRole::report_progress(const InFlightStep& step) {
 PlannerReport PlannerRole::serve() {
   start_ = last_step_done_ = std::chrono::steady_clock::now();
   const uint64_t steps = job_.config.job.steps;
+  for (auto& [rank, message] : restore_) out_.send(rank, kTagReassign, encode(message), "restoring the assignment");
+  restore_.clear();
   Backoff backoff;
   while (acked_steps_ < steps || loader_checkpoint_) {
     bool progressed = false;
@@ -600,6 +611,8 @@ PlannerReport PlannerRole::serve() {
       } else if (message->tag == kTagAck) {
         const AckMessage ack = decode_ack(message->bytes);
         on_ack(message->source, ack.step, ack.wait_seconds);
+      } else if (message->tag == kTagReassign) {
+        on_reassigned(message->source, decode_hello(message->bytes));
       } else if (message->tag == kTagCheckpoint || message->tag == kTagCheckpointGo) {
         WireReader r(message->bytes, "loader checkpoint");
         const uint64_t step = r.u64();
@@ -611,6 +624,8 @@ PlannerReport PlannerRole::serve() {
       }
     }
     check_deadlines();
+    scale_online();
+    advance_moves();
     advance_loader_checkpoint();
     out_.progress();
     if (progressed) backoff.reset();

@@ -31,6 +31,7 @@ enum Tag : int {
   kTagCheckpointGo = 10,  // planner -> ready loaders: write it together (u64 step, ranks: the writers); loader -> planner: written (u64)
   kTagCheckpointJoin = 12,  // loader -> the other writers: here for this checkpoint (u64 step)
   kTagFinish = 11,     // planner -> live loaders and clients: ranks left out of the summary (ranks)
+  kTagReassign = 13,   // planner -> loader: close these sources, open those; loader -> planner: what it opened (hello body)
 };
 
 class WireWriter {
@@ -169,6 +170,16 @@ struct RanksMessage {
 };
 std::vector<uint8_t> encode(const RanksMessage& m);
 RanksMessage decode_ranks(std::span<const uint8_t> bytes);
+
+// A loader moved between sources (topology.scaling = online): it closes the
+// sources in `close` (their index and buffers are freed) and opens those in
+// `open`. The planner sends it only once the loader has answered every
+// request for a source it closes.
+struct ReassignMessage {
+  std::vector<uint32_t> close, open;
+};
+std::vector<uint8_t> encode(const ReassignMessage& m);
+ReassignMessage decode_reassign(std::span<const uint8_t> bytes);
 FaultMessage decode_fault(std::span<const uint8_t> bytes);
 
 HelloMessage decode_hello(std::span<const uint8_t> bytes);
