@@ -23,7 +23,7 @@ msd_add_script_test(bench_memory SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/benc
 msd_add_script_test(bench_handoff SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_handoff.sh TIMEOUT 300)
 
 foreach(script determinism layout megatron_paths world_size config_errors bench_throughput shadow resume resume_step
-        bad_input window_backpressure stuck_loader fail_fast soak)
+        bad_input window_backpressure stuck_loader fail_fast soak scaling)
   msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 300)
   set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)
 endforeach()
