@@ -31,6 +31,9 @@ struct SourceConfig {
   std::vector<WeightPoint> weight = {{0, 1.0}};
   std::string text_field = "text";        // jsonl: field holding the text
   std::string caption_field = "caption";  // wds: field of a .json caption
+  // Emulated storage latency: every read of a sample first waits this long
+  // (benchmarks on one machine; docs/scaling.md). 0: none.
+  uint64_t read_delay_us = 0;
 };
 
 struct TopologyConfig {

@@ -562,6 +562,9 @@ Section source_section(const std::string& name) {
              [](const SourceConfig& src) { return weight_text(src.weight); }),
       option("text_field", "KEY", "jsonl: field holding the text", trimmed(text_field), text_field),
       option("caption_field", "KEY", "wds: field of the .json caption", trimmed(caption_field), caption_field),
+      option("read_delay_us", "US", "emulated storage latency: each sample read first waits this long (benchmarks)",
+             [](SourceConfig& src, const Setting& s, const ParseContext& x) { src.read_delay_us = to_count<uint64_t>(s, x); },
+             [](const SourceConfig& src) { return str(src.read_delay_us); }),
   };
   section.options[2].default_text = "1";  // a bare weight, as users write it
   std::vector<Section> one{std::move(section)};

@@ -234,6 +234,8 @@ void LoaderRole::prepare(std::span<const LoadItem> items, std::deque<Prepared>& 
     if (source == nullptr || item.index >= source->size())
       throw ProtocolError(str("loader rank ", job_.rank, " asked for sample ", item.index, " of source ", item.source,
                               ", which it does not serve"));
+    if (const uint64_t delay = job_.config.sources[item.source].read_delay_us; delay > 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(delay));  // emulated storage (source.*.read_delay_us)
     source->read(item.index, raws[k]);
     if (fault_ == Fault::fail) {
       raws[k].bad = BadKind::read_error;
