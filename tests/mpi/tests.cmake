@@ -21,6 +21,7 @@ msd_add_script_test(hybrid_delivery SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/h
 set_tests_properties(hybrid_delivery PROPERTIES FIXTURES_REQUIRED tiny_data)
 msd_add_script_test(bench_memory SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_memory.sh TIMEOUT 300)
 msd_add_script_test(bench_handoff SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_handoff.sh TIMEOUT 300)
+msd_add_script_test(bench_scaling SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_scaling.sh TIMEOUT 300)
 
 foreach(script determinism layout megatron_paths world_size config_errors bench_throughput shadow resume resume_step
         bad_input window_backpressure stuck_loader fail_fast soak scaling)
