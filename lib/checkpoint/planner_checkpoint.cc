@@ -63,7 +63,9 @@ bool stream_independent(const std::string& key) {
     if (key == exact) return true;
   for (const char* prefix : {"loader.", "emulator.", "output.", "checkpoint.", "fault.", "topology.scaling"})
     if (key.rfind(prefix, 0) == 0) return true;
-  return false;
+  // Emulated storage latency (source.NAME.read_delay_us) only slows reads.
+  const std::string delay = ".read_delay_us";
+  return key.size() > delay.size() && key.compare(key.size() - delay.size(), delay.size(), delay) == 0;
 }
 
 }  // namespace
