@@ -94,10 +94,9 @@ std::optional<PlannerCheckpoint> latest_planner_checkpoint(const std::string& di
 // run that wrote `checkpoint`: a different seed or a different value of any
 // option the stream depends on (the first differing option named). Options
 // that cannot change the stream may differ: job.steps (a resumed run may go
-// further), job.prefetch_steps, topology.loaders, .shadow_loaders, .scaling*,
-// source.*.read_delay_us and
-// .broadcast_at, and the loader., emulator., output., checkpoint. and fault.
-// sections. Then compares the checkpoint's data fingerprint with `data` (the
+// further), job.prefetch_steps, topology.loaders, .shadow_loaders, .scaling*
+// and .broadcast_at, source.*.read_delay_us, and the loader., emulator.,
+// output., checkpoint. and fault. sections. Then compares the checkpoint's data fingerprint with `data` (the
 // data as it is now): a changed, added or missing data file or a changed
 // vocabulary throws ConfigError naming each difference, unless
 // config.checkpoint.accept_changed_data, which logs them as a warning.
