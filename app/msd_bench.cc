@@ -267,13 +267,14 @@ int handoff_main(int argc, char** argv) {
   po::options_description described(
       "Usage: msd-bench handoff [options]\n\n"
       "How fast a client reads a batch out of a loader's RMA window: msd's Window\n"
-      "(MPI_Get of every piece, then one flush) against memcpy of the same pieces in\n"
-      "the same process, for three batch shapes (short-context, long-context, 8K\n"
-      "packed; log-normal documents of int32 tokens scattered over the window). Two\n"
-      "runs of 2 ranks under mpirun: the one-node settings (MSD_MPIRUN_FLAGS, default\n"
-      "osc sm) and the forced network path (pml/osc ucx, UCX_TLS=tcp,self over\n"
-      "loopback, docs/multi-node.md). ratio_vs_memcpy per path: all shapes' bytes over\n"
-      "their MPI_Get time, divided by the same over memcpy time.\n\n"
+      "(direct copies from a node-shared window where the library offers one, else\n"
+      "MPI_Get of every piece and one flush; the report says which) against memcpy\n"
+      "of the same pieces in the same process, for three batch shapes (short-context,\n"
+      "long-context, 8K packed; log-normal documents of int32 tokens scattered over\n"
+      "the window). Two runs of 2 ranks under mpirun: the one-node settings\n"
+      "(MSD_MPIRUN_FLAGS, default osc sm) and the forced network path (pml/osc ucx,\n"
+      "UCX_TLS=tcp,self over loopback, docs/multi-node.md). ratio_vs_memcpy per path:\n"
+      "all shapes' bytes over their read time, divided by the same over memcpy time.\n\n"
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")

@@ -1,7 +1,7 @@
 """A small GPT trained on msd's batches, on CPU, data-parallel over MPI.
 
     mpirun -n $(msd-run --config configs/train-demo.ini --print-world-size) \\
-        python3 examples/train_gpt.py --config configs/train-demo.ini [--steps N] [--summary-json FILE]
+        python3 -m mpi4py examples/train_gpt.py --config configs/train-demo.ini [--steps N] [--summary-json FILE]
 
 (tools/train-demo.sh builds, makes the data and runs this.) Every rank runs
 this script: msd makes one rank the planner and some loaders, which serve;

@@ -72,16 +72,29 @@ class PythonJob {
     job().start(resume_step);
   }
 
+  // A failure while serving or building a step cannot be survived (the
+  // stream is broken and peers wait inside MPI): like msd-run, it ends the
+  // whole job at once with one line (abort_job), never unwinding into the
+  // Job's collective frees.
   void serve() {
+    Job& j = job();
     py::gil_scoped_release release;
-    job().serve();
+    try {
+      j.serve();
+    } catch (const std::exception& e) {
+      abort_job(e);
+    }
   }
 
   // Builds the next step in place; false after the last.
   bool next() {
     Client& client = job().client();
     py::gil_scoped_release release;
-    batch_ = client.next();
+    try {
+      batch_ = client.next();
+    } catch (const std::exception& e) {
+      abort_job(e);
+    }
     return batch_ != nullptr;
   }
 

@@ -2,7 +2,7 @@
 # Launches msd-run (or any msd MPI program) with the number of ranks its
 # configuration needs and the Open MPI settings msd is measured with:
 #   tools/mpirun.sh [--multi-node] BUILD_DIR [msd-run arguments...]
-# With MSD_PROGRAM set (e.g. "python3 examples/train_gpt.py"), that program
+# With MSD_PROGRAM set (e.g. "python3 -m mpi4py examples/train_gpt.py"), that program
 # runs on the ranks instead of msd-run, with the same arguments.
 # One node (default; override with MSD_MPIRUN_FLAGS):
 #   --mca osc sm,pt2pt      one-sided reads through shared memory on one node

@@ -13,9 +13,20 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # The reference tokenizers (npm packages tiktoken and gpt-tokenizer) for the
 # exactness tests; without them those tests are reported as skipped.
 "$root/tools/reference/install.sh" || echo "test: reference tokenizers unavailable; their tests will be skipped"
-# A single-node Slurm for the sbatch test (reported as skipped when it cannot start).
+# Slurm for the sbatch tests: installed and started as a single node here
+# (slurm_cluster starts its own two nodes). When it cannot start, its output
+# says why and the Slurm tests are reported as skipped.
 if [ "$(id -u)" -eq 0 ]; then
-  timeout 120 "$root/tools/slurm-local.sh" >/dev/null 2>&1 || echo "test: no local Slurm; the Slurm test will be skipped"
+  slurm_out=$(mktemp)
+  slurm_status=0
+  timeout 300 "$root/tools/slurm-local.sh" >"$slurm_out" 2>&1 || slurm_status=$?
+  if [ "$slurm_status" -ne 0 ]; then
+    sed 's/^/  | /' "$slurm_out"
+    why="exited with $slurm_status"
+    [ "$slurm_status" -ne 124 ] || why="timed out after 300 s"
+    echo "test: no local Slurm (tools/slurm-local.sh $why; its output above); the Slurm tests will be skipped"
+  fi
+  rm -f "$slurm_out"
 fi
 
 # run_suite NAME BUILD_DIR CMAKE_FLAGS TARGET CTEST_ARGS...: configures,

@@ -27,5 +27,5 @@ config="$root/configs/train-demo.ini"
 echo "train-demo: training on $("$build/app/msd-run" --config "$config" --print-world-size "${args[@]}") MPI ranks"
 # OMP_NUM_THREADS=1: the ranks share the cores, so torch must not spin extra threads.
 PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=1 \
-  MSD_PROGRAM="/usr/bin/python3 $root/examples/train_gpt.py" \
+  MSD_PROGRAM="/usr/bin/python3 -m mpi4py $root/examples/train_gpt.py" \
   "$root/tools/mpirun.sh" "$build" --config "$config" "${args[@]}"

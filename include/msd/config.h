@@ -70,6 +70,11 @@ struct JobConfig {
   // stream, so the window size never changes which samples are used. Every
   // loader window must hold at least one such sample.
   uint64_t max_sample_bytes = uint64_t{1} << 20;
+  // A step whose plan was sent this long ago and that some client has not
+  // acknowledged ends the job naming that client (the planner); a client
+  // that waits this long plus 10 s for its next plan ends it naming the
+  // planner. Must exceed the trainer's longest step; 0: never.
+  uint64_t stall_timeout_s = 600;
 };
 
 struct TokenizerConfig {

@@ -38,6 +38,7 @@ struct ShapeRate {
 struct PathReport {
   std::string path;         // shared_memory | network
   std::string mpirun_flags;
+  std::string access;       // direct (node-shared window, copies) | mpi_get (msd::Window)
   bool ran = false;
   std::string error;        // why it did not run
   std::vector<ShapeRate> shapes;

@@ -294,6 +294,10 @@ std::vector<OptionSpec> job_options() {
       count("job.max_positions_per_micro_batch", "N",
             "most positions (tokens + patches) a micro-batch may hold; 0: seq_len x the sequences of an equal token split",
             [](auto& c) -> auto& { return c.job.max_positions_per_micro_batch; }),
+      count("job.stall_timeout_s", "S",
+            "a step unacknowledged this long ends the job naming the client; a client without a plan this long + 10 s "
+            "ends it naming the planner; must exceed the trainer's longest step; 0: never",
+            [](auto& c) -> auto& { return c.job.stall_timeout_s; }),
   };
 }
 

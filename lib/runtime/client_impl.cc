@@ -30,10 +30,24 @@ BuildOptions build_options_for(const ClientPlaceTree& tree, int client_index, in
 }
 
 DisaggregatedClient::DisaggregatedClient(JobContext& job, int client_index, int32_t image_token_id, MPI_Comm tp_comm)
-    : job_(job), next_step_(job.first_step), options_(build_options_for(job.tree, client_index, image_token_id)) {
+    : job_(job), client_index_(client_index), next_step_(job.first_step), options_(build_options_for(job.tree, client_index, image_token_id)) {
   counts_needed_ = job.tree.is_tp_leader(client_index);
   if (job.tree.dim(Axis::tp) > 1 && job.config.topology.broadcast_at == "tp")
     share_ = std::make_unique<TpShare>(tp_comm);
+}
+
+// Bounded by job.stall_timeout_s + 10 s: the planner's own bound on a
+// client's acknowledgement fires first, so a stuck client is named by the
+// planner, and a stuck planner by its clients.
+Message DisaggregatedClient::receive_plan(int planner) {
+  const char* hint = "waiting for the next step plan";
+  const uint64_t timeout_s = job_.config.job.stall_timeout_s;
+  if (timeout_s == 0) return receive(job_.world.get(), planner, kTagPlan, hint);
+  auto message = receive_for(job_.world.get(), planner, kTagPlan, (timeout_s + 10) * 1000, hint);
+  if (!message)
+    throw Error(str("the planner (world rank ", planner, ") sent no plan for step ", next_step_, " within ",
+                    timeout_s + 10, " s (job.stall_timeout_s + 10 s): stuck or stopped"));
+  return std::move(*message);
 }
 
 const Batch* DisaggregatedClient::next() {
@@ -42,28 +56,30 @@ const Batch* DisaggregatedClient::next() {
   const int planner = job_.layout.planner_rank();
   if (job_.config.fault.kind == "crash" && job_.config.fault.rank == job_.rank && job_.config.fault.step == next_step_)
     throw Error(str("injected crash (fault.kind = crash) at step ", next_step_));
-  // Every member of the data group gets the plan (a TP follower uses it only
-  // to check the step it receives from its leader).
-  Message message = receive(job_.world.get(), planner, kTagPlan, "waiting for the next step plan");
-  StepPlan plan = decode_plan(message.bytes);
-  if (plan.step != next_step_)
-    throw ProtocolError(str("client rank ", job_.rank, " expected the plan of step ", next_step_, ", got step ", plan.step));
+  // A TP follower that shares its leader's batch gets no plan: it takes the
+  // step from the leader (JobContext::talks_to_planner).
+  const bool planned = job_.talks_to_planner(client_index_);
   BuildStats stats;
-  if (!share_ || share_->is_leader()) {
+  if (planned) {
+    const StepPlan plan = decode_plan(receive_plan(planner).bytes);
+    if (plan.step != next_step_)
+      throw ProtocolError(str("client rank ", job_.rank, " expected the plan of step ", next_step_, ", got step ",
+                              plan.step));
     WindowFetcher fetcher(job_.windows);
     stats = build_batch(plan, fetcher, options_, batch_);
   }
   if (share_) {
     share_->share(batch_);
-    if (batch_.step != plan.step)
+    if (batch_.step != next_step_)
       throw ProtocolError(str("client rank ", job_.rank, " got step ", batch_.step, " from its TP leader, expected ",
-                              plan.step));
+                              next_step_));
   }
   batch_.bytes_fetched = stats.bytes_fetched;
   batch_.bytes_needed = counts_needed_ ? stats.bytes_needed : 0;  // a TP leader always builds
   batch_.wait_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  send_bytes(job_.world.get(), planner, kTagAck, encode(AckMessage{plan.step, batch_.wait_seconds}),
-             "acknowledging a step");
+  if (planned)
+    send_bytes(job_.world.get(), planner, kTagAck, encode(AckMessage{next_step_, batch_.wait_seconds}),
+               "acknowledging a step");
   ++next_step_;
   return &batch_;
 }

@@ -37,7 +37,10 @@ class DisaggregatedClient : public ClientImpl {
   uint64_t steps() const override { return job_.config.job.steps; }
 
  private:
+  Message receive_plan(int planner);
+
   JobContext& job_;
+  int client_index_;
   Batch batch_;
   uint64_t next_step_ = 0;
   BuildOptions options_;

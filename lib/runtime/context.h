@@ -33,6 +33,21 @@ struct JobContext {
         layout(l),
         tree(c.topology.dp, c.topology.pp, c.topology.cp, c.topology.tp, c.topology.order),
         assignment(assign_sources(c)) {}
+
+  // Whether client `client` gets step plans from the planner and
+  // acknowledges them. A TP follower whose leader shares the batch
+  // (topology.broadcast_at = tp) takes the step from its leader instead, so
+  // the planner's messages per step grow with the clients divided by tp.
+  bool talks_to_planner(int client) const {
+    return tree.dim(Axis::tp) == 1 || config.topology.broadcast_at != "tp" || tree.is_tp_leader(client);
+  }
+  // The world ranks of those clients, ascending by client index.
+  std::vector<int> planner_peers() const {
+    std::vector<int> ranks;
+    for (int client = 0; client < tree.size(); ++client)
+      if (talks_to_planner(client)) ranks.push_back(layout.client_rank(client));
+    return ranks;
+  }
 };
 
 // Per-role numbers gathered into the summary (fixed size: one MPI_Gather).

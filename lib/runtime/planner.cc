@@ -11,6 +11,7 @@
 
 namespace msd {
 
+
 PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources,
                          const std::optional<PlannerCheckpoint>& resume, DataFingerprint data)
     : job_(job),
@@ -19,7 +20,8 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
       cost_(make_cost_model(job.config)),
       pack_(make_pack_options(job.config)),
       mode_(parse_training_mode(job.config.job.mode, job.config.job.balance)),
-      window_(job.config.loader.window_mb << 20, job.config.job.max_sample_bytes) {
+      window_(job.config.loader.window_mb << 20, job.config.job.max_sample_bytes),
+      acks_(job.planner_peers(), job.config.job.stall_timeout_s) {
   sources_.resize(job.config.sources.size());
   online_ = job.config.topology.scaling == "online";
   if (online_) profiles_.resize(sources_.size());
@@ -337,7 +339,7 @@ bool PlannerRole::try_plan_step() {
   InFlightStep record;
   record.step = step;
   const bool delivered = step >= deliver_from_;  // else fast-forwarded: no client gets it
-  record.acks_missing = delivered ? job_.tree.size() : 0;
+  record.acks_missing = delivered ? static_cast<int>(job_.planner_peers().size()) : 0;
   for (const auto& m : samples) {
     record.slots.push_back({m.loader_rank, m.slot_offset});
     record.samples.push_back({m.source, SampleState::planned, m.loader_rank, m.cursor, m.index});
@@ -364,10 +366,14 @@ bool PlannerRole::try_plan_step() {
     }
     const auto bytes = encode(plan);
     for (int client : job_.tree.group_members(group))
-      if (delivered) out_.send(job_.layout.client_rank(client), kTagPlan, bytes, "sending a step plan");
+      if (delivered && job_.talks_to_planner(client))
+        out_.send(job_.layout.client_rank(client), kTagPlan, bytes, "sending a step plan");
     out_.progress();
   }
-  if (delivered) report_.tokens += record.tokens;
+  if (delivered) {
+    report_.tokens += record.tokens;
+    acks_.sent(step, std::chrono::steady_clock::now());
+  }
   in_flight_[step] = std::move(record);
   if (!delivered) complete_step(step);
   return true;
@@ -390,6 +396,7 @@ void PlannerRole::on_ack(int client_rank, uint64_t step, double wait_seconds) {
   if (it == in_flight_.end())
     throw ProtocolError(str("client rank ", client_rank, " acknowledged step ", step, ", which is not in flight"));
   it->second.max_wait_seconds = std::max(it->second.max_wait_seconds, wait_seconds);
+  acks_.acked(client_rank, step);
   if (--it->second.acks_missing == 0) complete_step(step);
 }
 
@@ -398,6 +405,7 @@ void PlannerRole::on_ack(int client_rank, uint64_t step, double wait_seconds) {
 void PlannerRole::complete_step(uint64_t step) {
   auto it = in_flight_.find(step);
   MSD_CHECK(it != in_flight_.end());
+  acks_.completed(step);
   // Every client of every group has its bytes: the slots can be reused.
   std::map<int, std::vector<uint64_t>> releases;
   for (const auto& [loader, offset] : it->second.slots) {
@@ -624,6 +632,7 @@ PlannerReport PlannerRole::serve() {
       }
     }
     check_deadlines();
+    acks_.check(std::chrono::steady_clock::now());
     scale_online();
     advance_moves();
     advance_loader_checkpoint();

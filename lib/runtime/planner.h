@@ -20,6 +20,7 @@
 #include "plan/online_scaling.h"
 #include "plan/pack.h"
 #include "plan/profile.h"
+#include "runtime/ack_watch.h"
 #include "runtime/context.h"
 #include "runtime/window_budget.h"
 
@@ -111,6 +112,7 @@ class PlannerRole {
   PackOptions pack_;
   TrainingMode mode_;  // job.mode: how a step's documents are placed (plan/modes.h)
   WindowBudget window_;
+  AckWatch acks_;  // job.stall_timeout_s: a client that stops acknowledging
   std::deque<std::vector<uint32_t>> quotas_;  // for steps next_step_, next_step_+1, ...
   std::deque<std::vector<uint64_t>> realized_before_;  // Mixer::realized() before each step in quotas_
   // What a checkpoint of step t needs, taken when t is planned: consumed

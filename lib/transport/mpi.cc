@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstring>
 #include <thread>
 
 namespace msd {
@@ -198,11 +199,56 @@ std::optional<Message> receive_for(MPI_Comm comm, int source, int tag, uint64_t 
 }
 
 Window::Window(MPI_Comm comm, uint64_t bytes, const std::string& hint) : bytes_(bytes) {
-  void* base = nullptr;
-  MSD_MPI(MPI_Win_allocate(static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL, comm, &base, &win_), hint);
-  base_ = static_cast<uint8_t*>(base);
+  if (!allocate_shared(comm, bytes)) {
+    void* base = nullptr;
+    MSD_MPI(MPI_Win_allocate(static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL, comm, &base, &win_), hint);
+    base_ = static_cast<uint8_t*>(base);
+  }
   MSD_MPI(MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN), hint);
   MSD_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_), hint);
+}
+
+// One node-shared segment when every rank of `comm` is on this node and the
+// library offers it; false (nothing allocated) otherwise. Every rank gets the
+// same answer: the node test is agreed by an allreduce, and a library without
+// shared windows fails the collective call on every rank alike.
+bool Window::allocate_shared(MPI_Comm comm, uint64_t bytes) {
+  MPI_Comm node = MPI_COMM_NULL;
+  MSD_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "finding the ranks of this node");
+  int node_size = 0, size = 0;
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_size(comm, &size);
+  MPI_Comm_free(&node);
+  int one_node = node_size == size ? 1 : 0;
+  MSD_MPI(MPI_Allreduce(MPI_IN_PLACE, &one_node, 1, MPI_INT, MPI_MIN, comm), "agreeing on a shared window");
+  if (!one_node) return false;
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  MPI_Errhandler previous;
+  MPI_Comm_get_errhandler(comm, &previous);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  void* base = nullptr;
+  const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, comm, &base, &win_);
+  MPI_Comm_set_errhandler(comm, previous);
+  MPI_Errhandler_free(&previous);
+  MPI_Info_free(&info);
+  if (rc != MPI_SUCCESS) {
+    win_ = MPI_WIN_NULL;
+    return false;
+  }
+  base_ = static_cast<uint8_t*>(base);
+  shared_bases_.resize(static_cast<size_t>(size));
+  shared_sizes_.resize(static_cast<size_t>(size));
+  for (int rank = 0; rank < size; ++rank) {
+    MPI_Aint segment = 0;
+    int unit = 0;
+    void* at = nullptr;
+    MSD_MPI(MPI_Win_shared_query(win_, rank, &segment, &unit, &at), "locating a shared window segment");
+    shared_bases_[static_cast<size_t>(rank)] = static_cast<const uint8_t*>(at);
+    shared_sizes_[static_cast<size_t>(rank)] = static_cast<uint64_t>(segment);
+  }
+  return true;
 }
 
 void Window::reset() noexcept {
@@ -213,6 +259,8 @@ void Window::reset() noexcept {
   win_ = MPI_WIN_NULL;
   base_ = nullptr;
   bytes_ = 0;
+  shared_bases_.clear();
+  shared_sizes_.clear();
 }
 
 Window::~Window() { reset(); }
@@ -220,7 +268,9 @@ Window::~Window() { reset(); }
 Window::Window(Window&& other) noexcept
     : win_(std::exchange(other.win_, MPI_WIN_NULL)),
       base_(std::exchange(other.base_, nullptr)),
-      bytes_(std::exchange(other.bytes_, 0)) {}
+      bytes_(std::exchange(other.bytes_, 0)),
+      shared_bases_(std::exchange(other.shared_bases_, {})),
+      shared_sizes_(std::exchange(other.shared_sizes_, {})) {}
 
 Window& Window::operator=(Window&& other) noexcept {
   if (this != &other) {
@@ -228,6 +278,8 @@ Window& Window::operator=(Window&& other) noexcept {
     win_ = std::exchange(other.win_, MPI_WIN_NULL);
     base_ = std::exchange(other.base_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
+    shared_bases_ = std::exchange(other.shared_bases_, {});
+    shared_sizes_ = std::exchange(other.shared_sizes_, {});
   }
   return *this;
 }
@@ -235,6 +287,18 @@ Window& Window::operator=(Window&& other) noexcept {
 void Window::sync_local() { MSD_MPI(MPI_Win_sync(win_), "publishing loader window writes"); }
 
 void Window::get(int target, uint64_t offset, void* out, uint64_t bytes) {
+  if (direct()) {
+    const auto t = static_cast<size_t>(target);
+    if (t >= shared_bases_.size() || offset > shared_sizes_[t] || bytes > shared_sizes_[t] - offset)
+      throw Error(str("reading ", bytes, " bytes at offset ", offset, " of rank ", target,
+                      "'s window: outside its ", t < shared_sizes_.size() ? shared_sizes_[t] : 0, " bytes"));
+    if (!reads_ordered_) {
+      MSD_MPI(MPI_Win_sync(win_), "ordering window reads after their announcement");
+      reads_ordered_ = true;
+    }
+    std::memcpy(out, shared_bases_[t] + offset, bytes);
+    return;
+  }
   // MPI counts are int: large reads go in chunks.
   auto* dest = static_cast<uint8_t*>(out);
   while (bytes > 0) {
@@ -248,6 +312,9 @@ void Window::get(int target, uint64_t offset, void* out, uint64_t bytes) {
   }
 }
 
-void Window::flush_all() { MSD_MPI(MPI_Win_flush_all(win_), "completing window reads"); }
+void Window::flush_all() {
+  reads_ordered_ = false;
+  if (!direct()) MSD_MPI(MPI_Win_flush_all(win_), "completing window reads");
+}
 
 }  // namespace msd

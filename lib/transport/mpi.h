@@ -103,9 +103,17 @@ Message receive(MPI_Comm comm, int source, int tag, const std::string& hint);
 // The same, for at most `timeout_ms`; nullopt when nothing came.
 std::optional<Message> receive_for(MPI_Comm comm, int source, int tag, uint64_t timeout_ms, const std::string& hint);
 
-// An RMA window from MPI_Win_allocate, with a passive-target access epoch to
-// all ranks open for its whole life (lock_all at creation, unlock_all at
-// destruction). Collective over the communicator for creation and destruction.
+// An RMA window with a passive-target access epoch to all ranks open for its
+// whole life (lock_all at creation, unlock_all at destruction). Collective
+// over the communicator for creation and destruction.
+//
+// When every rank of the communicator shares one node's memory and the MPI
+// library can allocate a shared window (osc sm), it is one
+// MPI_Win_allocate_shared segment and reads are plain copies out of the
+// target's memory (after an MPI_Win_sync, which orders them after whatever
+// message announced the bytes); otherwise MPI_Win_allocate, and reads are
+// MPI_Get completed by flush_all. Both ranks agree on the choice, since the
+// decision depends only on the communicator and the MPI library.
 class Window {
  public:
   Window() = default;
@@ -119,20 +127,27 @@ class Window {
   uint8_t* base() const { return base_; }
   uint64_t bytes() const { return bytes_; }
   MPI_Win get() const { return win_; }
+  // True when reads are direct copies from node-shared memory.
+  bool direct() const { return !shared_bases_.empty(); }
 
   // Makes this rank's stores to its own window memory visible to later
-  // MPI_Get by others (MPI_Win_sync, unified memory model).
+  // reads by others (MPI_Win_sync, unified memory model).
   void sync_local();
-  // Queues a read of `bytes` from `target`'s window at `offset` into `out`.
+  // Queues a read of `bytes` from `target`'s window at `offset` into `out`
+  // (direct: copies at once).
   void get(int target, uint64_t offset, void* out, uint64_t bytes);
   // Completes every get queued to every target.
   void flush_all();
 
  private:
+  bool allocate_shared(MPI_Comm comm, uint64_t bytes);
   void reset() noexcept;
   MPI_Win win_ = MPI_WIN_NULL;
   uint8_t* base_ = nullptr;
   uint64_t bytes_ = 0;
+  std::vector<const uint8_t*> shared_bases_;  // per rank, when direct
+  std::vector<uint64_t> shared_sizes_;
+  bool reads_ordered_ = false;  // direct: MPI_Win_sync since the last flush_all
 };
 
 }  // namespace msd

@@ -24,12 +24,15 @@ msd_add_script_test(bench_handoff SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/ben
 msd_add_script_test(bench_scaling SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_scaling.sh TIMEOUT 300)
 
 foreach(script determinism layout megatron_paths world_size config_errors bench_throughput shadow resume resume_step
-        bad_input window_backpressure stuck_loader fail_fast soak scaling)
+        bad_input window_backpressure stuck_loader stuck_peer fail_fast soak scaling)
   msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 300)
   set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)
 endforeach()
 msd_add_script_test(slurm SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/slurm.sh TIMEOUT 300 SKIPPABLE)
 set_tests_properties(slurm PROPERTIES FIXTURES_REQUIRED tiny_data)
+# Two Slurm nodes on this machine (tools/cluster-local.sh), UCX over TCP between them.
+msd_add_script_test(slurm_cluster SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/slurm_cluster.sh TIMEOUT 300 SKIPPABLE)
+set_tests_properties(slurm_cluster PROPERTIES FIXTURES_REQUIRED tiny_data)
 
 add_executable(test_loader_checkpoint mpi/test_loader_checkpoint.cc)
 target_link_libraries(test_loader_checkpoint PRIVATE msd::checkpoint)

@@ -11,6 +11,7 @@ import json, sys
 report = json.load(open(sys.argv[1]))
 paths = report["paths"]
 assert paths["shared_memory"]["ran"], paths["shared_memory"]
+assert paths["shared_memory"]["access"] == "direct", paths["shared_memory"]  # osc sm offers shared windows
 for name, path in paths.items():
     if not path["ran"]:
         print(f"bench_handoff: {name} did not run: {path['error']}")

@@ -12,3 +12,27 @@ export MSD_TEST_SCRATCH="$WORK" OMP_NUM_THREADS=1
 # shellcheck disable=SC2086
 timeout 500 $MSD_MPIEXEC -n "$n" /usr/bin/python3 -m pytest -q --color=no -p no:cacheprovider "$MSD_SOURCE/tests/python/test_job.py"
 echo "python_job: msd.Job matches msd-run on $n ranks"
+
+# Hybrid parallelism from Python: pp 2 x cp 2 with 2 micro-batches; every
+# stage's tensors hold the batch msd-run builds (step digests equal).
+sed -e "s/^dp = .*/dp = 1/" -e "/^\[topology\]/a pp = 2\ncp = 2" "$WORK/job.ini" >"$WORK/hybrid.ini"
+run_job "$WORK/hybrid.ini" --summary-json "$WORK/hybrid.json" >/dev/null
+hn=$("$MSD_RUN" --config "$WORK/hybrid.ini" --print-world-size)
+# shellcheck disable=SC2086
+MSD_TEST_CONFIG="$WORK/hybrid.ini" MSD_TEST_REFERENCE="$WORK/hybrid.json" timeout 500 $MSD_MPIEXEC -n "$hn" \
+  /usr/bin/python3 -m pytest -q --color=no -p no:cacheprovider -k tensors_are_the_cpp_batches \
+  "$MSD_SOURCE/tests/python/test_job.py"
+echo "python_job: pp 2 x cp 2 x 2 micro-batches match msd-run on $hn ranks"
+
+# A fatal error inside msd on a client rank and on the planner: the whole
+# job ends with status 3 and one line naming the rank, like msd-run.
+for rank in 0 3; do
+  rc=0
+  # shellcheck disable=SC2086
+  timeout 120 $MSD_MPIEXEC -n "$n" /usr/bin/python3 "$MSD_SOURCE/tests/python/crash_job.py" "$WORK/job.ini" \
+    --fault.kind=crash --fault.rank=$rank --fault.step=2 >"$WORK/crash$rank.out" 2>&1 || rc=$?
+  [ "$rc" = 3 ] || { echo "FAIL: crash on rank $rank: exit status $rc, expected 3"; tail -20 "$WORK/crash$rank.out"; exit 1; }
+  grep -q "fatal on world rank $rank: injected crash" "$WORK/crash$rank.out" ||
+    { echo "FAIL: crash on rank $rank: no fatal line"; tail -20 "$WORK/crash$rank.out"; exit 1; }
+  echo "python_job: a crash on world rank $rank ended the job with status 3: $(grep -m1 'fatal on world rank' "$WORK/crash$rank.out")"
+done

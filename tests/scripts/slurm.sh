@@ -4,10 +4,13 @@
 # MSD_SKIP_CODE, which ctest reports as skipped), with a line saying so, when
 # no Slurm controller answers (tools/slurm-local.sh starts one on this machine).
 source "$(dirname "$0")/common.sh"
-if ! command -v sbatch >/dev/null || ! sinfo -h -o %T 2>/dev/null | grep -qE 'idle|mix|alloc'; then
-  echo "slurm: no Slurm controller with a usable node; skipped (tools/slurm-local.sh starts one)"
+skip() {
+  echo "slurm: SKIPPED: $* (tools/slurm-local.sh installs and starts a single-node Slurm)"
   exit "${MSD_SKIP_CODE:-77}"
-fi
+}
+command -v sbatch >/dev/null || skip "Slurm's client commands are not installed"
+states=$(timeout 30 sinfo -h -o '%N %T %E' 2>&1) || skip "no Slurm controller answers: $states"
+grep -qE ' (idle|mix|alloc)' <<<"$states" || skip "no node takes jobs: $states"
 write_tiny_config "$WORK/job.ini"
 run_job "$WORK/job.ini" --summary-json "$WORK/mpirun.json" >/dev/null
 n=$("$MSD_RUN" --config "$WORK/job.ini" --print-world-size)

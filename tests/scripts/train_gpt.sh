@@ -14,7 +14,7 @@ sed -i -e "s/^loaders = .*/loaders = 1/" -e "s/^seq_len = .*/seq_len = 128/" -e 
 export PYTHONPATH="$MSD_BUILD/python" OMP_NUM_THREADS=1
 n=$("$MSD_RUN" --config "$WORK/job.ini" --print-world-size)
 # shellcheck disable=SC2086
-timeout 500 $MSD_MPIEXEC -n "$n" /usr/bin/python3 "$MSD_SOURCE/examples/train_gpt.py" --config "$WORK/job.ini" \
+timeout 500 $MSD_MPIEXEC -n "$n" /usr/bin/python3 -m mpi4py "$MSD_SOURCE/examples/train_gpt.py" --config "$WORK/job.ini" \
   --steps $steps --vocab 2049 --max-position 128 --summary-json "$WORK/train.json"
 run_job "$WORK/job.ini" --steps $steps --summary-json "$WORK/run.json" >/dev/null
 /usr/bin/python3 - "$WORK/train.json" "$WORK/run.json" <<'PY'

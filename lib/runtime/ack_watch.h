@@ -1,0 +1,34 @@
+// The planner's detector for a stuck client (job.stall_timeout_s): when the
+// oldest unacknowledged step's plan went out longer ago than the bound, the
+// clients that have not acknowledged it are named in an error, so the job
+// fails fast instead of waiting on a SIGSTOPped or deadlocked trainer.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace msd {
+
+class AckWatch {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // `clients`: the world ranks that acknowledge every delivered step, in
+  // step order; `timeout_s` 0 never fires.
+  AckWatch(std::vector<int> clients, uint64_t timeout_s);
+
+  void sent(uint64_t step, Clock::time_point now);  // the step's plans went out
+  void acked(int client, uint64_t step);
+  void completed(uint64_t step);  // every client acknowledged it
+  // Throws Error naming the clients that have not acknowledged the oldest
+  // outstanding step, once its plans are older than the bound.
+  void check(Clock::time_point now) const;
+
+ private:
+  std::map<int, uint64_t> next_ack_;            // client -> the next step it will acknowledge
+  std::map<uint64_t, Clock::time_point> sent_;  // outstanding steps -> when their plans went out
+  std::chrono::seconds timeout_;
+};
+
+}  // namespace msd
