@@ -14,6 +14,7 @@
 #include "bench/fanout.h"
 #include "bench/handoff.h"
 #include "bench/memory.h"
+#include "bench/scaling.h"
 #include "bench/sweep.h"
 #include "bench/throughput.h"
 #include "bench/transforms.h"
@@ -344,6 +345,39 @@ int fanout_main(int argc, char** argv) {
   return 0;
 }
 
+int scaling_main(int argc, char** argv) {
+  msd::bench::ScalingOptions options;
+  bool json = false;
+  po::options_description described(
+      "Usage: msd-bench scaling [options]\n\n"
+      "A curriculum moves the weight from a cheap text source (tokenization) to an\n"
+      "expensive image source (JPEG decode) half-way; the loader pool is enough only if\n"
+      "it follows the mix. Runs msd-run under mpirun once per topology.scaling mode\n"
+      "(static, partition when this build has it, online) on a generated dataset, with\n"
+      "the trainer emulator's step time set from the image cost measured here so that\n"
+      "loaders bound the rate (docs/scaling.md). Per mode: data wait as a share of\n"
+      "step time and tokens/s before and after the shift, loader ranks, loader memory\n"
+      "and moves.\n\n"
+      "Options");
+  described.add_options()
+      ("help,h", "print this help and exit")
+      ("steps", po::value(&options.steps)->default_value(options.steps), "steps per run (the shift is half-way)")
+      ("loaders", po::value(&options.loaders)->default_value(options.loaders), "loader ranks")
+      ("batch", po::value(&options.global_batch)->default_value(options.global_batch), "samples per step")
+      ("images", po::value(&options.images)->default_value(options.images), "image-text pairs generated")
+      ("image-side", po::value(&options.image_side)->default_value(options.image_side), "image.max_side")
+      ("load-share", po::value(&options.load_share)->default_value(options.load_share),
+       "emulated step time after the shift over the static pilot run's (no compute) step time")
+      ("image-read-ms", po::value(&options.image_read_ms)->default_value(options.image_read_ms),
+       "emulated storage latency per image read, on top of the real decode (0: real work only)")
+      ("work-dir", po::value(&options.work_dir), "dataset, summaries and logs (default: a new /tmp/msd-bench-scaling-*)")
+      ("json", po::bool_switch(&json), "print one JSON object instead of text");
+  if (!parse_or_help(argc, argv, described)) return 0;
+  const msd::bench::ScalingReport report = msd::bench::run_scaling_bench(options);
+  std::cout << (json ? msd::bench::scaling_json(report) + "\n" : msd::bench::scaling_text(report));
+  return 0;
+}
+
 struct Subcommand {
   const char* name;
   const char* summary;
@@ -358,6 +392,7 @@ constexpr Subcommand subcommands[] = {
     {"handoff", "client MPI_Get from loader windows vs memcpy, shared memory and network path", handoff_main},
     {"fanout", "the planner's work and messages per step over client ranks and data groups", fanout_main},
     {"handoff-worker", "(started by handoff under mpirun)", handoff_worker_main},
+    {"scaling", "static vs online loader scaling through a text -> image curriculum shift", scaling_main},
 };
 
 void print_usage(std::ostream& out) {

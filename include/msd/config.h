@@ -31,6 +31,9 @@ struct SourceConfig {
   std::vector<WeightPoint> weight = {{0, 1.0}};
   std::string text_field = "text";        // jsonl: field holding the text
   std::string caption_field = "caption";  // wds: field of a .json caption
+  // Emulated storage latency: every read of a sample first waits this long
+  // (benchmarks on one machine; docs/scaling.md). 0: none.
+  uint64_t read_delay_us = 0;
 };
 
 struct TopologyConfig {
@@ -41,12 +44,15 @@ struct TopologyConfig {
   std::string broadcast_at = "tp";    // tp: a TP group's leader fetches and shares; none: every TP rank fetches
   int ranks_per_node = 0;             // 0: the nodes MPI reports; N: every N consecutive world ranks share a node
   std::string data_ranks = "first";   // first | per_node | dedicated_nodes: where the planner and loaders sit
-  // static: sources to loaders by peak weight (runtime/assignment.h);
-  // partition: by the partition plan (docs/scaling.md).
+  // Loader pool scaling (docs/scaling.md): static: sources to loaders by
+  // peak weight (runtime/assignment.h); partition: by the partition plan;
+  // online: loader ranks move between sources as the mix changes.
   std::string scaling = "static";
   // scaling = partition: the plan file (msd-plan partition --out); empty:
   // the planner profiles the sources and computes the plan at start-up.
   std::string partition_plan;
+  uint64_t scaling_lookahead_steps = 16;  // online: how far ahead the schedule is read
+  uint64_t scaling_interval_steps = 4;    // online: fewest steps between two moves
 };
 
 struct JobConfig {

@@ -61,9 +61,11 @@ bool stream_independent(const std::string& key) {
   for (const char* exact : {"job.steps", "job.prefetch_steps", "topology.loaders", "topology.shadow_loaders",
                             "topology.broadcast_at"})
     if (key == exact) return true;
-  for (const char* prefix : {"loader.", "emulator.", "output.", "checkpoint.", "fault."})
+  for (const char* prefix : {"loader.", "emulator.", "output.", "checkpoint.", "fault.", "topology.scaling"})
     if (key.rfind(prefix, 0) == 0) return true;
-  return false;
+  // Emulated storage latency (source.NAME.read_delay_us) only slows reads.
+  const std::string delay = ".read_delay_us";
+  return key.size() > delay.size() && key.compare(key.size() - delay.size(), delay.size(), delay) == 0;
 }
 
 }  // namespace
@@ -105,6 +107,15 @@ void write_planner_checkpoint_file(const std::string& path, const PlannerCheckpo
     rows.push_back({s.source, static_cast<uint8_t>(s.state), s.loader_rank, s.cursor, s.index});
   const h5::CompoundType type = in_flight_type();
   h5::write_table<InFlightRow>(root, "in_flight", type.get(), rows);
+  std::vector<uint32_t> assigned_loader, assigned_source;  // (loader, source) pairs
+  for (size_t loader = 0; loader < c.loader_sources.size(); ++loader)
+    for (uint32_t source : c.loader_sources[loader]) {
+      assigned_loader.push_back(checked_cast<uint32_t>(loader));
+      assigned_source.push_back(source);
+    }
+  h5::write_attribute(root, "loaders", static_cast<uint64_t>(c.loader_sources.size()));
+  h5::write_array<uint32_t>(root, "assignment_loader", assigned_loader);
+  h5::write_array<uint32_t>(root, "assignment_source", assigned_source);
   write_data_fingerprint(root, c.data);
   seal_file(root);
   file.close(str("closing ", path));
@@ -125,7 +136,7 @@ PlannerCheckpoint read_planner_checkpoint(const std::string& path) {
   h5::File file = h5::open_file(path, false, access.get());
   const hid_t root = file.get();
   const uint64_t version = h5::read_u64_attribute(root, "format_version");
-  if (version != kPlannerCheckpointVersion)
+  if (version != kPlannerCheckpointVersion && version != 2)
     throw IoError(str(path, ": planner checkpoint format version ", version, ", this msd reads version ",
                       kPlannerCheckpointVersion));
   if (auto changed = check_seal(root)) throw IoError(str(path, ": changed after it was written: ", *changed));
@@ -144,6 +155,18 @@ PlannerCheckpoint read_planner_checkpoint(const std::string& path) {
     c.in_flight.push_back({row.source, static_cast<SampleState>(row.state), row.loader_rank, row.cursor, row.index});
   }
   c.data = read_data_fingerprint(root, path);
+  if (version >= 3) {
+    c.loader_sources.resize(h5::read_u64_attribute(root, "loaders"));
+    const auto loaders = h5::read_array<uint32_t>(root, "assignment_loader");
+    const auto sources = h5::read_array<uint32_t>(root, "assignment_source");
+    if (loaders.size() != sources.size())
+      throw IoError(str(path, ": assignment_loader and assignment_source differ in length"));
+    for (size_t i = 0; i < loaders.size(); ++i) {
+      if (loaders[i] >= c.loader_sources.size())
+        throw IoError(str(path, ": the assignment names loader ", loaders[i], " of ", c.loader_sources.size()));
+      c.loader_sources[loaders[i]].push_back(sources[i]);
+    }
+  }
   file.close(str("closing ", path));
   const size_t sources = c.source_samples.size();
   if (c.consumed.size() != sources || c.mixer_realized.size() != sources)
@@ -151,6 +174,9 @@ PlannerCheckpoint read_planner_checkpoint(const std::string& path) {
                       ", mixer_realized ", c.mixer_realized.size(), ")"));
   for (const auto& s : c.in_flight)
     if (s.source >= sources) throw IoError(str(path, ": in_flight names source ", s.source, " of ", sources));
+  for (const auto& mine : c.loader_sources)
+    for (uint32_t s : mine)
+      if (s >= sources) throw IoError(str(path, ": the assignment names source ", s, " of ", sources));
   if (auto named = step_in_file_name(path, kPrefix); named && *named != c.step)
     throw IoError(str(path, ": holds step ", c.step, ", its name says step ", *named));
   return c;

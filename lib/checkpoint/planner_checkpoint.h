@@ -26,8 +26,9 @@
 namespace msd {
 
 // docs/checkpoint.md, "Planner checkpoint": bump on any change of the layout.
-// Version 2 added the integrity record and the data fingerprint.
-inline constexpr uint64_t kPlannerCheckpointVersion = 2;
+// Version 2 added the integrity record and the data fingerprint; version 3
+// the loader assignment (version 2 files still read, without it).
+inline constexpr uint64_t kPlannerCheckpointVersion = 3;
 
 // A sample of the DGraph that is in flight beyond the checkpointed step.
 enum class SampleState : uint8_t { requested = 0, loaded = 1, planned = 2, failed = 3 };
@@ -52,6 +53,9 @@ struct PlannerCheckpoint {
   std::vector<uint64_t> bad_samples;     // per BadKind, counted in steps < step
   std::vector<InFlightSample> in_flight;  // DGraph: samples requested/loaded beyond `step`
   DataFingerprint data;                   // the run's data files and vocabulary
+  // Per loader index (shadows included): the sources it served when the
+  // checkpoint was taken (online scaling moves them; empty: not recorded).
+  std::vector<std::vector<uint32_t>> loader_sources;
   bool operator==(const PlannerCheckpoint&) const = default;
 };
 
@@ -90,9 +94,9 @@ std::optional<PlannerCheckpoint> latest_planner_checkpoint(const std::string& di
 // run that wrote `checkpoint`: a different seed or a different value of any
 // option the stream depends on (the first differing option named). Options
 // that cannot change the stream may differ: job.steps (a resumed run may go
-// further), job.prefetch_steps, topology.loaders, .shadow_loaders and
-// .broadcast_at, and the loader., emulator., output., checkpoint. and fault.
-// sections. Then compares the checkpoint's data fingerprint with `data` (the
+// further), job.prefetch_steps, topology.loaders, .shadow_loaders, .scaling*
+// and .broadcast_at, source.*.read_delay_us, and the loader., emulator.,
+// output., checkpoint. and fault. sections. Then compares the checkpoint's data fingerprint with `data` (the
 // data as it is now): a changed, added or missing data file or a changed
 // vocabulary throws ConfigError naming each difference, unless
 // config.checkpoint.accept_changed_data, which logs them as a warning.

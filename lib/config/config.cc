@@ -323,12 +323,19 @@ std::vector<OptionSpec> topology_options() {
       text("topology.data_ranks", "P",
            "first | per_node | dedicated_nodes: where the planner and loaders sit (docs/layout.md)",
            [](auto& c) -> auto& { return c.topology.data_ranks; }),
+      // Loader pool scaling (docs/scaling.md).
       text("topology.scaling", "S",
-           "static | partition: sources to loaders by peak weight, or by the partition plan (docs/scaling.md)",
+           "static | partition | online: sources to loaders by peak weight, by the partition plan, or moved between "
+           "sources as the mix changes (docs/scaling.md)",
            [](auto& c) -> auto& { return c.topology.scaling; }),
       path("topology.partition_plan", "FILE",
            "scaling = partition: the plan of msd-plan partition --out; empty: computed at start-up from a profile",
            [](auto& c) -> auto& { return c.topology.partition_plan; }),
+      count("topology.scaling_lookahead_steps", "N",
+            "online: steps ahead the schedule is read, so loaders move before a weight rises",
+            [](auto& c) -> auto& { return c.topology.scaling_lookahead_steps; }),
+      count("topology.scaling_interval_steps", "N", "online: fewest steps between two moves of loader ranks",
+            [](auto& c) -> auto& { return c.topology.scaling_interval_steps; }),
   };
 }
 
@@ -567,6 +574,9 @@ Section source_section(const std::string& name) {
              [](const SourceConfig& src) { return weight_text(src.weight); }),
       option("text_field", "KEY", "jsonl: field holding the text", trimmed(text_field), text_field),
       option("caption_field", "KEY", "wds: field of the .json caption", trimmed(caption_field), caption_field),
+      option("read_delay_us", "US", "emulated storage latency: each sample read first waits this long (benchmarks)",
+             [](SourceConfig& src, const Setting& s, const ParseContext& x) { src.read_delay_us = to_count<uint64_t>(s, x); },
+             [](const SourceConfig& src) { return str(src.read_delay_us); }),
   };
   section.options[2].default_text = "1";  // a bare weight, as users write it
   std::vector<Section> one{std::move(section)};
@@ -907,7 +917,7 @@ void validate(const Config& config) {
   require_one_of(topo.broadcast_at, {"tp", "none"}, "topology.broadcast_at");
   require_one_of(topo.data_ranks, {"first", "per_node", "dedicated_nodes"}, "topology.data_ranks");
   require_at_least(topo.ranks_per_node, 0, "topology.ranks_per_node");
-  require_one_of(topo.scaling, {"static", "partition"}, "topology.scaling");
+  require_one_of(topo.scaling, {"static", "partition", "online"}, "topology.scaling");
   require(topo.partition_plan.empty() || topo.scaling == "partition",
           "topology.partition_plan: a plan is used only with topology.scaling = partition");
   require_at_least(job.micro_batches, uint32_t{1}, "job.micro_batches");

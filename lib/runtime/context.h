@@ -64,7 +64,8 @@ struct RoleStats {
   uint64_t samples_loaded = 0;
   uint64_t window_peak_bytes = 0;
   double transform_seconds = 0.0;
-  uint64_t state_bytes = 0;  // loader: open source state
+  uint64_t state_bytes = 0;  // loader: open source state (at the end: after any move)
+  uint64_t open_sources = 0;  // loader: sources open at the end
 };
 
 uint64_t peak_rss_bytes();
@@ -80,9 +81,19 @@ struct Takeover {
   std::string why;
 };
 
+// An online-scaling move of a loader rank from one source to another
+// (docs/scaling.md).
+struct SourceMove {
+  uint64_t step = 0;    // the next step to be planned when it started
+  int loader = 0;       // loader index
+  uint32_t from = 0, to = 0;  // source ids
+  std::string why;      // proactive | reactive
+};
+
 // What the planner knows at the end (on rank 0 only).
 struct PlannerReport {
   std::vector<Takeover> takeovers;
+  std::vector<SourceMove> moves;  // online scaling
   uint64_t first_step = 0;
   uint64_t checkpoints = 0;             // planner checkpoints written
   double checkpoint_seconds = 0.0;      // their cost on the planner's thread

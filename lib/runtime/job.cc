@@ -413,6 +413,7 @@ Summary Job::finish(const TrainerStats& trainer) {
   if (job.role == Role::planner) {
     input.bad_samples = job.report.bad_samples;
     input.takeovers = job.report.takeovers;
+    input.moves = job.report.moves;
     input.checkpoints = job.report.checkpoints;
     input.checkpoint_seconds = job.report.checkpoint_seconds;
     input.checkpoint_max_seconds = job.report.checkpoint_max_seconds;

@@ -19,13 +19,6 @@ struct LoaderRole::Prepared {
   uint64_t bytes = 0;
 };
 
-namespace {
-bool needs_tokenizer(const Config& config, const std::vector<uint32_t>& mine) {
-  for (uint32_t s : mine)
-    if (config.sources[s].format != "indexed") return true;
-  return false;
-}
-}  // namespace
 
 LoaderRole::LoaderRole(JobContext& job) : job_(job) {
   const int index = job.layout.loader_index(job.rank);
@@ -49,22 +42,9 @@ LoaderRole::LoaderRole(JobContext& job) : job_(job) {
       for (size_t s = 0; s < job.config.sources.size(); ++s)
         if (job.config.sources[s].name == name) snapshot_source_[s] = true;
   }
+  open_bytes_.assign(job.config.sources.size(), 0);
   try {
-    SourceOptions options;
-    options.cache_dir = job.config.loader.cache_dir;
-    for (uint32_t s : mine) {
-      sources_[s] = open_source(job.config.sources[s], options);
-      if (sources_[s]->size() == 0)
-        throw ConfigError(str("source.", job.config.sources[s].name, ".path: '", job.config.sources[s].path,
-                              "' holds no samples"));
-      hello_.sources.push_back({s, sources_[s]->size(), sources_[s]->state_bytes()});
-      stats_.state_bytes += sources_[s]->state_bytes();
-    }
-    if (needs_tokenizer(job.config, mine)) {
-      tokenizer_ = std::make_unique<Tokenizer>(
-          job.config.tokenizer.vocab, TokenizerOptions{job.config.tokenizer.pattern, job.config.tokenizer.normalize});
-      stats_.state_bytes += tokenizer_->state_bytes();
-    }
+    for (uint32_t s : mine) hello_.sources.push_back(open(s));
     transform_ = std::make_unique<SampleTransform>(tokenizer_.get(),
                                                    ImageOptions{job.config.image.max_side, job.config.image.patch});
     for (uint32_t s : mine)
@@ -74,6 +54,53 @@ LoaderRole::LoaderRole(JobContext& job) : job_(job) {
     hello_.error = e.what();
     hello_.sources.clear();
   }
+}
+
+// Opens source `s` (and the tokenizer, the first time a source needs it).
+SourceInfo LoaderRole::open(uint32_t s) {
+  const SourceConfig& config = job_.config.sources[s];
+  SourceOptions options;
+  options.cache_dir = job_.config.loader.cache_dir;
+  sources_[s] = open_source(config, options);
+  if (sources_[s]->size() == 0)
+    throw ConfigError(str("source.", config.name, ".path: '", config.path, "' holds no samples"));
+  open_bytes_[s] = sources_[s]->state_bytes();
+  stats_.state_bytes += open_bytes_[s];
+  if (!tokenizer_ && config.format != "indexed") {
+    tokenizer_ = std::make_unique<Tokenizer>(
+        job_.config.tokenizer.vocab, TokenizerOptions{job_.config.tokenizer.pattern, job_.config.tokenizer.normalize});
+    stats_.state_bytes += tokenizer_->state_bytes();
+    if (transform_)
+      transform_ = std::make_unique<SampleTransform>(tokenizer_.get(),
+                                                     ImageOptions{job_.config.image.max_side, job_.config.image.patch});
+  }
+  return {s, sources_[s]->size(), open_bytes_[s]};
+}
+
+// An online-scaling move: the planner has no request of ours pending for
+// the sources to close, so their state (index, buffers, snapshot) goes now.
+void LoaderRole::reassign(const ReassignMessage& move) {
+  HelloMessage answer;
+  try {
+    for (uint32_t s : move.close) {
+      if (s >= sources_.size() || !sources_[s]) continue;
+      sources_[s].reset();
+      stats_.state_bytes -= open_bytes_[s];
+      open_bytes_[s] = 0;
+      for (auto it = snapshot_.lower_bound({s, 0}); it != snapshot_.end() && it->first.first == s;)
+        it = snapshot_.erase(it);
+    }
+    for (uint32_t s : move.open) {
+      if (s >= sources_.size()) throw ProtocolError(str("loader rank ", job_.rank, " asked to open source ", s));
+      answer.sources.push_back(sources_[s] ? SourceInfo{s, sources_[s]->size(), open_bytes_[s]} : open(s));
+    }
+  } catch (const std::exception& e) {
+    answer.error = e.what();
+    answer.sources.clear();
+  }
+  log_debug("reassigned: closed ", move.close.size(), ", opened ", move.open.size(), " source(s); open source state ",
+            stats_.state_bytes, " bytes");
+  send_bytes(job_.world.get(), job_.layout.planner_rank(), kTagReassign, encode(answer), "answering a reassignment");
 }
 
 LoaderRole::~LoaderRole() = default;
@@ -111,6 +138,8 @@ bool LoaderRole::on_control(const Message& message) {
   } else if (message.tag == kTagCheckpoint) {
     // Ready: the planner starts the collective write once every live loader is.
     send_bytes(job_.world.get(), planner, kTagCheckpoint, message.bytes, "ready for a loader checkpoint");
+  } else if (message.tag == kTagReassign) {
+    reassign(decode_reassign(message.bytes));
   } else if (message.tag == kTagFault) {
     const FaultMessage fault = decode_fault(message.bytes);
     log_warn("fault injected: ", fault.kind, fault.kind == "stall" ? str(" for ", fault.stall_ms, " ms") : "");
@@ -229,6 +258,8 @@ void LoaderRole::prepare(std::span<const LoadItem> items, std::deque<Prepared>& 
       throw ProtocolError(str("loader rank ", job_.rank, " asked for sample ", item.index, " of source ", item.source,
                               ", which it does not serve"));
     const auto read_start = std::chrono::steady_clock::now();
+    if (const uint64_t delay = job_.config.sources[item.source].read_delay_us; delay > 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(delay));  // emulated storage (source.*.read_delay_us)
     source->read(item.index, raws[k]);
     const double read = std::chrono::duration<double>(std::chrono::steady_clock::now() - read_start).count();
     if (fault_ == Fault::fail) {
@@ -395,6 +426,7 @@ RoleStats LoaderRole::serve() {
   if (snapshot_hits_ > 0) log_info("served ", snapshot_hits_, " samples from the loader checkpoint's snapshot");
   stats_.role = static_cast<int32_t>(Role::loader);
   stats_.window_peak_bytes = slots_->peak_used();
+  for (const auto& source : sources_) stats_.open_sources += source ? 1 : 0;
   stats_.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return stats_;
 }

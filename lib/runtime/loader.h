@@ -46,6 +46,8 @@ class LoaderRole {
   void prepare(std::span<const LoadItem> items, std::deque<Prepared>& ready);
   bool place(Prepared& prepared, std::vector<SampleMeta>& outbox);
   bool on_control(const Message& message);
+  SourceInfo open(uint32_t source);
+  void reassign(const ReassignMessage& move);
   bool writers_present(const RanksMessage& go);
   void write_checkpoint(const RanksMessage& go);
   // Sends the planner this loader's profiles (kTagProfile).
@@ -54,6 +56,7 @@ class LoaderRole {
   JobContext& job_;
   HelloMessage hello_;
   std::vector<std::unique_ptr<Source>> sources_;  // indexed by source id (null: not ours)
+  std::vector<uint64_t> open_bytes_;              // state_bytes() of each open source
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<SampleTransform> transform_;
   std::unique_ptr<SlotAllocator> slots_;

@@ -24,7 +24,12 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
       acks_(job.planner_peers(), job.config.job.stall_timeout_s),
       peer_count_(job.planner_peers().size()) {
   sources_.resize(job.config.sources.size());
-  for (const auto& info : sources) sources_.at(info.source).samples = info.samples;
+  online_ = job.config.topology.scaling == "online";
+  if (online_) profiles_.resize(sources_.size());
+  for (const auto& info : sources) {
+    sources_.at(info.source).samples = info.samples;
+    if (online_) profiles_[info.source].open_bytes = static_cast<double>(info.state_bytes);
+  }
   for (size_t s = 0; s < sources_.size(); ++s) {
     MSD_CHECK(sources_[s].samples > 0);
     for (int loader : job.assignment.loaders_of_source[s])
@@ -46,6 +51,7 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
     mixer_.restore(resume->step, resume->mixer_realized);
     report_.bad_samples = resume->bad_samples;
     report_.bad_samples.resize(bad_kind_count, 0);
+    if (online_) restore_assignment(*resume);
   }
   deliver_from_ = std::max(job.first_step, first_step_);
   data_ = std::move(data);
@@ -224,7 +230,9 @@ bool PlannerRole::rewind(uint32_t s, uint64_t end, bool& freed) {
 
 void PlannerRole::on_meta(int loader_rank, const std::vector<SampleMeta>& metas) {
   LoaderTrack& track = loaders_.at(loader_rank);
-  track.last_heard = std::chrono::steady_clock::now();
+  const auto now = std::chrono::steady_clock::now();
+  if (online_) learn_costs(metas, std::chrono::duration<double>(now - track.last_heard).count());
+  track.last_heard = now;
   std::vector<uint64_t> stale_slots;
   bool read_failed = false;
   for (const auto& meta : metas) {
@@ -451,6 +459,7 @@ PlannerCheckpoint PlannerRole::state_before(uint64_t step) const {
   for (const auto& [rank, track] : loaders_)
     for (const auto& [key, item] : track.outstanding)
       cp.in_flight.push_back({item.source, SampleState::requested, rank, item.cursor, item.index});
+  cp.loader_sources = assignment_now();
   return cp;
 }
 
@@ -648,6 +657,8 @@ PlannerReport PlannerRole::serve() {
   start_ = last_step_done_ = std::chrono::steady_clock::now();
   if (metrics_) metrics_->start(start_);
   const uint64_t steps = job_.config.job.steps;
+  for (auto& [rank, message] : restore_) out_.send(rank, kTagReassign, encode(message), "restoring the assignment");
+  restore_.clear();
   Backoff backoff;
   while (acked_steps_ < steps || loader_checkpoint_) {
     work_.begin();
@@ -670,6 +681,8 @@ PlannerReport PlannerRole::serve() {
         const AckMessage ack = decode_ack(message->bytes);
         if (metrics_) metrics_->client_rss(message->source, ack.rss_bytes);
         on_ack(message->source, ack.step, ack.wait_seconds);
+      } else if (message->tag == kTagReassign) {
+        on_reassigned(message->source, decode_hello(message->bytes));
       } else if (message->tag == kTagCheckpoint || message->tag == kTagCheckpointGo) {
         WireReader r(message->bytes, "loader checkpoint");
         const uint64_t step = r.u64();
@@ -682,6 +695,8 @@ PlannerReport PlannerRole::serve() {
     }
     check_deadlines();
     acks_.check(std::chrono::steady_clock::now());
+    scale_online();
+    advance_moves();
     advance_loader_checkpoint();
     out_.progress();
     work_.end(progressed);

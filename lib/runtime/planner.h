@@ -17,7 +17,9 @@
 #include "plan/cost.h"
 #include "plan/mix.h"
 #include "plan/modes.h"
+#include "plan/online_scaling.h"
 #include "plan/pack.h"
+#include "plan/profile.h"
 #include "runtime/ack_watch.h"
 #include "runtime/context.h"
 #include "runtime/metrics.h"
@@ -61,6 +63,12 @@ class PlannerRole {
     bool shadow = false;
     bool failed = false;   // handed over: gets no new requests
     bool in_use = true;    // shadows: taken over a loader
+    // Online scaling: moving from one source to another; it gets no new
+    // requests for `from`, and is told to switch once it answered them all.
+    struct Move {
+      uint32_t from = 0, to = 0;
+    };
+    std::optional<Move> move;
   };
   struct InFlightStep {
     uint64_t step = 0;
@@ -93,6 +101,16 @@ class PlannerRole {
   void on_checkpoint_written(int loader_rank, uint64_t step);
   std::chrono::milliseconds checkpoint_write_bound() const;
   void stop_loaders();
+  // Online scaling (planner_scaling.cc, docs/scaling.md).
+  void scale_online();
+  ScalingInput scaling_input(std::vector<int>& ranks) const;
+  void start_move(int loader_rank, uint32_t from, uint32_t to, MoveReason why);
+  void advance_moves();
+  void on_reassigned(int loader_rank, const HelloMessage& answer);
+  void learn_costs(const std::vector<SampleMeta>& metas, double seconds);
+  std::vector<uint32_t> sources_of(int loader_rank) const;
+  std::vector<std::vector<uint32_t>> assignment_now() const;  // per loader index; a moving loader at its target
+  void restore_assignment(const PlannerCheckpoint& resume);
   PlannerCheckpoint state_before(uint64_t step) const;
 
   JobContext& job_;
@@ -138,6 +156,15 @@ class PlannerRole {
   PlannerReport report_;
   std::map<int, std::vector<std::pair<uint32_t, SourceProfile>>> loader_profiles_;  // by loader rank, its latest
   std::chrono::steady_clock::time_point start_, last_step_done_;
+  // Online scaling: what a sample of each source costs a loader, as the
+  // planner sees it (until loaders measure it themselves), when the last
+  // move started, the step the policy last ran for, and, after a resume,
+  // the switches that restore the checkpoint's assignment.
+  bool online_ = false;
+  std::vector<SourceProfile> profiles_;
+  std::optional<uint64_t> last_move_step_;
+  uint64_t scaled_for_step_ = UINT64_MAX;
+  std::vector<std::pair<int, ReassignMessage>> restore_;
 };
 
 }  // namespace msd

@@ -200,7 +200,7 @@ Balance balance(const JobContext& job, const Records& records, uint64_t steps) {
 struct RoleTotals {
   double client_wall = 0, wait_sum = 0, wait_max = 0, compute_sum = 0, transform = 0;
   uint64_t mem_planner = 0, mem_loader_max = 0, mem_client_max = 0, mem_loader_total = 0, mem_client_total = 0;
-  uint64_t loaded = 0, window_peak = 0, state_bytes = 0;
+  uint64_t loaded = 0, window_peak = 0, state_bytes = 0, open_sources = 0;
   int clients = 0;
   uint64_t grown[3] = {0, 0, 0};  // peak RSS over start-up, by Role
   uint64_t loader_memory = 0;
@@ -218,6 +218,7 @@ RoleTotals role_totals(const JobContext& job, const std::vector<RoleStats>& all)
         r.transform += s.transform_seconds;
         r.window_peak = std::max(r.window_peak, s.window_peak_bytes);
         r.state_bytes += s.state_bytes;
+        r.open_sources += s.open_sources;
         break;
       case Role::client:
         ++r.clients;
@@ -446,6 +447,18 @@ void write_data_json(JsonWriter& w, const Report& r) {
         .value("why", t.why)
         .end_object();
   w.end_array();
+  w.value("scaling", config.topology.scaling);
+  w.value("moves", static_cast<uint64_t>(in.moves.size()));
+  w.begin_array("move_log");
+  for (const SourceMove& m : in.moves)
+    w.begin_object()
+        .value("step", m.step)
+        .value("loader", m.loader)
+        .value("from", config.sources.at(m.from).name)
+        .value("to", config.sources.at(m.to).name)
+        .value("why", m.why)
+        .end_object();
+  w.end_array();
 }
 
 // Memory, window traffic and the loaders' work.
@@ -479,6 +492,7 @@ void write_resources_json(JsonWriter& w, const Report& r) {
       .value("transform_s", roles.transform)
       .value("window_peak_bytes", roles.window_peak)
       .value("source_state_bytes", roles.state_bytes)
+      .value("open_sources", roles.open_sources)
       .end_object();
 }
 
@@ -594,6 +608,13 @@ std::string data_text(const Report& r) {
   for (const Takeover& t : r.input.takeovers)
     text += line("  takeover: loader %d by shadow %d before step %llu, %llu requests, %.0f ms after it went quiet\n",
                  t.loader, t.shadow, static_cast<ull>(t.step), static_cast<ull>(t.requests), t.latency_s * 1e3);
+  if (config.topology.scaling != "static" || !r.input.moves.empty()) {
+    size_t reactive = 0;
+    for (const SourceMove& m : r.input.moves) reactive += m.why == "reactive";
+    text += line("  loader scaling %s: %zu moves (%zu proactive, %zu reactive); %llu sources open on loaders, %s of source state\n",
+                 config.topology.scaling.c_str(), r.input.moves.size(), r.input.moves.size() - reactive, reactive,
+                 static_cast<ull>(roles.open_sources), format_bytes(roles.state_bytes).c_str());
+  }
   text += "  batch digest " + hex64(r.digests.batch) + "\n";
   return text;
 }

@@ -17,6 +17,7 @@ struct SummaryInput {
   const ClientLog* log = nullptr;     // client ranks
   std::vector<uint64_t> bad_samples;  // per BadKind, from the ranks that count them (else empty)
   std::vector<Takeover> takeovers;    // the planner's
+  std::vector<SourceMove> moves;      // the planner's online-scaling moves
   uint64_t checkpoints = 0;           // the planner's checkpoint writes and their cost
   double checkpoint_seconds = 0.0, checkpoint_max_seconds = 0.0;
   uint64_t budget_binding_steps = 0, budget_exceeded_steps = 0;  // the planner's memory budget

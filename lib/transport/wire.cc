@@ -280,6 +280,26 @@ std::vector<uint8_t> encode(const RanksMessage& m) {
   return std::move(w.bytes());
 }
 
+std::vector<uint8_t> encode(const ReassignMessage& m) {
+  WireWriter w;
+  for (const auto* list : {&m.close, &m.open}) {
+    w.u32(checked_cast<uint32_t>(list->size()));
+    for (uint32_t s : *list) w.u32(s);
+  }
+  return std::move(w.bytes());
+}
+
+ReassignMessage decode_reassign(std::span<const uint8_t> bytes) {
+  WireReader r(bytes, "reassign");
+  ReassignMessage m;
+  for (auto* list : {&m.close, &m.open}) {
+    const uint32_t count = r.count(4);
+    for (uint32_t i = 0; i < count; ++i) list->push_back(r.u32());
+  }
+  r.finish();
+  return m;
+}
+
 RanksMessage decode_ranks(std::span<const uint8_t> bytes) {
   WireReader r(bytes, "ranks");
   RanksMessage m;

@@ -33,6 +33,7 @@ enum Tag : int {
   kTagCheckpointJoin = 12,  // loader -> the other writers: here for this checkpoint (u64 step)
   kTagFinish = 11,     // planner -> live loaders and clients: ranks left out of the summary (ranks)
   kTagProfile = 13,    // loader -> planner: its sources' profiles (moving averages), at most once a second
+  kTagReassign = 14,   // planner -> loader: close these sources, open those; loader -> planner: what it opened (hello body)
 };
 
 class WireWriter {
@@ -181,6 +182,16 @@ struct RanksMessage {
 };
 std::vector<uint8_t> encode(const RanksMessage& m);
 RanksMessage decode_ranks(std::span<const uint8_t> bytes);
+
+// A loader moved between sources (topology.scaling = online): it closes the
+// sources in `close` (their index and buffers are freed) and opens those in
+// `open`. The planner sends it only once the loader has answered every
+// request for a source it closes.
+struct ReassignMessage {
+  std::vector<uint32_t> close, open;
+};
+std::vector<uint8_t> encode(const ReassignMessage& m);
+ReassignMessage decode_reassign(std::span<const uint8_t> bytes);
 FaultMessage decode_fault(std::span<const uint8_t> bytes);
 
 // A loader's profile of each source it serves (kTagProfile).

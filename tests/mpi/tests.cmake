@@ -26,9 +26,10 @@ set_tests_properties(hybrid_delivery PROPERTIES FIXTURES_REQUIRED tiny_data)
 msd_add_script_test(bench_memory SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_memory.sh TIMEOUT 300)
 msd_add_script_test(bench_handoff SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_handoff.sh TIMEOUT 300)
 msd_add_script_test(bench_fanout SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_fanout.sh TIMEOUT 300)
+msd_add_script_test(bench_scaling SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_scaling.sh TIMEOUT 300)
 
 foreach(script determinism layout megatron_paths world_size config_errors bench_throughput shadow resume resume_step
-        bad_input window_backpressure stuck_loader stuck_peer fail_fast soak metrics scaling_partition)
+        bad_input window_backpressure stuck_loader stuck_peer fail_fast soak metrics scaling_partition scaling)
   msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 300)
   set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)
 endforeach()

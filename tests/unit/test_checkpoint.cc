@@ -51,6 +51,7 @@ PlannerCheckpoint sample_checkpoint(uint64_t step) {
   c.in_flight = {{0, SampleState::loaded, 1, step * 18 + 3, 512},
                  {1, SampleState::requested, 2, step * 6 + 1, 11},
                  {1, SampleState::failed, 2, step * 6 + 2, 30}};
+  c.loader_sources = {{1}, {0}, {}, {0, 1}};  // online scaling's assignment; an idle shadow
   return c;
 }
 

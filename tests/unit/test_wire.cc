@@ -68,6 +68,12 @@ TEST_CASE("hello, release and ack round trips") {
   REQUIRE(decode_release(encode_release({64, 128})) == std::vector<uint64_t>{64, 128});
   REQUIRE(decode_ack(encode(AckMessage{9})).step == 9);
   REQUIRE(decode_ack(encode(AckMessage{9, 0.5, 123456789})).rss_bytes == 123456789);
+  const ReassignMessage move = decode_reassign(encode(ReassignMessage{{0}, {2, 3}}));
+  REQUIRE(move.close == std::vector<uint32_t>{0});
+  REQUIRE(move.open == std::vector<uint32_t>{2, 3});
+  auto bytes = encode(ReassignMessage{{0}, {1}});
+  bytes.pop_back();
+  REQUIRE_THROWS_AS(decode_reassign(bytes), msd::ProtocolError);
 }
 
 TEST_CASE("sample metadata carries the loader's status") {
