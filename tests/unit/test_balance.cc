@@ -170,3 +170,45 @@ TEST_CASE("balance: long-context mix stays near the padding-aware bound", "[bala
     }
   }
 }
+
+// balance_within: the capacity holds whenever the items allow it (here by
+// construction: room for the even share plus the largest item means the bin
+// holding the least always has room), the result is the plain method's when
+// the capacity never binds, and it is a function of the inputs alone.
+TEST_CASE("balance_within: no bin over the capacity, plain balance when it never binds", "[balance]") {
+  std::mt19937_64 rng(23);
+  for (int round = 0; round < 60; ++round) {
+    const size_t count = std::uniform_int_distribution<size_t>(0, 400)(rng);
+    const uint32_t bins = std::uniform_int_distribution<uint32_t>(1, 40)(rng);
+    const std::vector<double> weights = heavy_tailed(rng, count);
+    std::vector<uint64_t> sizes(count);
+    // Sizes unrelated to weights: a light item may be long (short documents of image patches).
+    for (uint64_t& size : sizes) size = std::uniform_int_distribution<uint64_t>(1, 1000)(rng);
+    const uint64_t total = std::accumulate(sizes.begin(), sizes.end(), uint64_t{0});
+    const uint64_t largest = count == 0 ? 0 : *std::max_element(sizes.begin(), sizes.end());
+    const uint64_t capacity = (total + bins - 1) / bins + largest;
+    for (BalanceMethod m : {BalanceMethod::tokens, BalanceMethod::greedy, BalanceMethod::karmarkar_karp}) {
+      INFO(msd::balance_method_name(m) << " round " << round << ": " << count << " items into " << bins);
+      const auto bin_of = msd::balance_within(weights, sizes, capacity, bins, m);
+      std::vector<uint64_t> held(bins, 0);
+      for (size_t i = 0; i < count; ++i) held[bin_of.at(i)] += sizes[i];
+      for (uint64_t h : held) REQUIRE(h <= capacity);
+      REQUIRE(msd::balance_within(weights, sizes, capacity, bins, m) == bin_of);
+      // Never binding: LPT and its swaps exactly (karmarkar_karp when its own partition fits).
+      const auto free = msd::balance_within(weights, sizes, UINT64_MAX, bins, m);
+      REQUIRE(free == msd::balance(weights, bins, m));
+    }
+  }
+}
+
+TEST_CASE("balance_within: an item that fits nowhere goes to the bin with the most room", "[balance]") {
+  // Capacity 10: 6 and 6 take a bin each; 5 fits in neither (11), so it goes
+  // to the bin with the most room (a tie: the lower index).
+  const std::vector<double> weights = {3, 2, 1};
+  const std::vector<uint64_t> sizes = {6, 6, 5};
+  const auto bin_of = msd::balance_within(weights, sizes, 10, 2, BalanceMethod::greedy);
+  CHECK(bin_of == std::vector<uint32_t>{0, 1, 0});
+  // With room for it, the lightest bin with room takes it: bin 1 (weight 2).
+  const auto roomy = msd::balance_within(weights, sizes, 11, 2, BalanceMethod::greedy);
+  CHECK(roomy[2] == 1);
+}
