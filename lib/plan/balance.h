@@ -1,7 +1,8 @@
 // balance(method): split weighted items into k bins so that the heaviest bin
 // is as light as possible (multiway number partitioning). The planner uses it
-// twice a step: pieces over DP buckets by cost, then each bucket's pieces over
-// its micro-batches (plan/pack.h). docs/cost-and-balance.md compares the
+// for sequences or pieces over DP buckets, then each bucket's sequences over
+// its micro-batches, under a capacity of positions (balance_within,
+// plan/pack.h). docs/cost-and-balance.md compares the
 // methods. MPI-free; no state.
 #pragma once
 
