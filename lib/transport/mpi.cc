@@ -116,8 +116,12 @@ void AsyncSender::progress() {
     int done = 0;
     MSD_MPI(MPI_Test(&requests_[i], &done, MPI_STATUS_IGNORE), "completing a send");
     if (!done) {
-      requests_[kept] = requests_[i];
-      buffers_[kept] = std::move(buffers_[i]);
+      // Never move a buffer onto itself: a vector moved into itself frees its
+      // heap buffer, which MPI is still sending from.
+      if (kept != i) {
+        requests_[kept] = requests_[i];
+        buffers_[kept] = std::move(buffers_[i]);
+      }
       ++kept;
     }
   }
