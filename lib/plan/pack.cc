@@ -288,7 +288,16 @@ std::vector<MicroBatchPlan> sequences_into_micro_batches(std::vector<PackedSeque
                                                          uint64_t budget, BalanceMethod method) {
   std::vector<uint64_t> used(sequences.size());
   for (size_t i = 0; i < sequences.size(); ++i) used[i] = sequences[i].used;
-  const std::vector<uint32_t> mb_of = balance_within(sequence_cost, used, budget, count, method);
+  // No more sequences than micro-batches, each within the budget: one each,
+  // in order, which is what LPT and its swaps give; spared the allocations
+  // (a step at 4096 DP ranks has thousands of such buckets).
+  const bool one_each = sequences.size() <= count &&
+                        std::all_of(used.begin(), used.end(), [&](uint64_t u) { return u <= budget; });
+  std::vector<uint32_t> mb_of(sequences.size());
+  if (one_each)
+    for (uint32_t i = 0; i < mb_of.size(); ++i) mb_of[i] = i;
+  else
+    mb_of = balance_within(sequence_cost, used, budget, count, method);
   std::vector<MicroBatchPlan> micro_batches(count);
   for (size_t i = 0; i < sequences.size(); ++i) {
     MicroBatchPlan& mb = micro_batches[mb_of[i]];
