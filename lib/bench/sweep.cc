@@ -41,7 +41,7 @@ SweepRow run_row(const SweepOptions& options, uint32_t seq_len, uint32_t dp, uin
   CompareOptions compare = options.compare;
   compare.modes = {TrainingMode::colocated_samples, TrainingMode::colocated_tokens, TrainingMode::msd_greedy};
   const CompareReport report = compare_modes(sim, compare);
-  SweepRow row{seq_len, dp, pp, mix.name, {}, report.modes.back().dp_max_over_mean};
+  SweepRow row{seq_len, dp, pp, mix.name, {}, report.modes.back().dp_max_over_mean, {}, {}};
   for (TrainingMode baseline : kBaselines)
     row.speedup[training_mode_name(baseline)] = speedup(report, TrainingMode::msd_greedy, baseline);
   for (const ModeEvaluation& e : report.modes) {
