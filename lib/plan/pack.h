@@ -65,7 +65,8 @@ struct PackOptions {
   // (tokens + patches, padding not counted) than this. 0: micro_batch_budget's
   // default, seq_len x the sequences one micro-batch gets under an equal token
   // split of the step, ceil(positions / (dp * micro_batches * seq_len)).
-  // Enforced after balancing (pack_step, step 3).
+  // The cost methods balance within it (pack_step, step 2); what still does
+  // not fit is repaired after balancing (step 3).
   uint64_t max_positions_per_micro_batch = 0;
 };
 
