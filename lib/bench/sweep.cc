@@ -41,9 +41,13 @@ SweepRow run_row(const SweepOptions& options, uint32_t seq_len, uint32_t dp, uin
   CompareOptions compare = options.compare;
   compare.modes = {TrainingMode::colocated_samples, TrainingMode::colocated_tokens, TrainingMode::msd_greedy};
   const CompareReport report = compare_modes(sim, compare);
-  SweepRow row{seq_len, dp, pp, mix.name, {}, report.modes.back().dp_max_over_mean};
+  SweepRow row{seq_len, dp, pp, mix.name, {}, report.modes.back().dp_max_over_mean, {}, {}};
   for (TrainingMode baseline : kBaselines)
     row.speedup[training_mode_name(baseline)] = speedup(report, TrainingMode::msd_greedy, baseline);
+  for (const ModeEvaluation& e : report.modes) {
+    row.dp_max_over_mean[training_mode_name(e.mode)] = e.dp_max_over_mean;
+    row.padding_fraction[training_mode_name(e.mode)] = e.padding_fraction;
+  }
   return row;
 }
 
@@ -95,6 +99,12 @@ std::string sweep_json(const SweepReport& report) {
     for (const auto& [baseline, x] : row.speedup) w.value(baseline, x);
     w.end_object();
     w.value("msd_greedy_dp_max_over_mean", row.greedy_dp_max_over_mean);
+    for (const auto& [key, values] : {std::pair{"dp_max_over_mean", &row.dp_max_over_mean},
+                                      std::pair{"padding_fraction", &row.padding_fraction}}) {
+      w.begin_object(key);
+      for (const auto& [mode, x] : *values) w.value(mode, x);
+      w.end_object();
+    }
     w.end_object();
   }
   w.end_array();

@@ -42,6 +42,10 @@ struct SweepRow {
   std::string mix;
   std::map<std::string, double> speedup;  // msd_greedy over each baseline, by baseline name
   double greedy_dp_max_over_mean = 1.0;
+  // Device-time DP max/mean and padding fraction of each mode placed (by mode
+  // name): a baseline's DP max/mean is about the most that balancing alone
+  // can win over it.
+  std::map<std::string, double> dp_max_over_mean, padding_fraction;
 };
 
 struct SweepReport {

@@ -1,6 +1,7 @@
 #include "plan/balance.h"
 
 #include <algorithm>
+#include <functional>
 #include <queue>
 #include <utility>
 
@@ -32,6 +33,44 @@ std::vector<uint32_t> greedy(std::span<const double> weights, uint32_t bins) {
       at = child;
     }
     heap[at] = grown;
+  }
+  return bin_of;
+}
+
+// LPT under a capacity: each item to the lightest bin with room for its size
+// (ties: lower index); one that fits nowhere goes to the bin with the most
+// room (ties: lower index). Bins without room for one item are set aside
+// only while it is placed, so the lightest bin with room is found in
+// O(log k) per bin passed over.
+std::vector<uint32_t> greedy_within(std::span<const double> weights, std::span<const uint64_t> sizes,
+                                    uint64_t capacity, uint32_t bins) {
+  std::vector<uint32_t> bin_of(weights.size());
+  std::vector<uint64_t> held(bins, 0);
+  using Load = std::pair<double, uint32_t>;
+  std::priority_queue<Load, std::vector<Load>, std::greater<>> lightest;
+  for (uint32_t b = 0; b < bins; ++b) lightest.push({0.0, b});
+  std::vector<Load> full;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    full.clear();
+    while (!lightest.empty() && held[lightest.top().second] + sizes[i] > capacity) {
+      full.push_back(lightest.top());
+      lightest.pop();
+    }
+    Load chosen;
+    if (!lightest.empty()) {
+      chosen = lightest.top();
+      lightest.pop();
+    } else {
+      const auto most_room = std::min_element(full.begin(), full.end(), [&](const Load& x, const Load& y) {
+        return held[x.second] != held[y.second] ? held[x.second] < held[y.second] : x.second < y.second;
+      });
+      chosen = *most_room;
+      full.erase(most_room);
+    }
+    bin_of[i] = chosen.second;
+    held[chosen.second] += sizes[i];
+    lightest.push({chosen.first + weights[i], chosen.second});
+    for (const Load& load : full) lightest.push(load);
   }
   return bin_of;
 }
@@ -160,24 +199,35 @@ class Differencing {
 // bins, applies the single move or swap that brings the pair's heavier side
 // lowest, if it lowers the heaviest bin at all. Each round lowers the
 // heaviest bin or the number of bins at that load, so it ends; the round cap
-// bounds the time when the partition is already close to flat.
-void refine(std::span<const double> weights, std::vector<uint32_t>& bin_of, uint32_t bins) {
+// bounds the time when the partition is already close to flat. With `sizes`
+// (not empty) no move or swap takes a bin over `capacity` of them.
+void refine(std::span<const double> weights, std::vector<uint32_t>& bin_of, uint32_t bins,
+            std::span<const uint64_t> sizes = {}, uint64_t capacity = UINT64_MAX) {
   if (bins < 2 || weights.size() < 2) return;
   constexpr size_t kPartners = 8;
   const size_t max_rounds = std::min<size_t>(4 * static_cast<size_t>(bins), 2048);
   std::vector<double> load(bins, 0.0);
+  std::vector<uint64_t> held(bins, 0);
   std::vector<std::vector<uint32_t>> members(bins);
+  const auto size = [&](uint32_t item) { return sizes.empty() ? uint64_t{0} : sizes[item]; };
   for (uint32_t i = 0; i < weights.size(); ++i) {
     load[bin_of[i]] += weights[i];
+    held[bin_of[i]] += size(i);
     members[bin_of[i]].push_back(i);
   }
-  std::vector<uint32_t> partners(bins);
+  std::vector<uint32_t> partners;
+  partners.reserve(kPartners + 1);
   for (size_t round = 0; round < max_rounds; ++round) {
     const uint32_t heavy = static_cast<uint32_t>(std::max_element(load.begin(), load.end()) - load.begin());
-    for (uint32_t b = 0; b < bins; ++b) partners[b] = b;
+    // The `count` lightest bins in order, in one pass.
     const size_t count = std::min<size_t>(kPartners, bins);
     const auto lighter = [&](uint32_t x, uint32_t y) { return load[x] != load[y] ? load[x] < load[y] : x < y; };
-    std::partial_sort(partners.begin(), partners.begin() + static_cast<ptrdiff_t>(count), partners.end(), lighter);
+    partners.clear();
+    for (uint32_t b = 0; b < bins; ++b) {
+      if (partners.size() == count && !lighter(b, partners.back())) continue;
+      if (partners.size() == count) partners.pop_back();
+      partners.insert(std::upper_bound(partners.begin(), partners.end(), b, lighter), b);
+    }
     // Best change: the pair's new heavier side; must be below load[heavy].
     double best = load[heavy];
     uint32_t best_partner = heavy, best_out = UINT32_MAX, best_in = UINT32_MAX;
@@ -187,7 +237,7 @@ void refine(std::span<const double> weights, std::vector<uint32_t>& bin_of, uint
       const double gap = load[heavy] - load[light];
       for (uint32_t out : members[heavy]) {
         const double moved = std::max(load[heavy] - weights[out], load[light] + weights[out]);
-        if (moved < best) {
+        if (moved < best && held[light] + size(out) <= capacity) {
           best = moved;
           best_partner = light;
           best_out = out;
@@ -198,7 +248,8 @@ void refine(std::span<const double> weights, std::vector<uint32_t>& bin_of, uint
           const double delta = weights[out] - weights[in];
           if (delta <= 0.0 || delta >= gap) continue;
           const double swapped = std::max(load[heavy] - delta, load[light] + delta);
-          if (swapped < best) {
+          if (swapped < best && held[light] + size(out) - size(in) <= capacity &&
+              held[heavy] + size(in) - size(out) <= capacity) {
             best = swapped;
             best_partner = light;
             best_out = out;
@@ -212,10 +263,12 @@ void refine(std::span<const double> weights, std::vector<uint32_t>& bin_of, uint
       auto& list = members[bin];
       list.erase(std::find(list.begin(), list.end(), item));
       load[bin] -= weights[item];
+      held[bin] -= size(item);
     };
     const auto put = [&](uint32_t bin, uint32_t item) {
       members[bin].push_back(item);
       load[bin] += weights[item];
+      held[bin] += size(item);
       bin_of[item] = bin;
     };
     take(heavy, best_out);
@@ -258,6 +311,29 @@ std::vector<uint32_t> balance(std::span<const double> weights, uint32_t bins, Ba
     case BalanceMethod::karmarkar_karp: bin_of = Differencing(weights, bins).run(); break;
   }
   refine(weights, bin_of, bins);
+  return bin_of;
+}
+
+std::vector<uint32_t> balance_within(std::span<const double> weights, std::span<const uint64_t> sizes,
+                                     uint64_t capacity, uint32_t bins, BalanceMethod method) {
+  MSD_CHECK_EQ(weights.size(), sizes.size());
+  for (size_t i = 0; i < weights.size(); ++i) {
+    MSD_CHECK_LE(0.0, weights[i]);
+    if (i > 0) MSD_CHECK_LE(weights[i], weights[i - 1]);
+  }
+  std::vector<uint32_t> bin_of;
+  if (method == BalanceMethod::karmarkar_karp) {
+    bin_of = Differencing(weights, bins).run();
+    std::vector<uint64_t> held(bins, 0);
+    for (size_t i = 0; i < sizes.size(); ++i) held[bin_of[i]] += sizes[i];
+    if (std::none_of(held.begin(), held.end(), [&](uint64_t h) { return h > capacity; })) {
+      refine(weights, bin_of, bins, sizes, capacity);
+      return bin_of;
+    }
+  }
+  // LPT within the capacity is plain LPT when the capacity never binds.
+  bin_of = greedy_within(weights, sizes, capacity, bins);
+  if (method != BalanceMethod::tokens) refine(weights, bin_of, bins, sizes, capacity);
   return bin_of;
 }
 

@@ -1,7 +1,8 @@
 // balance(method): split weighted items into k bins so that the heaviest bin
 // is as light as possible (multiway number partitioning). The planner uses it
-// twice a step: pieces over DP buckets by cost, then each bucket's pieces over
-// its micro-batches (plan/pack.h). docs/cost-and-balance.md compares the
+// for sequences or pieces over DP buckets, then each bucket's sequences over
+// its micro-batches, under a capacity of positions (balance_within,
+// plan/pack.h). docs/cost-and-balance.md compares the
 // methods. MPI-free; no state.
 #pragma once
 
@@ -53,5 +54,15 @@ const char* balance_method_name(BalanceMethod method);
 // differencing result, then descending (ties: the bin holding the lower item
 // index first), empty bins last.
 std::vector<uint32_t> balance(std::span<const double> weights, uint32_t bins, BalanceMethod method);
+
+// balance() under a capacity: no bin holds more than `capacity` of `sizes`
+// (sizes[i] of item i, e.g. positions against the memory budget). LPT puts
+// each item in the lightest bin with room (plain LPT when the capacity never
+// binds), and the swaps make no move that overfills a bin; karmarkar_karp's
+// partition is kept (and swapped within the capacity) when it fits. An item that fits in no bin goes to the bin with the
+// most room, which the caller sees over capacity. Deterministic like
+// balance(); REQUIRES the same, and sizes.size() == weights.size().
+std::vector<uint32_t> balance_within(std::span<const double> weights, std::span<const uint64_t> sizes,
+                                     uint64_t capacity, uint32_t bins, BalanceMethod method);
 
 }  // namespace msd

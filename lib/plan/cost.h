@@ -35,6 +35,11 @@ struct CostModel {
   //   a*L + L^2 + vision_scale * (vision_a*P + P^2).
   double document(uint32_t length, uint32_t patches) const;
 
+  // Padding positions of a fixed-shape (seq_len) sequence: the linear layers
+  // compute them like any position (a each); attention masks them. A
+  // sequence costs its documents plus this over its padding.
+  double padding(uint64_t positions) const { return a * static_cast<double>(positions); }
+
   // A packed sequence of seq_len positions under context parallelism: its
   // segments (document pieces in position order, `lengths[i]` positions of
   // which the first `patches[i]` are patches) are split zigzag over `cp`

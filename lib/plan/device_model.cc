@@ -390,6 +390,7 @@ double planner_cost(const CostModel& cost, const MicroBatchShape& micro_batch, u
     patches = sequence.patches;
     patches.resize(sequence.segments.size(), 0);
     total += cost.zigzag_sequence(sequence.segments, patches, static_cast<uint32_t>(sequence.positions()), cp);
+    total += cost.padding(sequence.padding);
   }
   return total;
 }

@@ -170,7 +170,8 @@ struct CostModelFit {
 CostModelFit cost_model_fit(std::span<const double> predicted, std::span<const double> actual);
 
 // The planner's cost of a micro-batch shape: CostModel::zigzag_sequence over
-// its sequences (padding costs nothing there: the planner's own view).
+// its sequences plus CostModel::padding over their padding (the planner's
+// own view: padding costs the linear term).
 double planner_cost(const CostModel& cost, const MicroBatchShape& micro_batch, uint32_t cp);
 
 }  // namespace msd

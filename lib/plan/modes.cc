@@ -13,7 +13,7 @@ namespace {
 
 // Positions and costs of each micro-batch and bucket, as pack_step fills
 // them: a sequence costs the sum of its pieces' document costs, or under CP
-// cp times its busiest rank's zigzag share.
+// cp times its busiest rank's zigzag share, plus its padding.
 void fill_costs(std::vector<BucketPlan>& buckets, const std::vector<PlanDoc>& docs, const PackOptions& options,
                 const CostModel& cost) {
   std::unordered_map<uint32_t, uint32_t> fixed_of;
@@ -38,6 +38,7 @@ void fill_costs(std::vector<BucketPlan>& buckets, const std::vector<PlanDoc>& do
         }
         mb.positions += seq.used;
         mb.cost += options.cp > 1 ? cost.zigzag_sequence(lengths, patches, options.seq_len, options.cp) : sum;
+        mb.cost += cost.padding(options.seq_len - seq.used);
       }
       bucket.positions += mb.positions;
       bucket.cost += mb.cost;

@@ -7,6 +7,7 @@
 #include <array>
 #include <bit>
 #include <functional>
+#include <numeric>
 #include <queue>
 #include <tuple>
 #include <span>
@@ -194,6 +195,13 @@ std::vector<MicroBatchPlan> deal(std::vector<PackedSequence> sequences, const st
 }
 
 
+// A sequence's GEMMs run over all seq_len positions, so its padding costs
+// the linear term (CostModel::padding); attention masks it.
+void add_padding_cost(const std::vector<PackedSequence>& sequences, std::vector<double>& sequence_cost,
+                      uint32_t seq_len, const CostModel& cost) {
+  for (size_t i = 0; i < sequences.size(); ++i) sequence_cost[i] += cost.padding(seq_len - sequences[i].used);
+}
+
 // Under context parallelism a sequence costs what its busiest CP rank does
 // (CostModel::zigzag_sequence), which depends on where its pieces sit, so
 // once packed its cost replaces the sum of its pieces'. `patches` maps a
@@ -244,62 +252,184 @@ std::vector<BucketPlan> plan_by_tokens(const std::vector<PlacedPiece>& pieces, c
     const std::span<const PlacedPiece> bucket(grouped.data() + offsets[b], offsets[b + 1] - offsets[b]);
     std::vector<PackedSequence> sequences = pack(bucket, options.seq_len, scratch, sequence_cost);
     zigzag.apply(sequences, sequence_cost);
+    add_padding_cost(sequences, sequence_cost, options.seq_len, cost);
     plans[b].micro_batches = deal(std::move(sequences), sequence_cost, options.micro_batches);
   }
   return plans;
 }
 
-// Cost balance: buckets, then micro-batches within each, then packing.
-std::vector<BucketPlan> plan_by_cost(const std::vector<PlacedPiece>& pieces, const PackOptions& options,
-                                     const CostModel& cost) {
-  ZigzagCost zigzag(pieces, options, cost);
-  std::vector<double> costs(pieces.size());
-  for (size_t i = 0; i < pieces.size(); ++i) costs[i] = pieces[i].cost;
-  std::vector<size_t> offsets, mb_offsets;
-  const std::vector<PlacedPiece> grouped =
-      group(pieces, balance(costs, options.dp, options.balance), options.dp, offsets);
-  const uint32_t count = options.micro_batches;
-  std::vector<BucketPlan> plans(options.dp);
-  std::vector<uint32_t> scratch, order(count), rank(count);
-  std::vector<double> mb_cost(count), weights, sequence_cost;
-  for (uint32_t b = 0; b < options.dp; ++b) {
-    const std::span<const PlacedPiece> bucket(grouped.data() + offsets[b], offsets[b + 1] - offsets[b]);
-    weights.resize(bucket.size());
-    for (size_t i = 0; i < bucket.size(); ++i) weights[i] = bucket[i].cost;
-    std::vector<uint32_t> mb_of = balance(weights, count, options.balance);
-    std::fill(mb_cost.begin(), mb_cost.end(), 0.0);
-    for (size_t i = 0; i < bucket.size(); ++i) mb_cost[mb_of[i]] += weights[i];
-    // Heaviest micro-batch first, so index i is comparable across ranks.
-    for (uint32_t m = 0; m < count; ++m) order[m] = m;
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return mb_cost[x] > mb_cost[y]; });
-    for (uint32_t m = 0; m < count; ++m) rank[order[m]] = m;
-    for (uint32_t& m : mb_of) m = rank[m];
-    std::vector<PlacedPiece> by_mb = group(bucket, mb_of, count, mb_offsets);
-    BucketPlan& plan = plans[b];
-    plan.micro_batches.resize(count);
-    for (uint32_t m = 0; m < count; ++m) {
-      const auto first = by_mb.begin() + static_cast<ptrdiff_t>(mb_offsets[m]);
-      const auto last = by_mb.begin() + static_cast<ptrdiff_t>(mb_offsets[m + 1]);
-      std::sort(first, last, [](const PlacedPiece& x, const PlacedPiece& y) {
-        if (x.piece.length != y.piece.length) return x.piece.length > y.piece.length;
-        return x.piece.doc != y.piece.doc ? x.piece.doc < y.piece.doc : x.piece.begin < y.piece.begin;
-      });
-      MicroBatchPlan& mb = plan.micro_batches[m];
-      mb.sequences = pack(std::span<const PlacedPiece>(by_mb.data() + mb_offsets[m], mb_offsets[m + 1] - mb_offsets[m]),
-                          options.seq_len, scratch, sequence_cost);
-      zigzag.apply(mb.sequences, sequence_cost);
-      for (size_t i = 0; i < mb.sequences.size(); ++i) {
-        mb.positions += mb.sequences[i].used;
-        mb.cost += sequence_cost[i];
-      }
-    }
-    // Under CP the packed costs can reorder the micro-batches: keep the
-    // heaviest first.
-    if (options.cp > 1)
-      std::stable_sort(plan.micro_batches.begin(), plan.micro_batches.end(),
-                       [](const MicroBatchPlan& x, const MicroBatchPlan& y) { return x.cost > y.cost; });
+// The sequences and their costs in heaviest-first order (ties: the first
+// piece's doc and begin, unique to a sequence), a total order.
+void sort_sequences(std::vector<PackedSequence>& sequences, std::vector<double>& sequence_cost) {
+  std::vector<uint32_t> order(sequences.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+    if (sequence_cost[x] != sequence_cost[y]) return sequence_cost[x] > sequence_cost[y];
+    const Piece& px = sequences[x].pieces.front();
+    const Piece& py = sequences[y].pieces.front();
+    return px.doc != py.doc ? px.doc < py.doc : px.begin < py.begin;
+  });
+  std::vector<PackedSequence> sorted(sequences.size());
+  std::vector<double> sorted_cost(sequences.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    sorted[i] = std::move(sequences[order[i]]);
+    sorted_cost[i] = sequence_cost[order[i]];
   }
+  sequences.swap(sorted);
+  sequence_cost.swap(sorted_cost);
+}
+
+// One bucket's sequences (heaviest first) over `count` micro-batches by cost,
+// none over `budget` positions where the sequences allow, ordered heaviest
+// first (ties: lower bin), so micro-batch i is the i-th heaviest on every
+// rank; the empty ones come last.
+std::vector<MicroBatchPlan> sequences_into_micro_batches(std::vector<PackedSequence> sequences,
+                                                         const std::vector<double>& sequence_cost, uint32_t count,
+                                                         uint64_t budget, BalanceMethod method) {
+  std::vector<uint64_t> used(sequences.size());
+  for (size_t i = 0; i < sequences.size(); ++i) used[i] = sequences[i].used;
+  // No more sequences than micro-batches, each within the budget: one each,
+  // in order, which is what LPT and its swaps give; spared the allocations
+  // (a step at 4096 DP ranks has thousands of such buckets).
+  const bool one_each = sequences.size() <= count &&
+                        std::all_of(used.begin(), used.end(), [&](uint64_t u) { return u <= budget; });
+  std::vector<uint32_t> mb_of(sequences.size());
+  if (one_each)
+    for (uint32_t i = 0; i < mb_of.size(); ++i) mb_of[i] = i;
+  else
+    mb_of = balance_within(sequence_cost, used, budget, count, method);
+  std::vector<MicroBatchPlan> micro_batches(count);
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    MicroBatchPlan& mb = micro_batches[mb_of[i]];
+    mb.positions += sequences[i].used;
+    mb.cost += sequence_cost[i];
+    mb.sequences.push_back(std::move(sequences[i]));
+  }
+  std::stable_sort(micro_batches.begin(), micro_batches.end(),
+                   [](const MicroBatchPlan& x, const MicroBatchPlan& y) { return x.cost > y.cost; });
+  return micro_batches;
+}
+
+// One bucket's packed sequences and their costs (pieces or CP zigzag, plus
+// padding), heaviest first.
+struct BucketSequences {
+  std::vector<PackedSequence> sequences;
+  std::vector<double> cost;
+};
+
+// Sequences first: the step's pieces (longest first) are packed into as few
+// seq_len sequences as first-fit decreasing finds; the sequences are balanced
+// over the DP buckets by their cost (pieces + padding), no bucket over
+// `capacity` positions.
+std::vector<BucketSequences> sequences_first(const std::vector<PlacedPiece>& pieces, const PackOptions& options,
+                                             const CostModel& cost, ZigzagCost& zigzag, uint64_t capacity) {
+  std::vector<uint32_t> scratch;
+  std::vector<double> sequence_cost;
+  std::vector<PackedSequence> sequences = pack(pieces, options.seq_len, scratch, sequence_cost);
+  zigzag.apply(sequences, sequence_cost);
+  add_padding_cost(sequences, sequence_cost, options.seq_len, cost);
+  sort_sequences(sequences, sequence_cost);
+  std::vector<uint64_t> used(sequences.size());
+  for (size_t i = 0; i < sequences.size(); ++i) used[i] = sequences[i].used;
+  const std::vector<uint32_t> bucket_of = balance_within(sequence_cost, used, capacity, options.dp, options.balance);
+  std::vector<BucketSequences> buckets(options.dp);
+  for (size_t i = 0; i < sequences.size(); ++i) {  // heaviest first within each bucket too
+    buckets[bucket_of[i]].sequences.push_back(std::move(sequences[i]));
+    buckets[bucket_of[i]].cost.push_back(sequence_cost[i]);
+  }
+  return buckets;
+}
+
+// Pieces first, in sequence slots: every bucket gets room for the sequences
+// an even split of the step needs, ceil(ceil(positions / seq_len) / dp)
+// (within `capacity`), and the pieces, heaviest first, are balanced over the
+// buckets by cost within that room; each bucket then packs its own pieces
+// first-fit decreasing. Buckets end with about the same number of sequences,
+// so the linear term over them is even and the balance is of the rest.
+//
+// By positions instead (`by_positions`), the pieces go longest first to the
+// bucket with the fewest positions (the msd_tokens split) and are packed the
+// same way: a third placement, for steps where even positions do best.
+std::vector<BucketSequences> pieces_first(const std::vector<PlacedPiece>& pieces, const PackOptions& options,
+                                          const CostModel& cost, ZigzagCost& zigzag, uint64_t capacity,
+                                          bool by_positions) {
+  uint64_t total = 0;
+  for (const PlacedPiece& p : pieces) total += p.piece.length;
+  const uint64_t sequences = std::max<uint64_t>(1, (total + options.seq_len - 1) / options.seq_len);
+  const uint64_t slots = (sequences + options.dp - 1) / options.dp;
+  std::vector<PlacedPiece> ordered(pieces);  // longest first
+  if (!by_positions) sort_heaviest_first(ordered);
+  std::vector<double> weights(ordered.size());
+  std::vector<uint64_t> sizes(ordered.size());
+  for (size_t i = 0; i < ordered.size(); ++i) {
+    weights[i] = by_positions ? ordered[i].piece.length : ordered[i].cost;
+    sizes[i] = ordered[i].piece.length;
+  }
+  const uint64_t room = by_positions ? capacity : std::min(capacity, slots * options.seq_len);
+  const BalanceMethod method = by_positions ? BalanceMethod::tokens : options.balance;
+  std::vector<size_t> offsets;
+  std::vector<PlacedPiece> grouped =
+      group(ordered, balance_within(weights, sizes, room, options.dp, method), options.dp, offsets);
+  std::vector<BucketSequences> buckets(options.dp);
+  std::vector<uint32_t> scratch;
+  for (uint32_t b = 0; b < options.dp; ++b) {
+    const auto first = grouped.begin() + static_cast<ptrdiff_t>(offsets[b]);
+    const auto last = grouped.begin() + static_cast<ptrdiff_t>(offsets[b + 1]);
+    std::sort(first, last, [](const PlacedPiece& x, const PlacedPiece& y) {
+      if (x.piece.length != y.piece.length) return x.piece.length > y.piece.length;
+      return x.piece.doc != y.piece.doc ? x.piece.doc < y.piece.doc : x.piece.begin < y.piece.begin;
+    });
+    BucketSequences& bucket = buckets[b];
+    bucket.sequences = pack(std::span<const PlacedPiece>(grouped.data() + offsets[b], offsets[b + 1] - offsets[b]),
+                            options.seq_len, scratch, bucket.cost);
+    zigzag.apply(bucket.sequences, bucket.cost);
+    add_padding_cost(bucket.sequences, bucket.cost, options.seq_len, cost);
+    sort_sequences(bucket.sequences, bucket.cost);
+  }
+  return buckets;
+}
+
+// Each bucket's sequences into its micro-batches (none over the budget).
+std::vector<BucketPlan> into_micro_batches(std::vector<BucketSequences> buckets, const PackOptions& options,
+                                           uint64_t budget) {
+  std::vector<BucketPlan> plans(buckets.size());
+  for (size_t b = 0; b < buckets.size(); ++b)
+    plans[b].micro_batches = sequences_into_micro_batches(std::move(buckets[b].sequences), buckets[b].cost,
+                                                          options.micro_batches, budget, options.balance);
   return plans;
+}
+
+// The cost of the heaviest bucket of a placement.
+double max_bucket_cost(const std::vector<BucketSequences>& buckets) {
+  double most = 0.0;
+  for (const BucketSequences& bucket : buckets)
+    most = std::max(most, std::accumulate(bucket.cost.begin(), bucket.cost.end(), 0.0));
+  return most;
+}
+
+// Cost balance, padding-aware: a sequence costs its pieces plus the linear
+// term over its padding (its GEMMs run over all seq_len positions). Three
+// placements are made, sequences first, pieces first by cost and by
+// positions (above), no bucket over micro_batches x budget positions; the
+// one whose heaviest bucket costs least is kept (ties: the earlier, so
+// sequences first, which pads least, wins a tie), and each bucket's
+// sequences are balanced over its micro-batches (none over the budget).
+std::vector<BucketPlan> plan_by_cost(const std::vector<PlacedPiece>& pieces, const PackOptions& options,
+                                     const CostModel& cost, uint64_t budget) {
+  const uint32_t count = options.micro_batches;
+  const uint64_t capacity = budget > UINT64_MAX / count ? UINT64_MAX : budget * count;
+  ZigzagCost zigzag(pieces, options, cost);
+  std::vector<BucketSequences> kept = sequences_first(pieces, options, cost, zigzag, capacity);
+  double lightest = max_bucket_cost(kept);
+  for (bool by_positions : {false, true}) {
+    std::vector<BucketSequences> other = pieces_first(pieces, options, cost, zigzag, capacity, by_positions);
+    const double heaviest = max_bucket_cost(other);
+    if (heaviest < lightest) {
+      lightest = heaviest;
+      kept = std::move(other);
+    }
+  }
+  return into_micro_batches(std::move(kept), options, budget);
 }
 
 // The memory budget (PackOptions::max_positions_per_micro_batch), applied
@@ -433,6 +563,7 @@ class BudgetEnforcer {
         sequence_cost_[i] = cost_.zigzag_sequence(lengths_, counts_, options_.seq_len, options_.cp);
       }
     }
+    add_padding_cost(mb.sequences, sequence_cost_, options_.seq_len, cost_);
     mb.positions = 0;
     mb.cost = 0.0;
     for (size_t i = 0; i < mb.sequences.size(); ++i) {
@@ -448,6 +579,53 @@ class BudgetEnforcer {
   std::vector<double> sequence_cost_;
 };
 
+// The step's lower bound on the heaviest bucket's cost (PlanStats::bound_cost)
+// over the placed pieces (`lengths`, `costs`), when no sequence may hold more
+// than min(seq_len, limit) positions (a sequence sits in one micro-batch).
+struct StepBound {
+  uint64_t min_sequences = 0;
+  double cost = 0.0;
+};
+StepBound step_bound(const std::vector<uint32_t>& lengths, const std::vector<double>& costs,
+                     const PackOptions& options, uint64_t limit, const CostModel& cost) {
+  MSD_CHECK_EQ(lengths.size(), costs.size());
+  const size_t n = lengths.size();
+  uint64_t total = 0;
+  double sum = 0.0, own = 0.0;
+  // A piece's cost beyond the linear term: what no packing shares out.
+  std::vector<std::pair<double, uint32_t>> extra(n);
+  for (size_t i = 0; i < n; ++i) {
+    total += lengths[i];
+    sum += costs[i];
+    own = std::max(own, costs[i] + cost.padding(options.seq_len - lengths[i]));
+    extra[i] = {std::max(0.0, costs[i] - cost.padding(lengths[i])), lengths[i]};
+  }
+  StepBound bound;
+  const uint64_t per_sequence = std::min<uint64_t>(options.seq_len, std::max<uint64_t>(1, limit));
+  bound.min_sequences = (total + per_sequence - 1) / per_sequence;
+  const double mean = (sum + cost.padding(bound.min_sequences * options.seq_len - total)) / options.dp;
+  const uint64_t most = (bound.min_sequences + options.dp - 1) / options.dp;
+  bound.cost = std::max({mean, cost.padding(most * uint64_t{options.seq_len}), own});
+  // Pigeonhole, padding-aware: of the t*dp + 1 pieces with the most extra
+  // cost some bucket holds t + 1, so it costs at least the t + 1 smallest
+  // extras among them plus the sequences the t + 1 shortest of them need.
+  std::sort(extra.begin(), extra.end(), std::greater<>());
+  std::vector<uint32_t> shortest;
+  const size_t dp = options.dp;
+  for (size_t t = 1; t <= 8 && t * dp < n; ++t) {
+    double extras = 0.0;
+    for (size_t i = t * dp - t; i <= t * dp; ++i) extras += extra[i].first;
+    shortest.clear();
+    for (size_t i = 0; i <= t * dp; ++i) shortest.push_back(extra[i].second);
+    std::nth_element(shortest.begin(), shortest.begin() + static_cast<ptrdiff_t>(t), shortest.end());
+    uint64_t positions = 0;
+    for (size_t i = 0; i <= t; ++i) positions += shortest[i];
+    const uint64_t sequences = (positions + per_sequence - 1) / per_sequence;
+    bound.cost = std::max(bound.cost, extras + cost.padding(sequences * uint64_t{options.seq_len}));
+  }
+  return bound;
+}
+
 }  // namespace
 
 PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& options, const CostModel& cost) {
@@ -455,38 +633,52 @@ PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& option
   MSD_CHECK_LE(1u, options.dp);
   MSD_CHECK_LE(1u, options.micro_batches);
   std::vector<PlacedPiece> pieces = cut_into_pieces(docs, options, cost);
-  PackedStep step;
-  if (options.balance == BalanceMethod::tokens) {
-    sort_longest_first(pieces, options.seq_len);
-    step.buckets = plan_by_tokens(pieces, options, cost);
-  } else {
-    sort_heaviest_first(pieces);
-    step.buckets = plan_by_cost(pieces, options, cost);
-  }
-  std::vector<double> costs(pieces.size());
-  for (size_t i = 0; i < pieces.size(); ++i) costs[i] = pieces[i].cost;
   uint64_t total = 0;
   for (const PlacedPiece& p : pieces) total += p.piece.length;
   const uint64_t budget = micro_batch_budget(total, options);
+  PackedStep step;
+  sort_longest_first(pieces, options.seq_len);
+  if (options.balance == BalanceMethod::tokens)
+    step.buckets = plan_by_tokens(pieces, options, cost);
+  else
+    step.buckets = plan_by_cost(pieces, options, cost, budget);
+  std::vector<double> costs(pieces.size());
+  for (size_t i = 0; i < pieces.size(); ++i) costs[i] = pieces[i].cost;
   BudgetEnforcer enforcer(docs, options, cost);
   bool exceeded = false;
   const bool binding = enforcer.apply(step.buckets, budget, exceeded);
-  if (binding) {  // pieces were cut: the bounds are over the pieces placed
-    costs.clear();
-    for (const BucketPlan& bucket : step.buckets)
-      for (const MicroBatchPlan& mb : bucket.micro_batches)
-        for (const PackedSequence& sequence : mb.sequences)
-          for (const Piece& piece : sequence.pieces)
-            costs.push_back(cost.document(piece.length, enforcer.patches_of(piece)));
-  }
-  std::sort(costs.begin(), costs.end(), std::greater<>());  // tokens: sorted by length, not cost
+  std::vector<uint32_t> lengths;
+  if (binding) costs.clear();  // pieces were cut: the bounds are over the pieces placed
   for (BucketPlan& bucket : step.buckets) {
     for (const MicroBatchPlan& mb : bucket.micro_batches) {
       bucket.positions += mb.positions;
       bucket.cost += mb.cost;
+      for (const PackedSequence& sequence : mb.sequences) {
+        ++step.stats.sequences;
+        if (!binding) continue;
+        for (const Piece& piece : sequence.pieces) {
+          lengths.push_back(piece.length);
+          costs.push_back(cost.document(piece.length, enforcer.patches_of(piece)));
+        }
+      }
     }
   }
+  if (!binding)
+    for (const PlacedPiece& p : pieces) lengths.push_back(p.piece.length);
+  const uint64_t slots = uint64_t{options.dp} * options.micro_batches;
+  const uint64_t limit = std::max<uint64_t>(budget, (total + slots - 1) / slots);
+  const StepBound bound = step_bound(lengths, costs, options, limit, cost);
+  std::sort(costs.begin(), costs.end(), std::greater<>());  // tokens: sorted by length, not cost
+  const uint64_t sequences = step.stats.sequences;
   step.stats = plan_stats(step.buckets, costs);
+  step.stats.sequences = sequences;
+  step.stats.min_sequences = bound.min_sequences;
+  step.stats.bound_cost = std::max(step.stats.bound_cost, bound.cost);
+  if (step.stats.mean_cost > 0.0) {
+    step.stats.lower_bound = std::max(step.stats.lower_bound, bound.cost / step.stats.mean_cost);
+    step.stats.pigeonhole_bound = std::max(step.stats.pigeonhole_bound, step.stats.bound_cost / step.stats.mean_cost);
+  }
+  step.stats.max_over_bound = step.stats.bound_cost > 0.0 ? step.stats.max_cost / step.stats.bound_cost : 1.0;
   step.stats.positions_budget = budget;
   step.stats.budget_binding = binding;
   step.stats.budget_exceeded = exceeded;
@@ -530,14 +722,15 @@ PlanStats plan_stats(const std::vector<BucketPlan>& buckets, std::span<const dou
   stats.imbalance = ratio(stats.max_cost, stats.mean_cost);
   stats.lower_bound = ratio(std::max(largest_piece_cost, stats.mean_cost), stats.mean_cost);
   const size_t k = buckets.size();
-  double pigeonhole = std::max(largest_piece_cost, stats.mean_cost);
+  double pigeonhole = largest_piece_cost;
   std::vector<double> prefix(piece_costs.size() + 1, 0.0);
   for (size_t i = 0; i < piece_costs.size(); ++i) prefix[i + 1] = prefix[i] + piece_costs[i];
   for (size_t t = 1; t * k < piece_costs.size(); ++t) {
     // The t + 1 lightest of the t*k + 1 heaviest: indices [t*k - t, t*k].
     pigeonhole = std::max(pigeonhole, prefix[t * k + 1] - prefix[t * k - t]);
   }
-  stats.pigeonhole_bound = ratio(pigeonhole, stats.mean_cost);
+  stats.bound_cost = pigeonhole;
+  stats.pigeonhole_bound = ratio(std::max(pigeonhole, stats.mean_cost), stats.mean_cost);
   stats.positions_imbalance = ratio(max_positions, total_positions / dp);
   stats.micro_batch_imbalance.assign(count, 1.0);
   for (const BucketPlan& bucket : buckets)

@@ -40,11 +40,13 @@ struct MethodReport {
   double imbalance_median = 0.0, imbalance_worst = 0.0;  // DP max/mean cost
   double lower_bound_median = 0.0, lower_bound_worst = 0.0;
   double pigeonhole_median = 0.0, pigeonhole_worst = 0.0;   // PlanStats::pigeonhole_bound
+  // The heaviest bucket over the step's padding-aware lower bound
+  // (PlanStats::bound_cost, with the pigeonhole bounds): 1 is optimal.
+  double over_bound_median = 0.0, over_bound_worst = 0.0;
   double micro_batch_median = 0.0, micro_batch_worst = 0.0;  // per-index max/mean cost
   double positions_median = 0.0, positions_worst = 0.0;      // DP max/mean positions
   double step_seconds_median = 0.0;  // the slowest bucket's compute time at `tflops`
-  // Steps whose imbalance is <= 1.02, or within 1e-9 of the pigeonhole bound
-  // when that is above 1.02.
+  // Steps whose heaviest bucket is within 1% of the lower bound.
   uint32_t steps_on_target = 0;
 };
 

@@ -19,6 +19,10 @@ for base in ("colocated_samples", "colocated_tokens"):
     for seq_len in (4096, 16384):
         mine = [r["speedup"][base] for r in rows if r["seq_len"] == seq_len]
         assert abs(report["by_seq_len"][str(seq_len)][base] - sum(mine) / len(mine)) < 1e-9
+for r in rows:
+    for key in ("dp_max_over_mean", "padding_fraction"):
+        assert sorted(r[key]) == ["colocated_samples", "colocated_tokens", "msd_greedy"], (key, r[key])
+    assert r["dp_max_over_mean"]["msd_greedy"] == r["msd_greedy_dp_max_over_mean"], r
 assert {(r["seq_len"], r["dp"], r["pp"], r["mix"]) for r in rows} == \
     {(s, d, p, m) for s in (4096, 16384) for d in (8, 16) for p in (1, 4) for m in ("text_image", "demo")}
 lines = open(sys.argv[2]).read().splitlines()

@@ -123,19 +123,20 @@ TEST_CASE("balance: 100k items into 4096 bins", "[balance]") {
 }
 
 // The target workload: long-context steps mixing short web text, long
-// documents split into seq_len pieces and image-text samples. Either the
-// heaviest bucket is within 2% of the mean (or at the pigeonhole bound), or
-// the step is coarse: the heaviest bucket exceeds the mean by less than its
-// own lightest piece, so no piece can leave it without that bucket ending
-// below the mean (a case by hand in docs/cost-and-balance.md shows such a
-// step whose optimum is 1.22).
-TEST_CASE("balance: long-context mix meets max/mean <= 1.02 or the bound", "[balance]") {
+// documents split into seq_len pieces and image-text samples, in the
+// planner's padding-aware cost (a sequence's padding costs the linear term).
+// The cost methods are never heavier than the position split (the planner
+// keeps the lightest of its placements, one of which splits by positions),
+// reach the padding-aware bound when pieces are many per bucket, and stay
+// within a bounded factor of it when they are coarse (the bound is not tight
+// there: docs/cost-and-balance.md).
+TEST_CASE("balance: long-context mix stays near the padding-aware bound", "[balance]") {
   struct Shape {
     uint32_t dp, samples_per_rank, seq_len;
-    bool fine;  // enough pieces per bucket that 1.02 (or the bound) holds on every step
+    double mean_over_bound;  // the most max/bound may average over the steps
   };
-  for (const Shape shape : {Shape{8, 8, 16384, true}, Shape{8, 64, 32768, true}, Shape{16, 16, 32768, true},
-                            Shape{32, 16, 16384, true}, Shape{32, 8, 32768, false}, Shape{16, 4, 16384, false}}) {
+  for (const Shape shape : {Shape{8, 64, 32768, 1.01}, Shape{8, 8, 16384, 1.12}, Shape{16, 16, 32768, 1.10},
+                            Shape{32, 16, 16384, 1.08}, Shape{32, 8, 32768, 1.08}, Shape{16, 4, 16384, 1.06}}) {
     msd::SimulateOptions options;
     options.dp = shape.dp;
     options.samples_per_gpu = shape.samples_per_rank;
@@ -145,32 +146,69 @@ TEST_CASE("balance: long-context mix meets max/mean <= 1.02 or the bound", "[bal
     pack.seq_len = shape.seq_len;
     pack.dp = shape.dp;
     pack.micro_batches = 4;
-    for (uint64_t step = 0; step < 10; ++step) {
-      const auto docs = msd::synthetic_step(options, cost, step);
-      std::vector<uint32_t> patches_of(docs.size());
-      for (const auto& doc : docs) patches_of[doc.id] = doc.fixed;
-      for (BalanceMethod m : {BalanceMethod::greedy, BalanceMethod::karmarkar_karp}) {
+    for (BalanceMethod m : {BalanceMethod::greedy, BalanceMethod::karmarkar_karp}) {
+      double sum = 0.0;
+      for (uint64_t step = 0; step < 10; ++step) {
+        const auto docs = msd::synthetic_step(options, cost, step);
+        pack.balance = BalanceMethod::tokens;
+        const msd::PlanStats by_positions = msd::pack_step(docs, pack, cost).stats;
         pack.balance = m;
-        const msd::PackedStep plan = msd::pack_step(docs, pack, cost);
-        const msd::PlanStats& stats = plan.stats;
-        const bool on_target = stats.imbalance <= std::max(1.02, stats.pigeonhole_bound * (1 + 1e-9));
+        const msd::PlanStats stats = msd::pack_step(docs, pack, cost).stats;
         INFO(msd::balance_method_name(m) << " dp " << shape.dp << " x " << shape.samples_per_rank << " seq_len "
-                                         << shape.seq_len << " step " << step << ": max/mean " << stats.imbalance
-                                         << ", lower bound " << stats.lower_bound << ", pigeonhole bound "
-                                         << stats.pigeonhole_bound);
-        if (shape.fine) {
-          CHECK(on_target);
-        } else if (!on_target) {
-          const auto heaviest = std::max_element(plan.buckets.begin(), plan.buckets.end(),
-                                                 [](const auto& a, const auto& b) { return a.cost < b.cost; });
-          double lightest = HUGE_VAL;
-          for (const auto& mb : heaviest->micro_batches)
-            for (const auto& sequence : mb.sequences)
-              for (const auto& piece : sequence.pieces)
-                lightest = std::min(lightest, cost.document(piece.length, piece.begin == 0 ? patches_of[piece.doc] : 0));
-          CHECK(heaviest->cost - stats.mean_cost < lightest);
-        }
+                                         << shape.seq_len << " step " << step << ": max/bound " << stats.max_over_bound
+                                         << ", positions split " << by_positions.max_over_bound);
+        // Up to the budget's repair, which may move a small piece out of the
+        // position split's contiguous runs of sequences but not out of ours.
+        CHECK(stats.max_cost <= by_positions.max_cost * (1 + 1e-4));
+        CHECK(stats.max_over_bound >= 1.0 - 1e-9);
+        CHECK(stats.max_over_bound <= 1.3);
+        sum += stats.max_over_bound;
       }
+      INFO(msd::balance_method_name(m) << " dp " << shape.dp << " x " << shape.samples_per_rank << " seq_len "
+                                       << shape.seq_len << ": mean max/bound " << sum / 10);
+      CHECK(sum / 10 <= shape.mean_over_bound);
     }
   }
+}
+
+// balance_within: the capacity holds whenever the items allow it (here by
+// construction: room for the even share plus the largest item means the bin
+// holding the least always has room), the result is the plain method's when
+// the capacity never binds, and it is a function of the inputs alone.
+TEST_CASE("balance_within: no bin over the capacity, plain balance when it never binds", "[balance]") {
+  std::mt19937_64 rng(23);
+  for (int round = 0; round < 60; ++round) {
+    const size_t count = std::uniform_int_distribution<size_t>(0, 400)(rng);
+    const uint32_t bins = std::uniform_int_distribution<uint32_t>(1, 40)(rng);
+    const std::vector<double> weights = heavy_tailed(rng, count);
+    std::vector<uint64_t> sizes(count);
+    // Sizes unrelated to weights: a light item may be long (short documents of image patches).
+    for (uint64_t& size : sizes) size = std::uniform_int_distribution<uint64_t>(1, 1000)(rng);
+    const uint64_t total = std::accumulate(sizes.begin(), sizes.end(), uint64_t{0});
+    const uint64_t largest = count == 0 ? 0 : *std::max_element(sizes.begin(), sizes.end());
+    const uint64_t capacity = (total + bins - 1) / bins + largest;
+    for (BalanceMethod m : {BalanceMethod::tokens, BalanceMethod::greedy, BalanceMethod::karmarkar_karp}) {
+      INFO(msd::balance_method_name(m) << " round " << round << ": " << count << " items into " << bins);
+      const auto bin_of = msd::balance_within(weights, sizes, capacity, bins, m);
+      std::vector<uint64_t> held(bins, 0);
+      for (size_t i = 0; i < count; ++i) held[bin_of.at(i)] += sizes[i];
+      for (uint64_t h : held) REQUIRE(h <= capacity);
+      REQUIRE(msd::balance_within(weights, sizes, capacity, bins, m) == bin_of);
+      // Never binding: LPT and its swaps exactly (karmarkar_karp when its own partition fits).
+      const auto free = msd::balance_within(weights, sizes, UINT64_MAX, bins, m);
+      REQUIRE(free == msd::balance(weights, bins, m));
+    }
+  }
+}
+
+TEST_CASE("balance_within: an item that fits nowhere goes to the bin with the most room", "[balance]") {
+  // Capacity 10: 6 and 6 take a bin each; 5 fits in neither (11), so it goes
+  // to the bin with the most room (a tie: the lower index).
+  const std::vector<double> weights = {3, 2, 1};
+  const std::vector<uint64_t> sizes = {6, 6, 5};
+  const auto bin_of = msd::balance_within(weights, sizes, 10, 2, BalanceMethod::greedy);
+  CHECK(bin_of == std::vector<uint32_t>{0, 1, 0});
+  // With room for it, the lightest bin with room takes it: bin 1 (weight 2).
+  const auto roomy = msd::balance_within(weights, sizes, 11, 2, BalanceMethod::greedy);
+  CHECK(roomy[2] == 1);
 }

@@ -4,6 +4,7 @@
 
 #include "plan/modes.h"
 #include "plan/simulate.h"
+#include "plan/pack.h"
 
 using namespace msd;
 
@@ -115,6 +116,53 @@ TEST_CASE("every mode places the same documents each step") {
         REQUIRE(digest == first);
       }
     }
+  }
+}
+
+// Padding no worse than before: the cost methods used to balance cost into
+// micro-batches and pack each on its own, which padded 59% of the positions
+// computed at 512 DP ranks x 32k (8 samples a rank, 4 micro-batches), 65%
+// at 64 x 32k (16 samples, 8 micro-batches) and 16% at 16 x 32k (16 samples,
+// 2 micro-batches), measured on these steps. Now they pack first: padding
+// is far below that, they never place more sequences than the position
+// split, and the fewest sequences there are bound them from below.
+TEST_CASE("the cost modes pack before they balance: little padding on long-context steps") {
+  struct Case {
+    uint32_t dp, samples, micro_batches;
+    double old_padding;  // the fraction the earlier planner padded on these steps
+  };
+  for (const Case c : {Case{512, 8, 4, 0.59}, Case{64, 16, 8, 0.65}, Case{16, 16, 2, 0.16}}) {
+    SimulateOptions sim;
+    sim.dp = c.dp;
+    sim.seq_len = 32768;
+    sim.samples_per_gpu = c.samples;
+    const CostModel cost = CostModel::from(sim.model);
+    PackOptions options;
+    options.seq_len = sim.seq_len;
+    options.dp = sim.dp;
+    options.micro_batches = c.micro_batches;
+    uint64_t placed = 0, positions = 0, by_tokens = 0, fewest = 0;
+    for (uint64_t step = 0; step < 4; ++step) {
+      const std::vector<PlanDoc> docs = synthetic_step(sim, cost, step);
+      options.balance = BalanceMethod::tokens;
+      const PackedStep tokens = pack_step(docs, options, cost);
+      by_tokens += tokens.stats.sequences;
+      for (BalanceMethod method : {BalanceMethod::greedy, BalanceMethod::karmarkar_karp}) {
+        options.balance = method;
+        const PackedStep step_plan = pack_step(docs, options, cost);
+        REQUIRE(step_plan.stats.sequences >= step_plan.stats.min_sequences);
+        REQUIRE(step_plan.stats.sequences <= tokens.stats.sequences);
+        if (method != BalanceMethod::greedy) continue;
+        placed += step_plan.stats.sequences;
+        fewest += step_plan.stats.min_sequences;
+        for (const BucketPlan& b : step_plan.buckets) positions += b.positions;
+      }
+    }
+    const double padding = 1.0 - static_cast<double>(positions) / (static_cast<double>(placed) * sim.seq_len);
+    INFO("dp " << c.dp << ": padding " << padding << " (was " << c.old_padding << "), sequences " << placed
+               << ", fewest " << fewest << ", position split " << by_tokens);
+    CHECK(padding < c.old_padding / 2);
+    CHECK(placed <= by_tokens);
   }
 }
 

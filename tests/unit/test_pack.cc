@@ -137,11 +137,13 @@ void check_stats(const std::vector<PlanDoc>& docs, const PackOptions& options, c
   for (size_t b = 0; b < dp; ++b) {
     for (size_t m = 0; m < count; ++m) {
       double mb = 0.0;
-      for (const auto& sequence : step.buckets[b].micro_batches[m].sequences)
+      for (const auto& sequence : step.buckets[b].micro_batches[m].sequences) {
+        mb += cost.padding(options.seq_len - sequence.used);  // a fixed-shape sequence's GEMMs run over its padding
         for (const Piece& piece : sequence.pieces) {
           mb += piece_cost(piece);
           piece_costs.push_back(piece_cost(piece));
         }
+      }
       REQUIRE(step.buckets[b].micro_batches[m].cost == Approx(mb));
       micro[m][b] = mb;
       bucket[b] += mb;
@@ -158,9 +160,11 @@ void check_stats(const std::vector<PlanDoc>& docs, const PackOptions& options, c
   REQUIRE(stats.largest_piece_cost == Approx(largest));
   if (total > 0) {
     REQUIRE(stats.imbalance == Approx(stats.max_cost / mean));
-    REQUIRE(stats.lower_bound == Approx(std::max(largest, mean) / mean));
+    REQUIRE(stats.lower_bound >= std::max(largest, mean) / mean * (1 - 1e-9));
     REQUIRE(stats.imbalance >= stats.pigeonhole_bound * (1 - 1e-9));  // a bound no plan beats
     REQUIRE(stats.pigeonhole_bound >= stats.lower_bound * (1 - 1e-9));
+    REQUIRE(stats.max_cost >= stats.bound_cost * (1 - 1e-9));
+    REQUIRE(stats.max_over_bound == Approx(stats.max_cost / stats.bound_cost));
   }
   REQUIRE(stats.micro_batch_imbalance.size() == count);
   double worst = 1.0;
@@ -194,7 +198,9 @@ TEST_CASE("pack: a small step by hand, split by positions", "[pack]") {
   // LPT: 100->b0, 100->b1, 100->b0, 50->b1, 50->b1, 40->b0 (tie: lower index).
   CHECK(plans[0].positions == 240);
   CHECK(plans[1].positions == 200);
-  CHECK(plans[0].cost == Approx(cost.document(100, 0) + cost.document(100, 30) + cost.document(40, 0)));
+  // Its third sequence holds 40 positions: 60 of padding, costed like positions.
+  CHECK(plans[0].cost ==
+        Approx(cost.document(100, 0) + cost.document(100, 30) + cost.document(40, 0) + cost.padding(60)));
   // b1 packs [100,200) of doc 0 alone, then the two 50s together; one
   // sequence per micro-batch.
   REQUIRE(plans[1].micro_batches[0].sequences.size() == 1);
@@ -226,10 +232,16 @@ TEST_CASE("pack: a small step by hand, balanced by cost", "[pack]") {
     CHECK(step.stats.max_cost == 20000);
     CHECK(step.stats.mean_cost == 19750);
     CHECK(step.stats.pigeonhole_bound == Approx(20000 / 19750.0));
-    CHECK(step.stats.lower_bound == 1.0);
+    // The padding-aware pigeonhole (a = 0: padding is free) reaches it too.
+    CHECK(step.stats.lower_bound == Approx(20000 / 19750.0));
+    CHECK(step.stats.bound_cost == 20000);
+    CHECK(step.stats.max_over_bound == 1.0);
     CHECK(step.stats.imbalance == step.stats.pigeonhole_bound);
+    // Five sequences (100, 100, 100, 60 + 30, 50 + 50), the fewest there are.
+    CHECK(step.stats.sequences == 5);
+    CHECK(step.stats.min_sequences == 5);
     // Micro-batches heaviest first. The light bucket's 10000 is alone in
-    // micro-batch 0; its other pieces fill one sequence of 90 + a 60.
+    // micro-batch 0; its two other sequences share micro-batch 1.
     for (const auto& bucket : step.buckets) {
       CHECK(bucket.micro_batches[0].cost == 10000);
       CHECK(bucket.micro_batches[0].cost >= bucket.micro_batches[1].cost);
@@ -251,20 +263,17 @@ TEST_CASE("pack: random heavy-tailed steps keep every invariant, balanced by cos
     check_plan(docs, options, step.buckets);
     check_stats(docs, options, cost, step);
     if (options.balance == msd::BalanceMethod::tokens) continue;
-    // Cost methods: within one piece of the mean (the LPT guarantee, kept by
-    // the swaps), micro-batches heaviest first, and empty only when the
-    // bucket has fewer pieces than micro-batches.
-    const double bound = step.stats.mean_cost + step.stats.largest_piece_cost;
-    REQUIRE(step.stats.max_cost <= bound * (1 + 1e-12));
-    for (const BucketPlan& plan : step.buckets) {
-      size_t pieces = 0;
-      for (size_t m = 0; m < plan.micro_batches.size(); ++m) {
-        for (const auto& sequence : plan.micro_batches[m].sequences) pieces += sequence.pieces.size();
-        if (m > 0) REQUIRE(plan.micro_batches[m - 1].cost >= plan.micro_batches[m].cost);
-      }
-      for (const auto& mb : plan.micro_batches)
-        if (mb.sequences.empty()) REQUIRE(pieces < options.micro_batches);
-    }
+    // Cost methods: within one whole sequence of the mean (sequences first
+    // is LPT over sequences, and the plan kept is never heavier than it),
+    // micro-batches heaviest first (check_plan: empty only when the bucket
+    // has fewer sequences than micro-batches), and never more sequences than
+    // one per bucket over first-fit decreasing's guarantee (11/9 OPT + 1).
+    const double sequence = cost.padding(options.seq_len) + step.stats.largest_piece_cost;
+    REQUIRE(step.stats.max_cost <= (step.stats.mean_cost + sequence) * (1 + 1e-12));
+    REQUIRE(step.stats.sequences <= 11 * step.stats.min_sequences / 9 + 1 + options.dp);
+    for (const BucketPlan& plan : step.buckets)
+      for (size_t m = 1; m < plan.micro_batches.size(); ++m)
+        REQUIRE(plan.micro_batches[m - 1].cost >= plan.micro_batches[m].cost);
   }
 }
 
@@ -449,7 +458,7 @@ TEST_CASE("pack_step under CP costs micro-batches by their packed sequences") {
           lengths.push_back(p.length);
           patches.push_back(0);
         }
-        want += cost.zigzag_sequence(lengths, patches, 256, 4);
+        want += cost.zigzag_sequence(lengths, patches, 256, 4) + cost.padding(256 - seq.used);
       }
       REQUIRE(mb.cost == Approx(want));
       if (m > 0) REQUIRE(bucket.micro_batches[m - 1].cost >= mb.cost);
@@ -499,7 +508,7 @@ TEST_CASE("pack: the memory budget is never exceeded on random heavy-tailed step
   CHECK(binding > 10);  // the test exercises the repair, not only plans already within budget
 }
 
-TEST_CASE("pack: a plan within the budget is unchanged by it", "[pack][budget]") {
+TEST_CASE("pack: the budget shapes the plan; the repair moves pieces only when it must", "[pack][budget]") {
   std::mt19937_64 rng(5);
   const auto docs = random_docs(rng, 3000, 4096, 256);
   PackOptions options;
@@ -507,14 +516,30 @@ TEST_CASE("pack: a plan within the budget is unchanged by it", "[pack][budget]")
   options.dp = 16;
   options.micro_batches = 4;
   options.max_positions_per_micro_batch = UINT64_MAX;
-  const msd::PackedStep free = msd::pack_step(docs, options);
-  REQUIRE_FALSE(free.stats.budget_binding);
-  options.max_positions_per_micro_batch = free.stats.max_micro_batch_positions;
-  const msd::PackedStep exact = msd::pack_step(docs, options);
-  CHECK_FALSE(exact.stats.budget_binding);
-  CHECK(same_plan(free.buckets, exact.buckets));
-  options.max_positions_per_micro_batch = free.stats.max_micro_batch_positions - 1;
-  const msd::PackedStep tighter = msd::pack_step(docs, options);
-  CHECK(tighter.stats.budget_binding);
-  CHECK(tighter.stats.max_micro_batch_positions < free.stats.max_micro_batch_positions);
+  for (auto method : {msd::BalanceMethod::greedy, msd::BalanceMethod::karmarkar_karp}) {
+    options.balance = method;
+    options.max_positions_per_micro_batch = UINT64_MAX;
+    const msd::PackedStep free = msd::pack_step(docs, options);
+    REQUIRE_FALSE(free.stats.budget_binding);
+    // Budgets the step fits in are held, down to half a sequence over the even
+    // share: the balancing places whole sequences within them, and the repair
+    // moves what is left over.
+    uint64_t total = 0;
+    for (const BucketPlan& plan : free.buckets) total += plan.positions;
+    const uint64_t even = (total + 63) / 64;
+    for (uint64_t budget : {free.stats.max_micro_batch_positions, even + options.seq_len, even + options.seq_len / 2}) {
+      options.max_positions_per_micro_batch = budget;
+      const msd::PackedStep held = msd::pack_step(docs, options);
+      check_plan(docs, options, held.buckets);
+      INFO("budget " << budget << ": binding " << held.stats.budget_binding);
+      CHECK_FALSE(held.stats.budget_exceeded);
+      CHECK(held.stats.max_micro_batch_positions <= budget);
+    }
+    // Too small to hold the step: the repair spreads it to the even share.
+    options.max_positions_per_micro_batch = options.seq_len / 2;
+    const msd::PackedStep halved = msd::pack_step(docs, options);
+    check_plan(docs, options, halved.buckets);
+    CHECK(halved.stats.budget_exceeded);
+    CHECK(halved.stats.budget_binding);
+  }
 }
