@@ -1,7 +1,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <map>
 #include <random>
@@ -387,29 +386,20 @@ TEST_CASE("pack: micro-batches", "[pack]") {
   }
 }
 
-TEST_CASE("pack: 4096 DP buckets and 100k documents plan in milliseconds", "[pack]") {
+// Its speed is a benchmark's business (msd-plan simulate reports ms per
+// planned step); here the plan at that scale must only be valid.
+TEST_CASE("pack: 4096 DP buckets and 100k documents give a valid plan", "[pack]") {
   std::mt19937_64 rng(1);
   PackOptions options;
   options.seq_len = 4096;
   options.dp = 4096;
   options.micro_batches = 4;
   const auto docs = random_docs(rng, 100000, options.seq_len, 1024);
-  double best_ms = 1e9;
   for (auto method : {msd::BalanceMethod::tokens, msd::BalanceMethod::greedy, msd::BalanceMethod::karmarkar_karp}) {
     options.balance = method;
-    std::vector<BucketPlan> plans;
-    best_ms = 1e9;
-    for (int i = 0; i < 3; ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      plans = msd::distribute_and_pack(docs, options);
-      best_ms = std::min(best_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-    }
-    check_plan(docs, options, plans);
-    INFO(msd::balance_method_name(method) << ": " << best_ms << " ms");
-    CHECK(best_ms < 1000.0);
+    INFO(msd::balance_method_name(method));
+    check_plan(docs, options, msd::distribute_and_pack(docs, options));
   }
-  // The bound is generous for sanitizer and debug builds on a shared
-  // machine; a release build takes a few milliseconds (msd-plan simulate).
 }
 
 TEST_CASE("under CP a sequence costs cp times its busiest zigzag rank") {
