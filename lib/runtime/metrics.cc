@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/json_writer.h"
+#include "plan/cost.h"
 #include "runtime/emulator.h"
 
 namespace msd {
@@ -67,9 +68,15 @@ MetricsWriter::~MetricsWriter() {
 }
 
 void MetricsWriter::planned(uint64_t step, const std::vector<BucketPlan>& buckets, const std::vector<PlanDoc>& docs) {
+  // The documents' cost without the padding the planner also charges, as
+  // the summary's balance counts it from the clients' batches.
+  const CostModel model = make_cost_model(config_);
   std::vector<double> cost, device;
   for (const BucketPlan& bucket : buckets) {
-    cost.push_back(bucket.cost);
+    uint64_t padding = 0;
+    for (const MicroBatchPlan& mb : bucket.micro_batches)
+      for (const PackedSequence& seq : mb.sequences) padding += config_.job.seq_len - seq.used;
+    cost.push_back(bucket.cost - model.padding(padding));
     std::vector<MicroBatchShape> shapes;
     for (const MicroBatchPlan& mb : bucket.micro_batches) shapes.push_back(shape_of(mb, config_.job.seq_len, docs));
     device.push_back(rank_time(device_, parallel_, shapes).seconds);

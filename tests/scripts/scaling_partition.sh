@@ -79,7 +79,7 @@ expect_error() {  # expect_error PATTERN command...
   if "$@" >"$WORK/err.txt" 2>&1; then echo "FAIL: '$*' succeeded"; exit 1; fi
   grep -q -- "$pattern" "$WORK/err.txt" || { echo "FAIL: '$*' did not say '$pattern':"; cat "$WORK/err.txt"; exit 1; }
 }
-expect_error "topology.scaling: 'online' is not a valid value" "$MSD_RUN" --config "$WORK/job.ini" --topology.scaling=online --print-world-size
+expect_error "topology.scaling: 'elastic' is not a valid value" "$MSD_RUN" --config "$WORK/job.ini" --topology.scaling=elastic --print-world-size
 expect_error "topology.partition_plan: a plan is used only with topology.scaling = partition" \
   "$MSD_RUN" --config "$WORK/job.ini" --topology.partition_plan="$WORK/plan.json" --print-world-size
 expect_error "topology.loaders: the partition plan needs 2 loader ranks, the job has 1" \
