@@ -218,6 +218,7 @@ bool PlannerRole::rewind(uint32_t s, uint64_t end, bool& freed) {
       src.bad_in_flight--;
       continue;
     }
+    --src.resolved_good;
     releases[meta.loader_rank].push_back(meta.slot_offset);
     window_.released(meta.loader_rank, meta.slot_offset);
     freed = true;
@@ -263,6 +264,7 @@ void PlannerRole::on_meta(int loader_rank, const std::vector<SampleMeta>& metas)
       window_.placed(loader_rank, meta.slot_offset, meta.slot_bytes);
     }
     src.resolved[meta.cursor] = meta;
+    if (meta.bad == 0) ++src.resolved_good;
   }
   if (!stale_slots.empty())
     out_.send(loader_rank, kTagRelease, encode_release(stale_slots), "releasing stale slots");
@@ -273,19 +275,15 @@ void PlannerRole::on_meta(int loader_rank, const std::vector<SampleMeta>& metas)
 // after the consumed cursor have all been loaded.
 bool PlannerRole::try_plan_step() {
   if (quotas_.empty()) return false;
-  const auto& quota = quotas_.front();
+  // Counting first: the planner passes here on every message, and a scan of
+  // the resolved samples each time would grow with the step's size squared.
+  for (size_t s = 0; s < sources_.size(); ++s)
+    if (sources_[s].resolved_good < quotas_.front()[s]) return false;
   std::vector<uint64_t> end_cursor(sources_.size());
   for (size_t s = 0; s < sources_.size(); ++s) {
-    auto& src = sources_[s];
-    uint64_t good = 0;
-    uint64_t cursor = src.consumed;
-    while (good < quota[s]) {
-      auto it = src.resolved.find(cursor);
-      if (it == src.resolved.end()) return false;
-      if (it->second.bad == 0) ++good;
-      ++cursor;
-    }
-    end_cursor[s] = cursor;
+    const std::optional<uint64_t> end = step_end(s);
+    if (!end) return false;
+    end_cursor[s] = *end;
   }
   const uint64_t step = next_step_;
   if (checkpoints_) {  // kept until a checkpoint passes the step
@@ -306,6 +304,7 @@ bool PlannerRole::try_plan_step() {
         src.bad_in_flight--;
       } else {
         samples.push_back(it->second);
+        --src.resolved_good;
       }
       src.resolved.erase(it);
     }

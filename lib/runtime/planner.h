@@ -52,6 +52,7 @@ class PlannerRole {
     uint64_t consumed = 0;      // first cursor not yet taken into a step
     uint64_t bad_in_flight = 0;  // resolved-bad cursors in [consumed, next_request)
     std::map<uint64_t, SampleMeta> resolved;  // cursor -> metadata
+    uint64_t resolved_good = 0;  // good samples in `resolved`: a step needs its quota of them first
     bool seen_good = false;
   };
   // What the planner knows of a loader rank: the requests it has not
