@@ -9,19 +9,13 @@
 
 #include "bench/launch.h"
 #include "common/error.h"
+#include "common/digest.h"
 #include "common/json_writer.h"
 #include "source/indexed/indexed_source.h"
 
 namespace msd::bench {
 
 namespace {
-
-uint64_t splitmix(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 // A pre-tokenized Megatron corpus of `documents` documents of 32..543
 // tokens: the loaders do little work (no tokenizer), so the planner's
@@ -34,8 +28,8 @@ std::string write_corpus(const std::string& dir, int s, uint64_t documents) {
   IndexedDatasetWriter writer(prefix, IndexedDtype::uint16);
   std::vector<int32_t> tokens;
   for (uint64_t d = 0; d < documents; ++d) {
-    tokens.resize(32 + splitmix(rng) % 512);
-    for (auto& t : tokens) t = static_cast<int32_t>(splitmix(rng) % 30000);
+    tokens.resize(32 + splitmix64(rng) % 512);
+    for (auto& t : tokens) t = static_cast<int32_t>(splitmix64(rng) % 30000);
     writer.add_document(tokens);
   }
   writer.finish();

@@ -9,6 +9,7 @@
 
 #include "bench/launch.h"
 #include "common/error.h"
+#include "common/digest.h"
 #include "common/json_writer.h"
 #include "datagen/datagen.h"
 #include "msd/config.h"
@@ -18,13 +19,6 @@
 namespace msd::bench {
 
 namespace {
-
-uint64_t splitmix(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 bool exists(const std::string& path) {
   struct stat st {};
@@ -54,8 +48,8 @@ std::string write_source(const std::string& dir, int s, uint64_t documents) {
       std::ofstream out(temp);
       for (uint64_t d = 0; d < documents; ++d) {
         std::string text;
-        const uint64_t n = 8 + splitmix(rng) % 32;
-        for (uint64_t w = 0; w < n; ++w) text += std::string(w ? " " : "") + words[splitmix(rng) % std::size(words)];
+        const uint64_t n = 8 + splitmix64(rng) % 32;
+        for (uint64_t w = 0; w < n; ++w) text += std::string(w ? " " : "") + words[splitmix64(rng) % std::size(words)];
         JsonWriter json;
         out << json.begin_object().value("text", text).end_object().str() << "\n";
       }
@@ -69,8 +63,8 @@ std::string write_source(const std::string& dir, int s, uint64_t documents) {
   IndexedDatasetWriter writer(prefix, IndexedDtype::uint16);
   std::vector<int32_t> tokens;
   for (uint64_t d = 0; d < documents; ++d) {
-    tokens.resize(16 + splitmix(rng) % 80);
-    for (auto& t : tokens) t = static_cast<int32_t>(splitmix(rng) % 250);
+    tokens.resize(16 + splitmix64(rng) % 80);
+    for (auto& t : tokens) t = static_cast<int32_t>(splitmix64(rng) % 250);
     writer.add_document(tokens);
   }
   writer.finish();

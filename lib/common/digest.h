@@ -40,6 +40,9 @@ inline uint64_t mix64(uint64_t x) {
   return x;
 }
 
+// splitmix64 as a generator: advances `state` and returns its next value.
+inline uint64_t splitmix64(uint64_t& state) { return mix64(state += 0x9e3779b97f4a7c15ULL); }
+
 std::string hex64(uint64_t value);
 
 }  // namespace msd
