@@ -1,7 +1,5 @@
 #include "bench/fanout.h"
 
-#include <sys/stat.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -9,9 +7,7 @@
 
 #include "bench/launch.h"
 #include "common/error.h"
-#include "common/digest.h"
 #include "common/json_writer.h"
-#include "source/indexed/indexed_source.h"
 
 namespace msd::bench {
 
@@ -21,19 +17,8 @@ namespace {
 // tokens: the loaders do little work (no tokenizer), so the planner's
 // share of the node is what the rows vary.
 std::string write_corpus(const std::string& dir, int s, uint64_t documents) {
-  const std::string prefix = str(dir, "/corpus", s, "-", documents);
-  struct stat st {};
-  if (::stat((prefix + ".idx").c_str(), &st) == 0) return prefix + ".idx";
-  uint64_t rng = 0xfa0000ULL + static_cast<uint64_t>(s);
-  IndexedDatasetWriter writer(prefix, IndexedDtype::uint16);
-  std::vector<int32_t> tokens;
-  for (uint64_t d = 0; d < documents; ++d) {
-    tokens.resize(32 + splitmix64(rng) % 512);
-    for (auto& t : tokens) t = static_cast<int32_t>(splitmix64(rng) % 30000);
-    writer.add_document(tokens);
-  }
-  writer.finish();
-  return prefix + ".idx";
+  return write_random_corpus(str(dir, "/corpus", s, "-", documents), documents, 32, 512, 30000,
+                             0xfa0000ULL + static_cast<uint64_t>(s));
 }
 
 std::string write_config(const FanoutOptions& options, const std::string& work, const std::vector<std::string>& paths,

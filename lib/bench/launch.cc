@@ -12,8 +12,10 @@
 #include <cstring>
 #include <sstream>
 
+#include "common/digest.h"
 #include "common/error.h"
 #include "common/files.h"
+#include "source/indexed/indexed_source.h"
 
 extern char** environ;
 
@@ -63,6 +65,21 @@ int run_command(const std::vector<std::string>& command, const std::string& log_
 
 void make_dir(const std::string& path) {
   if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) throw IoError(str("cannot create directory ", path));
+}
+
+std::string write_random_corpus(const std::string& prefix, uint64_t documents, uint32_t min_tokens, uint32_t spread,
+                                uint32_t vocab, uint64_t seed) {
+  const std::string idx = prefix + ".idx";
+  if (file_exists(idx)) return idx;
+  IndexedDatasetWriter writer(prefix, IndexedDtype::uint16);
+  std::vector<int32_t> tokens;
+  for (uint64_t d = 0; d < documents; ++d) {
+    tokens.resize(min_tokens + splitmix64(seed) % spread);
+    for (auto& t : tokens) t = static_cast<int32_t>(splitmix64(seed) % vocab);
+    writer.add_document(tokens);
+  }
+  writer.finish();
+  return idx;
 }
 
 JsonValue read_json_file(const std::string& path) {

@@ -25,6 +25,13 @@ int run_command(const std::vector<std::string>& command, const std::string& log_
 // Creates a directory unless it exists; throws IoError when it cannot.
 void make_dir(const std::string& path);
 
+// A Megatron indexed corpus at `prefix` (.bin/.idx, uint16) of `documents`
+// documents of min_tokens + [0, spread) token ids below `vocab`, drawn from
+// splitmix64 seeded with `seed`; left as it is when `prefix`.idx exists.
+// Returns the .idx path.
+std::string write_random_corpus(const std::string& prefix, uint64_t documents, uint32_t min_tokens, uint32_t spread,
+                                uint32_t vocab, uint64_t seed);
+
 // Reads and parses a JSON file; throws IoError naming it.
 JsonValue read_json_file(const std::string& path);
 // A number member of an object path ("a.b.c"), or NaN when absent.

@@ -1,7 +1,5 @@
 #include "bench/memory.h"
 
-#include <sys/stat.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +7,7 @@
 
 #include "bench/launch.h"
 #include "common/error.h"
+#include "common/files.h"
 #include "common/digest.h"
 #include "common/json_writer.h"
 #include "datagen/datagen.h"
@@ -19,11 +18,6 @@
 namespace msd::bench {
 
 namespace {
-
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
 
 std::string source_name(int s) {
   char name[16];
@@ -42,7 +36,7 @@ std::string write_source(const std::string& dir, int s, uint64_t documents) {
   const std::string prefix = dir + "/" + source_name(s) + "-" + std::to_string(documents);
   if (s % 2 == 0) {
     const std::string path = prefix + ".jsonl";
-    if (exists(path)) return path;
+    if (file_exists(path)) return path;
     const std::string temp = path + ".tmp";
     {
       std::ofstream out(temp);
@@ -58,17 +52,7 @@ std::string write_source(const std::string& dir, int s, uint64_t documents) {
     if (std::rename(temp.c_str(), path.c_str()) != 0) throw IoError(str("cannot rename ", temp));
     return path;
   }
-  const std::string idx = prefix + ".idx";
-  if (exists(idx)) return idx;
-  IndexedDatasetWriter writer(prefix, IndexedDtype::uint16);
-  std::vector<int32_t> tokens;
-  for (uint64_t d = 0; d < documents; ++d) {
-    tokens.resize(16 + splitmix64(rng) % 80);
-    for (auto& t : tokens) t = static_cast<int32_t>(splitmix64(rng) % 250);
-    writer.add_document(tokens);
-  }
-  writer.finish();
-  return idx;
+  return write_random_corpus(prefix, documents, 16, 80, 250, rng);
 }
 
 std::string write_config(const MemoryOptions& options, const std::string& dir, const std::string& vocab,
