@@ -491,7 +491,8 @@ std::vector<OptionSpec> fault_options() {
        },
        [](const Config& c) { return str(c.fault.rank); }},
       text("fault.kind", "K",
-           "hang | stall | fail | crash: stop serving, pause for stall_ms, fail every read, or throw (ends the job)",
+           "hang | stall | checkpoint_stall | fail | crash: stop serving, pause for stall_ms (now, or just after "
+           "answering the next loader checkpoint request), fail every read, or throw (ends the job)",
            [](auto& c) -> auto& { return c.fault.kind; }),
       count("fault.step", "N", "the step the fault starts at", [](auto& c) -> auto& { return c.fault.step; }),
       count("fault.stall_ms", "MS", "how long a stall lasts", [](auto& c) -> auto& { return c.fault.stall_ms; }),
@@ -869,7 +870,7 @@ void validate_fault(const Config& config) {
   const auto& topo = config.topology;
   const auto& job = config.job;
   const auto& fault = config.fault;
-  require_one_of(fault.kind, {"hang", "stall", "fail", "crash"}, "fault.kind");
+  require_one_of(fault.kind, {"hang", "stall", "checkpoint_stall", "fail", "crash"}, "fault.kind");
   require(fault.rank < config.world_size(),
           str("fault.rank: ", fault.rank, " is not a rank of this job (", config.world_size(), " ranks)"));
   require(fault.rank < 0 || (fault.kind == "crash" && !trainers_load(job.mode)),

@@ -5,6 +5,7 @@
 #include <deque>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "common/log.h"
 #include "runtime/metrics.h"
@@ -138,16 +139,22 @@ bool LoaderRole::on_control(const Message& message) {
   } else if (message.tag == kTagCheckpoint) {
     // Ready: the planner starts the collective write once every live loader is.
     send_bytes(job_.world.get(), planner, kTagCheckpoint, message.bytes, "ready for a loader checkpoint");
+    if (checkpoint_stall_ms_ > 0) {  // stopped between "ready" and reporting in to write
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::exchange(checkpoint_stall_ms_, 0)));
+    }
   } else if (message.tag == kTagReassign) {
     reassign(decode_reassign(message.bytes));
   } else if (message.tag == kTagFault) {
     const FaultMessage fault = decode_fault(message.bytes);
-    log_warn("fault injected: ", fault.kind, fault.kind == "stall" ? str(" for ", fault.stall_ms, " ms") : "");
+    const bool stall = fault.kind == "stall" || fault.kind == "checkpoint_stall";
+    log_warn("fault injected: ", fault.kind, stall ? str(" for ", fault.stall_ms, " ms") : "");
     if (fault.kind == "crash") throw Error("injected crash (fault.kind = crash)");
     if (fault.kind == "hang") {
       fault_ = Fault::hang;
     } else if (fault.kind == "fail") {
       fault_ = Fault::fail;
+    } else if (fault.kind == "checkpoint_stall") {
+      checkpoint_stall_ms_ = fault.stall_ms;
     } else {
       // A stall: the process does nothing at all for a while, as with
       // storage that stops answering; then it carries on.
@@ -159,34 +166,28 @@ bool LoaderRole::on_control(const Message& message) {
   return false;
 }
 
-// Whether every other writer in `go.ranks` is here, each telling the others
-// point-to-point and waiting at most loader.deadline_ms: a writer stopped
-// since it answered ready makes the others skip this checkpoint instead of
-// entering a collective it would never join.
-bool LoaderRole::writers_present(const RanksMessage& go) {
+// Whether to write: this writer reports in to the planner, which answers
+// "write" once every writer in `go.ranks` has, and "skip" to all when one
+// has not within loader.deadline_ms (docs/fault-tolerance.md). A writer
+// stopped meanwhile finds the answer on waking, so none writes alone.
+bool LoaderRole::planner_says_write(const RanksMessage& go) {
+  const int planner = job_.layout.planner_rank();
   WireWriter here;
   here.u64(go.step);
-  for (int rank : go.ranks)
-    if (rank != job_.rank) send_bytes(job_.world.get(), rank, kTagCheckpointJoin, here.bytes(), "joining a loader checkpoint");
-  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(job_.config.loader.deadline_ms);
-  for (int rank : go.ranks) {
-    if (rank == job_.rank) continue;
-    for (;;) {
-      const auto now = std::chrono::steady_clock::now();
-      const uint64_t left = now < end ? std::chrono::duration_cast<std::chrono::milliseconds>(end - now).count() : 0;
-      auto message = receive_for(job_.world.get(), rank, kTagCheckpointJoin, left, "waiting for loader checkpoint writers");
-      if (!message) {
-        log_warn("loader checkpoint of step ", go.step, " skipped: loader ", job_.layout.loader_index(rank),
-                 " (world rank ", rank, ") did not join within loader.deadline_ms");
-        return false;
-      }
-      WireReader r(message->bytes, "checkpoint join");
-      const uint64_t step = r.u64();
-      r.finish();
-      if (step == go.step) break;  // else a late one of a checkpoint skipped earlier
-    }
+  send_bytes(job_.world.get(), planner, kTagCheckpointJoin, here.bytes(), "reporting in for a loader checkpoint");
+  const uint64_t bound_ms = std::max<uint64_t>(10000, 4 * job_.config.loader.deadline_ms) + 10000;
+  for (;;) {
+    auto message = receive_for(job_.world.get(), planner, kTagCheckpointJoin, bound_ms,
+                               "waiting for the planner's loader checkpoint decision");
+    if (!message)
+      throw Error(str("the planner (world rank ", planner, ") did not decide the loader checkpoint of step ", go.step,
+                      " within ", bound_ms, " ms"));
+    WireReader r(message->bytes, "loader checkpoint decision");
+    const uint64_t step = r.u64();
+    const bool write = r.u8() != 0;
+    r.finish();
+    if (step == go.step) return write;  // the planner logs a skip
   }
-  return true;
 }
 
 // Collective over the loaders in `go.ranks` only (those the planner found
@@ -195,7 +196,7 @@ void LoaderRole::write_checkpoint(const RanksMessage& go) {
   const uint64_t step = go.step;
   WireWriter done;
   done.u64(step);
-  if (!writers_present(go)) {
+  if (!planner_says_write(go)) {
     send_bytes(job_.world.get(), job_.layout.planner_rank(), kTagCheckpointGo, done.bytes(), "loader checkpoint skipped");
     return;
   }

@@ -48,7 +48,7 @@ class LoaderRole {
   bool on_control(const Message& message);
   SourceInfo open(uint32_t source);
   void reassign(const ReassignMessage& move);
-  bool writers_present(const RanksMessage& go);
+  bool planner_says_write(const RanksMessage& go);
   void write_checkpoint(const RanksMessage& go);
   // Sends the planner this loader's profiles (kTagProfile).
   void send_profile();
@@ -63,6 +63,7 @@ class LoaderRole {
   RoleStats stats_;
   enum class Fault { none, hang, fail };
   Fault fault_ = Fault::none;  // injected for testing failover (config [fault])
+  uint64_t checkpoint_stall_ms_ = 0;  // fault.kind = checkpoint_stall: pause after the next "ready"
   std::map<uint64_t, SampleMeta> live_;       // slot offset -> the sample in it
   std::vector<bool> snapshot_source_;         // per source: keep in loader checkpoints
   std::map<std::pair<uint32_t, uint64_t>, SnapshotRecord> snapshot_;  // (source, cursor) from a checkpoint

@@ -475,9 +475,12 @@ void PlannerRole::checkpoint(uint64_t step) {
 }
 
 // A loader checkpoint is collective over the loaders that write it, so only
-// live ones may: every loader not taken over is asked, and once each has
-// answered ready (or been taken over: one silent past loader.deadline_ms is),
-// the ready ones are told to write it together.
+// live ones may, and all of them or none: every loader not taken over is
+// asked; once each has answered ready (or been taken over: one silent past
+// loader.deadline_ms is), the ready ones are told to start; each reports in,
+// and the planner alone decides — "write" once all have, "skip" to all when
+// one has not within loader.deadline_ms. A writer stopped before it reports
+// in finds "skip" on waking and never enters the collective write alone.
 void PlannerRole::ask_loader_checkpoint(uint64_t step) {
   if (loader_checkpoint_) {
     log_warn("loader checkpoint of step ", step, " skipped: the one of step ", loader_checkpoint_->step,
@@ -503,11 +506,32 @@ void PlannerRole::on_checkpoint_ready(int loader_rank, uint64_t step) {
   loader_checkpoint_->ready.push_back(loader_rank);
 }
 
+void PlannerRole::on_checkpoint_present(int loader_rank, uint64_t step) {
+  if (!loader_checkpoint_ || loader_checkpoint_->step != step || loader_checkpoint_->decided) return;
+  if (loader_checkpoint_->writing.count(loader_rank)) loader_checkpoint_->present.insert(loader_rank);
+}
+
+// Tells every writer told to start what to do (u64 step, u8 write).
+void PlannerRole::decide_loader_checkpoint(bool write) {
+  PendingCheckpoint& pending = *loader_checkpoint_;
+  WireWriter w;
+  w.u64(pending.step);
+  w.u8(write ? 1 : 0);
+  for (int rank : pending.writing) out_.send(rank, kTagCheckpointJoin, w.bytes(), "deciding a loader checkpoint");
+  if (!write) {
+    loader_checkpoint_.reset();
+    return;
+  }
+  pending.decided = true;
+  pending.go_at = std::chrono::steady_clock::now();
+}
+
 void PlannerRole::advance_loader_checkpoint() {
   if (!loader_checkpoint_) return;
   PendingCheckpoint& pending = *loader_checkpoint_;
   const auto now = std::chrono::steady_clock::now();
-  if (pending.go_sent) {
+  const auto deadline = std::chrono::milliseconds(job_.config.loader.deadline_ms);
+  if (pending.decided) {
     if (pending.writing.empty()) {
       loader_checkpoint_.reset();
     } else if (now - pending.go_at > checkpoint_write_bound()) {
@@ -520,7 +544,17 @@ void PlannerRole::advance_loader_checkpoint() {
     }
     return;
   }
-  const auto deadline = std::chrono::milliseconds(job_.config.loader.deadline_ms);
+  if (pending.go_sent) {
+    if (pending.present.size() == pending.writing.size()) return decide_loader_checkpoint(true);
+    if (now - pending.go_at <= deadline) return;
+    for (int rank : pending.writing)
+      if (!pending.present.count(rank)) {
+        log_warn("loader checkpoint of step ", pending.step, " skipped: loader ", job_.layout.loader_index(rank),
+                 " (world rank ", rank, ") did not report in within loader.deadline_ms");
+        break;
+      }
+    return decide_loader_checkpoint(false);
+  }
   for (auto it = pending.waiting.begin(); it != pending.waiting.end();) {
     const int rank = *it;
     if (!loaders_.at(rank).failed && now - pending.asked_at < deadline) {
@@ -551,7 +585,7 @@ std::chrono::milliseconds PlannerRole::checkpoint_write_bound() const {
 }
 
 void PlannerRole::on_checkpoint_written(int loader_rank, uint64_t step) {
-  if (!loader_checkpoint_ || loader_checkpoint_->step != step) return;
+  if (!loader_checkpoint_ || loader_checkpoint_->step != step || !loader_checkpoint_->decided) return;
   loader_checkpoint_->writing.erase(loader_rank);
   loaders_.at(loader_rank).last_heard = std::chrono::steady_clock::now();
 }
@@ -682,11 +716,13 @@ PlannerReport PlannerRole::serve() {
         on_ack(message->source, ack.step, ack.wait_seconds);
       } else if (message->tag == kTagReassign) {
         on_reassigned(message->source, decode_hello(message->bytes));
-      } else if (message->tag == kTagCheckpoint || message->tag == kTagCheckpointGo) {
+      } else if (message->tag == kTagCheckpoint || message->tag == kTagCheckpointGo ||
+                 message->tag == kTagCheckpointJoin) {
         WireReader r(message->bytes, "loader checkpoint");
         const uint64_t step = r.u64();
         r.finish();
         if (message->tag == kTagCheckpoint) on_checkpoint_ready(message->source, step);
+        else if (message->tag == kTagCheckpointJoin) on_checkpoint_present(message->source, step);
         else on_checkpoint_written(message->source, step);
       } else {
         throw ProtocolError(str("planner got unexpected tag ", message->tag, " from rank ", message->source));

@@ -100,6 +100,8 @@ class PlannerRole {
   void on_checkpoint_ready(int loader_rank, uint64_t step);
   void advance_loader_checkpoint();
   void on_checkpoint_written(int loader_rank, uint64_t step);
+  void on_checkpoint_present(int loader_rank, uint64_t step);
+  void decide_loader_checkpoint(bool write);
   std::chrono::milliseconds checkpoint_write_bound() const;
   void stop_loaders();
   // Online scaling (planner_scaling.cc, docs/scaling.md).
@@ -151,7 +153,9 @@ class PlannerRole {
     std::set<int> waiting;
     std::vector<int> ready;
     bool go_sent = false;
-    std::set<int> writing;
+    std::set<int> writing;  // told to start (from go until written or skipped)
+    std::set<int> present;  // writers that reported in after go
+    bool decided = false;   // "write" sent; go_at is then when
   };
   std::optional<PendingCheckpoint> loader_checkpoint_;
   PlannerReport report_;

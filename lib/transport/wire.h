@@ -30,7 +30,7 @@ enum Tag : int {
   kTagFault = 8,    // planner -> loader: injected fault (testing failover)
   kTagCheckpoint = 9,  // planner -> live loaders: a loader checkpoint of this step is due (u64); loader -> planner: ready (u64)
   kTagCheckpointGo = 10,  // planner -> ready loaders: write it together (u64 step, ranks: the writers); loader -> planner: written (u64)
-  kTagCheckpointJoin = 12,  // loader -> the other writers: here for this checkpoint (u64 step)
+  kTagCheckpointJoin = 12,  // writer -> planner: here for this checkpoint (u64 step); planner -> writers: write? (u64 step, u8)
   kTagFinish = 11,     // planner -> live loaders and clients: ranks left out of the summary (ranks)
   kTagProfile = 13,    // loader -> planner: its sources' profiles (moving averages), at most once a second
   kTagReassign = 14,   // planner -> loader: close these sources, open those; loader -> planner: what it opened (hello body)

@@ -5,10 +5,9 @@
 # step delivered, no hang (every run is under `timeout`).
 #
 # The long stops start just after a loader checkpoint is written (steps 200
-# and 400), so the shadow has taken over well before the next one: a loader
-# stopped past loader.deadline_ms during a checkpoint's join or collective
-# write ends the job with status 3 instead (docs/fault-tolerance.md), which
-# stuck_loader and fail_fast cover.
+# and 400), so each lands away from a checkpoint's handshake and write:
+# checkpoint_join stops a loader inside the handshake; one stopped inside the
+# collective write past its bound ends the job (docs/fault-tolerance.md).
 source "$(dirname "$0")/common.sh"
 write_tiny_config "$WORK/job.ini" "[topology]" "shadow_loaders = 2"
 sed -i "s/^steps = 8/steps = 600/" "$WORK/job.ini"
