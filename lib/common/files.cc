@@ -125,7 +125,12 @@ bool FileReader::read(size_t file, const std::string& path, uint64_t offset, voi
                       std::string& error) {
   auto it = std::find_if(open_.begin(), open_.end(), [file](const Open& o) { return o.file == file; });
   if (it == open_.end()) {
-    const int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (descriptor < 0 && (errno == EMFILE || errno == ENFILE) && !open_.empty()) {
+      // Out of descriptors (many sources in one process): give back ours, once.
+      close_all();
+      descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    }
     if (descriptor < 0) {
       error = str("cannot open ", path, ": ", std::strerror(errno));
       return false;

@@ -49,11 +49,13 @@ class MappedFile {
 // towards the size of all the data it has read; pages read here stay in the
 // kernel's page cache only. A file is opened on its first read and kept open,
 // at most `max_open` at once (the least recently used is closed first), so a
-// source of thousands of shards holds few descriptors. Move-only; not
-// thread-safe.
+// source of thousands of shards holds few descriptors; when the process runs
+// out of descriptors (EMFILE), the reader closes its own and tries once more.
+// Move-only; not thread-safe.
 class FileReader {
  public:
-  static constexpr size_t kDefaultMaxOpen = 8;
+  // One per source: a colocated rank opening 128 sources holds at most 512.
+  static constexpr size_t kDefaultMaxOpen = 4;
   explicit FileReader(size_t max_open = kDefaultMaxOpen);
   ~FileReader();
   FileReader(FileReader&& other) noexcept;

@@ -2,6 +2,7 @@
 // file helpers every reader stands on.
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -106,6 +107,24 @@ TEST_CASE("file reader: exact ranges, errors as values, at most max_open descrip
   CHECK(reader.read(0, paths[0], 40, out.data(), 10, error));
   FileReader moved = std::move(reader);
   CHECK(moved.read(3, paths[3], 0, out.data(), 0, error));
+
+  // Out of descriptors: the reader gives back its own and opens the file.
+  FileReader many(8);
+  for (size_t f = 1; f < paths.size(); ++f) REQUIRE(many.read(f, paths[f], 0, out.data(), 10, error));
+  REQUIRE(many.open_files() == 3);
+  rlimit saved{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
+  const int lowest_free = ::dup(0);
+  REQUIRE(lowest_free >= 0);
+  ::close(lowest_free);
+  rlimit tight = saved;
+  tight.rlim_cur = static_cast<rlim_t>(lowest_free);  // no descriptor can be opened now
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &tight) == 0);
+  const bool read_when_full = many.read(0, paths[0], 0, out.data(), 10, error);
+  const size_t open_after = many.open_files();
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &saved) == 0);
+  CHECK(read_when_full);
+  CHECK(open_after == 1);
 }
 
 TEST_CASE("log levels parse by name; an unknown one is a configuration error", "[common][log]") {
