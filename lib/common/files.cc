@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <utility>
 
 #include "common/error.h"
 
@@ -96,6 +97,71 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     path_ = std::move(other.path_);
   }
   return *this;
+}
+
+FileReader::FileReader(size_t max_open) : max_open_(std::max<size_t>(max_open, 1)) {}
+
+FileReader::~FileReader() { close_all(); }
+
+FileReader::FileReader(FileReader&& other) noexcept
+    : max_open_(other.max_open_), uses_(other.uses_), open_(std::exchange(other.open_, {})) {}
+
+FileReader& FileReader::operator=(FileReader&& other) noexcept {
+  if (this != &other) {
+    close_all();
+    max_open_ = other.max_open_;
+    uses_ = other.uses_;
+    open_ = std::exchange(other.open_, {});
+  }
+  return *this;
+}
+
+void FileReader::close_all() noexcept {
+  for (const Open& o : open_) ::close(o.descriptor);
+  open_.clear();
+}
+
+bool FileReader::read(size_t file, const std::string& path, uint64_t offset, void* out, size_t bytes,
+                      std::string& error) {
+  auto it = std::find_if(open_.begin(), open_.end(), [file](const Open& o) { return o.file == file; });
+  if (it == open_.end()) {
+    int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (descriptor < 0 && (errno == EMFILE || errno == ENFILE) && !open_.empty()) {
+      // Out of descriptors (many sources in one process): give back ours, once.
+      close_all();
+      descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    }
+    if (descriptor < 0) {
+      error = str("cannot open ", path, ": ", std::strerror(errno));
+      return false;
+    }
+    if (open_.size() >= max_open_) {
+      auto oldest = std::min_element(open_.begin(), open_.end(),
+                                     [](const Open& a, const Open& b) { return a.last_use < b.last_use; });
+      ::close(oldest->descriptor);
+      open_.erase(oldest);
+    }
+    open_.push_back({file, descriptor, 0});
+    it = open_.end() - 1;
+  }
+  it->last_use = ++uses_;
+  auto* p = static_cast<unsigned char*>(out);
+  size_t done = 0;
+  while (done < bytes) {
+    const ssize_t n = ::pread(it->descriptor, p + done, bytes - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      error = str("cannot read ", bytes, " bytes at offset ", offset, " of ", path, ": ", std::strerror(errno));
+      return false;
+    }
+    if (n == 0) {
+      error = str("cannot read ", bytes, " bytes at offset ", offset, " of ", path, ": the file ends ", done,
+                  " bytes into them");
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
 }
 
 FileStamp file_stamp(const std::string& path) {

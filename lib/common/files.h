@@ -1,5 +1,6 @@
 // File helpers shared by the source readers: glob expansion, read-only
-// memory maps, atomic writes of small files (index caches).
+// memory maps (for scanning a file once, or an index read in place), reads of
+// byte ranges (for samples), atomic writes of small files (index caches).
 #pragma once
 
 #include <cstddef>
@@ -39,6 +40,49 @@ class MappedFile {
   const unsigned char* data_ = nullptr;
   size_t size_ = 0;
   std::string path_;
+};
+
+// Reads byte ranges of files with pread(2), for the samples a source serves.
+// Nothing is mapped: a mapped file's pages join the process's resident set as
+// they are touched (and the kernel maps up to 16 neighbouring pages with each
+// fault), so a reader that maps its data grows by tens of KB per record read,
+// towards the size of all the data it has read; pages read here stay in the
+// kernel's page cache only. A file is opened on its first read and kept open,
+// at most `max_open` at once (the least recently used is closed first), so a
+// source of thousands of shards holds few descriptors; when the process runs
+// out of descriptors (EMFILE), the reader closes its own and tries once more.
+// Move-only; not thread-safe.
+class FileReader {
+ public:
+  // One per source: a colocated rank opening 128 sources holds at most 512.
+  static constexpr size_t kDefaultMaxOpen = 4;
+  explicit FileReader(size_t max_open = kDefaultMaxOpen);
+  ~FileReader();
+  FileReader(FileReader&& other) noexcept;
+  FileReader& operator=(FileReader&& other) noexcept;
+  FileReader(const FileReader&) = delete;
+  FileReader& operator=(const FileReader&) = delete;
+
+  // Reads exactly `bytes` bytes at `offset` of `path` into `out`; `file` is
+  // the caller's stable number for `path` (its descriptor is kept under it).
+  // Returns false with `error` set (the path, the offset and why: the
+  // system's message, or how many bytes the file had there) when the file
+  // cannot be opened or read, or ends before offset + bytes. Never throws for
+  // I/O: a record that cannot be read is the caller's bad sample.
+  bool read(size_t file, const std::string& path, uint64_t offset, void* out, size_t bytes, std::string& error);
+
+  size_t open_files() const { return open_.size(); }
+
+ private:
+  struct Open {
+    size_t file = 0;
+    int descriptor = -1;
+    uint64_t last_use = 0;
+  };
+  void close_all() noexcept;
+  size_t max_open_;
+  uint64_t uses_ = 0;
+  std::vector<Open> open_;
 };
 
 struct FileStamp {

@@ -2,6 +2,9 @@
 // file helpers every reader stands on.
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -71,6 +74,57 @@ TEST_CASE("file helpers: atomic write, read back, errors name the path", "[commo
   write_file_atomic(dir / "b.txt", bytes);
   write_file_atomic(dir / "a.txt", bytes);
   CHECK(expand_globs(dir / "*.txt," + dir / "a.txt", "x") == std::vector<std::string>{dir / "a.txt", dir / "b.txt"});
+}
+
+TEST_CASE("file reader: exact ranges, errors as values, at most max_open descriptors", "[common][files]") {
+  test::TempDir dir;
+  std::vector<std::string> paths;
+  for (int f = 0; f < 4; ++f) {
+    paths.push_back(dir / ("f" + std::to_string(f)));
+    std::vector<unsigned char> bytes(10000);
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>((i * 7 + f) & 0xff);
+    write_file_atomic(paths.back(), bytes);
+  }
+  FileReader reader(2);
+  std::string error;
+  std::vector<unsigned char> out(300);
+  for (int round = 0; round < 3; ++round)
+    for (size_t f = 0; f < paths.size(); ++f) {
+      REQUIRE(reader.read(f, paths[f], 4321, out.data(), out.size(), error));
+      for (size_t i = 0; i < out.size(); ++i) CHECK(out[i] == static_cast<unsigned char>(((4321 + i) * 7 + f) & 0xff));
+      CHECK(reader.open_files() <= 2);
+    }
+  CHECK(reader.open_files() == 2);
+  // Past the end: a short read is an error naming the file and the offset.
+  CHECK_FALSE(reader.read(1, paths[1], 9900, out.data(), out.size(), error));
+  CHECK_THAT(error, Catch::Contains(paths[1]) && Catch::Contains("9900") && Catch::Contains("ends 100 bytes"));
+  CHECK_FALSE(reader.read(9, dir / "missing", 0, out.data(), 1, error));
+  CHECK_THAT(error, Catch::Contains("missing") && Catch::Contains("cannot open"));
+  // A file that shrank while open: the descriptor sees the new size.
+  REQUIRE(reader.read(0, paths[0], 0, out.data(), 10, error));
+  REQUIRE(::truncate(paths[0].c_str(), 50) == 0);
+  CHECK_FALSE(reader.read(0, paths[0], 40, out.data(), 20, error));
+  CHECK(reader.read(0, paths[0], 40, out.data(), 10, error));
+  FileReader moved = std::move(reader);
+  CHECK(moved.read(3, paths[3], 0, out.data(), 0, error));
+
+  // Out of descriptors: the reader gives back its own and opens the file.
+  FileReader many(8);
+  for (size_t f = 1; f < paths.size(); ++f) REQUIRE(many.read(f, paths[f], 0, out.data(), 10, error));
+  REQUIRE(many.open_files() == 3);
+  rlimit saved{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
+  const int lowest_free = ::dup(0);
+  REQUIRE(lowest_free >= 0);
+  ::close(lowest_free);
+  rlimit tight = saved;
+  tight.rlim_cur = static_cast<rlim_t>(lowest_free);  // no descriptor can be opened now
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &tight) == 0);
+  const bool read_when_full = many.read(0, paths[0], 0, out.data(), 10, error);
+  const size_t open_after = many.open_files();
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &saved) == 0);
+  CHECK(read_when_full);
+  CHECK(open_after == 1);
 }
 
 TEST_CASE("log levels parse by name; an unknown one is a configuration error", "[common][log]") {

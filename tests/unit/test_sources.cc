@@ -68,6 +68,18 @@ std::string json_line(const std::string& text) {
   return line;
 }
 
+// Whether this process maps `path` (/proc/self/maps: a mapped file's pages
+// count in the process's resident set).
+bool is_mapped(const std::string& path) {
+  std::ifstream maps("/proc/self/maps");
+  REQUIRE(maps.good());
+  const std::string absolute = fs::absolute(path).lexically_normal().string();
+  for (std::string line; std::getline(maps, line);)
+    if (line.size() >= absolute.size() && line.compare(line.size() - absolute.size(), absolute.size(), absolute) == 0)
+      return true;
+  return false;
+}
+
 // Pretend JPEG bytes: the readers never decode images.
 std::string fake_jpeg(int i) { return std::string("\xff\xd8\xff\xe0", 4) + std::string(100 + i * 37, char('a' + i % 26)); }
 
@@ -865,4 +877,71 @@ TEST_CASE("indexed int64 ids outside int32 are bad samples, not crashes") {
   CHECK(sample.bad == BadKind::read_error);
   CHECK(sample.tokens.empty());
   CHECK(sample.reason.find("1099511627776") != std::string::npos);
+}
+
+// --- Reading without mapping -------------------------------------------------
+
+TEST_CASE("readers serve samples without mapping their data; a file cut after opening gives read_error") {
+  TempDir dir;
+  std::string lines;
+  for (int i = 0; i < 50; ++i) lines += json_line("line " + std::to_string(i));
+  write_text(dir / "a.jsonl", lines);
+  auto documents = make_documents(30, 500, 4);
+  documents.back().resize(40, 7);  // the last sequence, cut off below, is not empty
+  write_indexed_dataset(dir / "corpus", documents, IndexedDtype::uint16);
+  auto samples = write_simple_shard(dir / "shard.tar", 0, 5);
+
+  // Twice: the first open scans the jsonl and the shard (mapping them for the
+  // scan), the second loads their index caches.
+  for (int open = 0; open < 2; ++open) {
+    auto jsonl = open_source(source_config("jsonl", dir / "a.jsonl"), {});
+    auto indexed = open_source(source_config("indexed", dir / "corpus"), {});
+    auto wds = open_source(source_config("wds", dir / "shard.tar"), {});
+    RawSample sample;
+    for (uint64_t i = 0; i < jsonl->size(); ++i) {
+      jsonl->read(i, sample);
+      CHECK(sample.text == "line " + std::to_string(i));
+    }
+    for (uint64_t i = 0; i < indexed->size(); ++i) {
+      indexed->read(i, sample);
+      CHECK(sample.tokens == documents[i]);
+    }
+    for (uint64_t i = 0; i < wds->size(); ++i) {
+      wds->read(i, sample);
+      CHECK(sample.image == samples[i].image);
+      CHECK(sample.text == samples[i].caption);
+    }
+    CHECK_FALSE(is_mapped(dir / "a.jsonl"));
+    CHECK_FALSE(is_mapped(dir / "corpus.bin"));
+    CHECK_FALSE(is_mapped(dir / "shard.tar"));
+    CHECK(is_mapped(dir / "corpus.idx"));  // the index is read in place
+  }
+
+  // Cut every data file after opening: the records past the cut are
+  // read_error values naming the file, the ones before still read.
+  auto jsonl = open_source(source_config("jsonl", dir / "a.jsonl"), {});
+  auto indexed = open_source(source_config("indexed", dir / "corpus"), {});
+  auto wds = open_source(source_config("wds", dir / "shard.tar"), {});
+  truncate_to(dir / "a.jsonl", lines.size() / 2);
+  truncate_to(dir / "corpus.bin", file_stamp(dir / "corpus.bin").size_bytes / 2);
+  truncate_to(dir / "shard.tar", file_stamp(dir / "shard.tar").size_bytes / 2);
+  RawSample sample;
+  jsonl->read(0, sample);
+  CHECK(sample.bad == BadKind::none);
+  jsonl->read(jsonl->size() - 1, sample);
+  CHECK(sample.bad == BadKind::read_error);
+  CHECK_THAT(sample.reason, Catch::Contains(dir / "a.jsonl") && Catch::Contains("shrank"));
+  indexed->read(0, sample);
+  CHECK(sample.bad == BadKind::none);
+  indexed->read(indexed->size() - 1, sample);
+  CHECK(sample.bad == BadKind::read_error);
+  CHECK_THAT(sample.reason, Catch::Contains(dir / "corpus.bin") && Catch::Contains("sequence 29"));
+  CHECK(sample.tokens.empty());
+  wds->read(0, sample);
+  CHECK(sample.bad == BadKind::none);
+  wds->read(wds->size() - 1, sample);
+  CHECK(sample.bad == BadKind::read_error);
+  CHECK_THAT(sample.reason, Catch::Contains(dir / "shard.tar"));
+  CHECK(sample.image.empty());
+  CHECK(sample.text.empty());
 }

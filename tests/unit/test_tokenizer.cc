@@ -277,6 +277,16 @@ TEST_CASE("the hand-written splitter is chosen by name or by the identical regex
   CHECK(msd::PreTokenizer(msd::resolve_pattern("o200k"), "test").named() == msd::NamedSplit::o200k);
   CHECK(msd::PreTokenizer("gpt2", "test").named() == msd::NamedSplit::none);
   CHECK(msd::PreTokenizer(msd::resolve_pattern("cl100k") + "|x", "test").named() == msd::NamedSplit::none);
+  // A hand-written splitter compiles no regex; its copies for other threads,
+  // and a moved one, split as ICU does.
+  msd::PreTokenizer named("o200k", "test");
+  msd::PreTokenizer icu("o200k", "test", msd::SplitEngine::regex);
+  msd::PreTokenizer shared = named.sharing_pattern();
+  msd::PreTokenizer moved = std::move(named);
+  const std::string text = "Hello, World's 12345 caf\xC3\xA9  \n\tdone";
+  check_same_split(shared, icu, text);
+  check_same_split(moved, icu, text);
+  CHECK(shared.named() == msd::NamedSplit::o200k);
 }
 
 TEST_CASE("hand-written splits cover every byte of invalid UTF-8", "[tokenizer][split]") {

@@ -127,7 +127,7 @@ IndexedSource::IndexedSource(std::vector<std::string> idx_files) {
     }
     if (!file_exists(pair.bin_path))
       throw IoError(str(pair.idx_path, ": its data file ", pair.bin_path, " does not exist"));
-    pair.bin = MappedFile(pair.bin_path);
+    pair.bin_bytes = file_stamp(pair.bin_path).size_bytes;
     std::string both = str(pair.idx_path, " and ", pair.bin_path);
     auto idx = pair.idx.bytes();
     if (idx.size() < header_bytes || std::memcmp(idx.data(), idx_magic, sizeof idx_magic) != 0)
@@ -152,7 +152,7 @@ IndexedSource::IndexedSource(std::vector<std::string> idx_files) {
                             ? str(header_bytes + pair.sequences * 12 + pair.documents * 8, " bytes")
                             : std::string("more bytes"),
                         ", but the .idx has ", idx.size()));
-    uint64_t bin_bytes = pair.bin.size();
+    const uint64_t bin_bytes = pair.bin_bytes;
     for (uint64_t s = 0; s < pair.sequences; ++s) {
       int64_t tokens = sequence_tokens(pair, s);
       int64_t pointer = sequence_pointer(pair, s);
@@ -196,14 +196,22 @@ void IndexedSource::read(uint64_t index, RawSample& out) {
   auto tokens = static_cast<uint64_t>(sequence_tokens(pair, local));
   auto pointer = static_cast<uint64_t>(sequence_pointer(pair, local));
   out.where = {pair.bin_path, pointer};
-  const unsigned char* p = pair.bin.bytes().data() + pointer;
   out.tokens.resize(tokens);
-  if (pair.dtype == static_cast<uint8_t>(IndexedDtype::int32)) {
-    if (tokens > 0) std::memcpy(out.tokens.data(), p, tokens * sizeof(int32_t));
+  // int32 ids go straight into the sample; other dtypes through a buffer
+  // freed after the read (no source keeps one the size of its longest).
+  const bool int32 = pair.dtype == static_cast<uint8_t>(IndexedDtype::int32);
+  std::vector<unsigned char> stored(int32 ? 0 : tokens * pair.token_bytes);
+  unsigned char* bytes = int32 ? reinterpret_cast<unsigned char*>(out.tokens.data()) : stored.data();
+  std::string error;
+  if (tokens > 0 && !bins_.read(file, pair.bin_path, pointer, bytes, tokens * pair.token_bytes, error)) {
+    out.tokens.clear();
+    out.bad = BadKind::read_error;
+    out.reason = str(error, " (sequence ", local, ": ", tokens, " tokens; a .bin that shrank after opening ends early)");
     return;
   }
+  if (int32) return;
   for (uint64_t i = 0; i < tokens; ++i) {
-    int64_t token = load_token(p + i * pair.token_bytes, pair.dtype);
+    int64_t token = load_token(bytes + i * pair.token_bytes, pair.dtype);
     if (token < std::numeric_limits<int32_t>::min() || token > std::numeric_limits<int32_t>::max()) {
       out.tokens.clear();
       out.bad = BadKind::read_error;

@@ -56,10 +56,12 @@ std::string indexed_idx_patterns(const std::string& patterns);
 // Opens the pairs named by `idx_files`, in the given order, and validates each
 // at open: magic, version, dtype, that the .idx length matches its counts, and
 // that every sequence lies inside its .bin. Any mismatch is an IoError naming
-// both files (and the first offending sequence). Both files are memory-mapped;
-// length_hint() reads only the .idx. read() converts the tokens to int32; an
-// int64 id outside int32 is BadKind::read_error. state_bytes() counts the
-// mapped .idx bytes (the index is touched by length_hint) but not the .bin.
+// both files (and the first offending sequence). The .idx is memory-mapped and
+// read in place; length_hint() reads only it. read() reads a sequence's tokens
+// from the .bin with pread (FileReader: the .bin is never mapped) and converts
+// them to int32; an int64 id outside int32, or a .bin that can no longer be
+// read there (it shrank after opening), is BadKind::read_error. state_bytes()
+// counts the mapped .idx bytes (validation touches them) but not the .bin.
 class IndexedSource final : public Source {
  public:
   explicit IndexedSource(std::vector<std::string> idx_files);
@@ -78,7 +80,8 @@ class IndexedSource final : public Source {
  private:
   struct Pair {
     std::string idx_path, bin_path;
-    MappedFile idx, bin;
+    MappedFile idx;
+    uint64_t bin_bytes = 0;  // the .bin's size at open
     uint64_t sequences = 0;
     uint64_t documents = 0;  // entries of document_indices
     size_t token_bytes = 0;
@@ -90,6 +93,7 @@ class IndexedSource final : public Source {
 
   std::vector<Pair> pairs_;
   FileOffsets offsets_;
+  FileReader bins_;
 };
 
 // Writes "<prefix>.bin" and "<prefix>.idx" in the layout above, one sequence

@@ -33,34 +33,36 @@ JsonlSource::JsonlSource(std::vector<std::string> files, const JsonlOptions& opt
   for (auto& path : files) {
     File& file = files_.emplace_back();
     file.path = std::move(path);
-    file.data = MappedFile(file.path);
-    if (file.data.size() == 0) {
+    const FileStamp stamp = file_stamp(file.path);
+    if (stamp.size_bytes == 0) {
       warn_empty_file(file.path);
       file.line_starts = {0};
       offsets_.add_file(0);
       continue;
     }
-    index_file(file, options.cache_dir);
+    index_file(file, stamp, options.cache_dir);
     offsets_.add_file(file.line_starts.size() - 1);
   }
 }
 
-void JsonlSource::index_file(File& file, const std::string& cache_dir) {
-  FileStamp stamp = file_stamp(file.path);
-  // The map was taken before the stamp; a file that changed in between shows
-  // up as a size mismatch and is not cached under the new stamp.
-  bool consistent = stamp.size_bytes == file.data.size();
-  std::string cache_path = index_cache_path(file.path, cache_dir);
-  if (auto payload = load_index_cache(cache_path, cache_tag, cache_version, stamp); payload && consistent) {
+void JsonlSource::index_file(File& file, const FileStamp& stamp, const std::string& cache_dir) {
+  const std::string cache_path = index_cache_path(file.path, cache_dir);
+  if (auto payload = load_index_cache(cache_path, cache_tag, cache_version, stamp)) {
     PayloadReader reader(*payload);
     std::vector<uint64_t> starts;
-    if (reader.get_all(starts) && reader.at_end() && !starts.empty() && starts.back() == file.data.size()) {
+    if (reader.get_all(starts) && reader.at_end() && !starts.empty() && starts.back() == stamp.size_bytes) {
       file.line_starts = std::move(starts);
       ++index_counts_.cached;
       return;
     }
   }
-  file.line_starts = scan_jsonl_lines(file.data.bytes());
+  // The map lives for the scan only; samples are read with pread. The stamp
+  // was taken before the map: a file that changed in between is cached under
+  // the old stamp (or not at all, when its size moved), so the next open
+  // rebuilds it.
+  const MappedFile data(file.path);
+  const bool consistent = stamp.size_bytes == data.size();
+  file.line_starts = scan_jsonl_lines(data.bytes());
   ++index_counts_.scanned;
   if (consistent) {
     PayloadWriter writer;
@@ -88,15 +90,14 @@ void JsonlSource::read(uint64_t index, RawSample& out) {
   uint64_t start = file.line_starts[local];
   uint64_t limit = file.line_starts[local + 1];
   out.where = {file.path, start};
-  auto bytes = file.data.bytes();
-  if (limit > bytes.size()) {
+  std::string region(limit - start, '\0');  // freed after the read: no source keeps its longest line
+  if (std::string error; !reader_.read(file_index, file.path, start, region.data(), region.size(), error)) {
     out.bad = BadKind::read_error;
-    out.reason = str("line at offset ", start, " of ", file.path, " lies past the end of the file (",
-                     bytes.size(), " bytes); the file shrank after indexing");
+    out.reason = str(error, " (the line indexed at offset ", start, "; a file that shrank after indexing ends early)");
     return;
   }
-  std::string_view region(reinterpret_cast<const char*>(bytes.data()) + start, limit - start);
-  std::string_view line = region.substr(0, region.find('\n'));
+  std::string_view line(region);
+  line = line.substr(0, line.find('\n'));
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
 
   JsonStatus status;

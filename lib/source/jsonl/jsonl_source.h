@@ -1,6 +1,7 @@
 // JSON lines: one JSON object per line, the text in a string field. Empty (or
 // whitespace-only) lines are not samples. Each file's line-offset index is
-// built on first open and cached (source/index_cache.h).
+// built on first open (the file mapped for the scan only) and cached
+// (source/index_cache.h); a record is read with pread (FileReader).
 #pragma once
 
 #include <string>
@@ -21,8 +22,10 @@ struct JsonlOptions {
 // sorted). Throws IoError when a file cannot be opened. A line that is not a
 // JSON object is BadKind::invalid_json, a missing or non-string field
 // missing_field, text that is not UTF-8 after unescaping invalid_utf8; the
-// reason names the byte offset within the line. length_hint() is the line's
-// stored bytes including its newline (and any blank lines that follow it).
+// reason names the byte offset within the line; a line the file no longer
+// holds (it shrank after indexing) or that cannot be read is read_error.
+// length_hint() is the line's stored bytes including its newline (and any
+// blank lines that follow it).
 class JsonlSource final : public Source {
  public:
   JsonlSource(std::vector<std::string> files, const JsonlOptions& options);
@@ -44,15 +47,15 @@ class JsonlSource final : public Source {
  private:
   struct File {
     std::string path;
-    MappedFile data;
     // Byte offset of each record's line, plus the file size at the end, so
     // record i spans [line_starts[i], line_starts[i + 1]).
     std::vector<uint64_t> line_starts;
   };
 
-  void index_file(File& file, const std::string& cache_dir);
+  void index_file(File& file, const FileStamp& stamp, const std::string& cache_dir);
 
   std::vector<File> files_;
+  FileReader reader_;
   FileOffsets offsets_;
   std::string text_field_;
   IndexCounts index_counts_;

@@ -89,22 +89,21 @@ WdsSource::WdsSource(std::vector<std::string> files, const WdsOptions& options)
   for (auto& path : files) {
     Shard& shard = shards_.emplace_back();
     shard.path = std::move(path);
-    shard.data = MappedFile(shard.path);
-    if (shard.data.size() == 0) {
+    const FileStamp stamp = file_stamp(shard.path);
+    shard.size_bytes = stamp.size_bytes;
+    if (shard.size_bytes == 0) {
       warn_empty_file(shard.path);
     } else {
-      index_shard(shard, options.cache_dir);
-      warn_scan_end(shard.path, shard.data.size(), shard.scan_end);
+      index_shard(shard, stamp, options.cache_dir);
+      warn_scan_end(shard.path, shard.size_bytes, shard.scan_end);
     }
     offsets_.add_file(shard.entries.size());
   }
 }
 
-void WdsSource::index_shard(Shard& shard, const std::string& cache_dir) {
-  FileStamp stamp = file_stamp(shard.path);
-  bool consistent = stamp.size_bytes == shard.data.size();
-  std::string cache_path = index_cache_path(shard.path, cache_dir);
-  if (auto payload = load_index_cache(cache_path, cache_tag, cache_version, stamp); payload && consistent) {
+void WdsSource::index_shard(Shard& shard, const FileStamp& stamp, const std::string& cache_dir) {
+  const std::string cache_path = index_cache_path(shard.path, cache_dir);
+  if (auto payload = load_index_cache(cache_path, cache_tag, cache_version, stamp)) {
     PayloadReader reader(*payload);
     std::vector<Entry> entries;
     ScanEnd scan_end;
@@ -115,7 +114,14 @@ void WdsSource::index_shard(Shard& shard, const std::string& cache_dir) {
       return;
     }
   }
-  shard.entries = scan_shard(shard.data.bytes(), shard.scan_end);
+  // The map lives for the scan only; samples are read with pread. The stamp
+  // was taken before the map: a shard that changed in between is cached under
+  // the old stamp (or not at all, when its size moved), so the next open
+  // rebuilds it.
+  const MappedFile data(shard.path);
+  const bool consistent = stamp.size_bytes == data.size();
+  shard.size_bytes = data.size();
+  shard.entries = scan_shard(data.bytes(), shard.scan_end);
   ++index_counts_.scanned;
   if (consistent) {
     PayloadWriter writer;
@@ -143,7 +149,6 @@ void WdsSource::read(uint64_t index, RawSample& out) {
   const Shard& shard = shards_[shard_index];
   const Entry& entry = shard.entries[local];
   out.where = {shard.path, entry.first_header};
-  auto bytes = shard.data.bytes();
   auto fail = [&](BadKind kind, std::string reason) {
     out.bad = kind;
     out.reason = std::move(reason);
@@ -153,25 +158,29 @@ void WdsSource::read(uint64_t index, RawSample& out) {
   if (entry.flags & Entry::truncated)
     return fail(BadKind::truncated_member,
                 str("member at offset ", shard.scan_end.offset, " of ", shard.path, " declares ",
-                    shard.scan_end.member_bytes, " bytes but the shard ends after ", bytes.size(), " bytes"));
+                    shard.scan_end.member_bytes, " bytes but the shard ends after ", shard.size_bytes, " bytes"));
   bool has_caption = entry.flags & (Entry::caption_txt | Entry::caption_json);
   if (!(entry.flags & Entry::has_image) || !has_caption)
     return fail(BadKind::missing_member, str("sample at offset ", entry.first_header, " of ", shard.path, " has no ",
                                              (entry.flags & Entry::has_image) ? "caption (.txt or .json)"
                                                                               : "image (.jpg or .jpeg)"));
-  if (entry.image_offset + entry.image_bytes > bytes.size() || entry.caption_offset + entry.caption_bytes > bytes.size())
-    return fail(BadKind::read_error, str("sample at offset ", entry.first_header, " of ", shard.path,
-                                         " lies past the end of the file; the shard shrank after indexing"));
-
-  const char* base = reinterpret_cast<const char*>(bytes.data());
-  out.image.assign(base + entry.image_offset, entry.image_bytes);
-  std::string_view caption(base + entry.caption_offset, entry.caption_bytes);
+  // The caption is read into a buffer freed after the read (a .txt caption
+  // straight into the sample's text).
+  std::string json_caption;
+  std::string& caption_bytes = entry.flags & Entry::caption_txt ? out.text : json_caption;
+  out.image.resize(entry.image_bytes);
+  caption_bytes.resize(entry.caption_bytes);
+  std::string error;
+  if (!reader_.read(shard_index, shard.path, entry.image_offset, out.image.data(), out.image.size(), error) ||
+      !reader_.read(shard_index, shard.path, entry.caption_offset, caption_bytes.data(), caption_bytes.size(), error))
+    return fail(BadKind::read_error, str(error, " (sample at offset ", entry.first_header,
+                                         "; a shard that shrank after indexing ends early)"));
+  const std::string_view caption(caption_bytes);
   if (entry.flags & Entry::caption_txt) {
     size_t bad = first_invalid_utf8(caption);
     if (bad < caption.size())
       return fail(BadKind::invalid_utf8, str("caption (.txt at offset ", entry.caption_offset, " of ", shard.path,
                                              ") is not valid UTF-8 at byte ", bad));
-    out.text.assign(caption);
     return;
   }
   JsonStatus status;

@@ -4,7 +4,8 @@
 // .jpg/.jpeg member, the caption the .txt member (whole file) or the .json
 // member (string field `caption_field`, else "text"); extensions compare
 // case-insensitively and other members are ignored. Each shard's sample index
-// is built on first open and cached (source/index_cache.h).
+// is built on first open (the shard mapped for the scan only) and cached
+// (source/index_cache.h); a sample's members are read with pread (FileReader).
 #pragma once
 
 #include <string>
@@ -27,7 +28,9 @@ struct WdsOptions {
 // samples: a member cut short by the end of the shard is truncated_member, a
 // sample without image or caption missing_member, a .json caption that is not
 // JSON invalid_json or lacks the field missing_field, a caption that is not
-// UTF-8 invalid_utf8. length_hint() is the image plus caption bytes.
+// UTF-8 invalid_utf8, a member the shard no longer holds (it shrank after
+// indexing) or that cannot be read read_error. length_hint() is the image plus
+// caption bytes.
 class WdsSource final : public Source {
  public:
   WdsSource(std::vector<std::string> files, const WdsOptions& options);
@@ -66,14 +69,15 @@ class WdsSource final : public Source {
  private:
   struct Shard {
     std::string path;
-    MappedFile data;
+    uint64_t size_bytes = 0;  // at open
     std::vector<Entry> entries;
     ScanEnd scan_end;
   };
 
-  void index_shard(Shard& shard, const std::string& cache_dir);
+  void index_shard(Shard& shard, const FileStamp& stamp, const std::string& cache_dir);
 
   std::vector<Shard> shards_;
+  FileReader reader_;
   FileOffsets offsets_;
   std::string caption_field_;
   IndexCounts index_counts_;

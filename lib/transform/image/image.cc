@@ -377,10 +377,12 @@ uint64_t ImageResizer::state_bytes() const {
 
 namespace {
 
+// Created on first use: a loader whose sources hold no image never pays for
+// a decompressor (nor the library pages its creation touches).
 struct DecoderHandle {
   tjhandle handle = nullptr;
 
-  DecoderHandle() { reset(); }
+  DecoderHandle() = default;
   ~DecoderHandle() {
     if (handle != nullptr) tjDestroy(handle);
   }
@@ -393,6 +395,10 @@ struct DecoderHandle {
     if (handle != nullptr) tjDestroy(handle);
     handle = tjInitDecompress();
     if (handle == nullptr) throw Error(str("cannot create a TurboJPEG decompressor: ", tjGetErrorStr2(nullptr)));
+  }
+  tjhandle get() {
+    if (handle == nullptr) reset();
+    return handle;
   }
 };
 
@@ -448,7 +454,7 @@ bool ImageTransform::probe(std::string_view jpeg, uint32_t& width, uint32_t& hei
     return false;
   }
   int w = 0, h = 0, subsampling = 0, colorspace = 0;
-  if (tjDecompressHeader3(impl_->decoder.handle, reinterpret_cast<const unsigned char*>(jpeg.data()),
+  if (tjDecompressHeader3(impl_->decoder.get(), reinterpret_cast<const unsigned char*>(jpeg.data()),
                           static_cast<unsigned long>(jpeg.size()), &w, &h, &subsampling, &colorspace) != 0) {
     error = impl_->fail("JPEG header");
     return false;
@@ -472,7 +478,7 @@ bool ImageTransform::apply(std::string_view jpeg, PatchedImage& out, std::string
   const auto* data = reinterpret_cast<const unsigned char*>(jpeg.data());
   const auto size = static_cast<unsigned long>(jpeg.size());
   int width = 0, height = 0, subsampling = 0, colorspace = 0;
-  if (tjDecompressHeader3(s.decoder.handle, data, size, &width, &height, &subsampling, &colorspace) != 0) {
+  if (tjDecompressHeader3(s.decoder.get(), data, size, &width, &height, &subsampling, &colorspace) != 0) {
     error = s.fail("JPEG header");
     return false;
   }
@@ -509,7 +515,7 @@ bool ImageTransform::apply(std::string_view jpeg, PatchedImage& out, std::string
   // Stop at the first warning: the sample is rejected anyway, and a damaged
   // file costs no more than its header. LIMITSCANS bounds progressive files
   // crafted with thousands of scans.
-  if (tjDecompress2(s.decoder.handle, data, size, s.decoded.data(), decoded_width, 0, decoded_height, pixel_format,
+  if (tjDecompress2(s.decoder.get(), data, size, s.decoded.data(), decoded_width, 0, decoded_height, pixel_format,
                     TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS) != 0) {
     error = s.fail("JPEG decode");
     return false;

@@ -84,8 +84,9 @@ class ImageResizer {
   std::unique_ptr<Impl> impl_;
 };
 
-// Owns a TurboJPEG handle (re-created after every failed decode: libjpeg-turbo
-// 2.1 keeps reporting a stale error otherwise) and the decode and resize
+// Owns a TurboJPEG handle (created by the first probe or apply, so a loader
+// without images never holds one; re-created after every failed decode:
+// libjpeg-turbo 2.1 keeps reporting a stale error otherwise) and the decode and resize
 // buffers, reused across calls. Not thread-safe; one per thread.
 //
 // Grayscale JPEGs decode to RGB (gray replicated). CMYK/YCCK JPEGs decode to
@@ -119,7 +120,8 @@ class ImageTransform {
   bool probe(std::string_view jpeg, uint32_t& width, uint32_t& height, std::string& error);
 
   // Bytes held: the decoder's handle (an estimate: libjpeg-turbo's state is
-  // opaque) and the reused decode and resize buffers.
+  // opaque; counted before its first use creates it, as the cost of a source
+  // of images) and the reused decode and resize buffers.
   uint64_t state_bytes() const;
 
  private:

@@ -91,10 +91,13 @@ std::shared_ptr<const icu::RegexPattern> compile(const std::string& regex, const
 
 }  // namespace
 
+// A hand-written splitter never runs the regex: it is not compiled (ICU's
+// compiled pattern, its Unicode sets and the library pages the compile
+// touches would be held by every tokenizer for nothing).
 PreTokenizer::PreTokenizer(const std::string& name_or_regex, const std::string& option, SplitEngine engine)
     : regex_(resolve_for(name_or_regex, option)),
       named_(engine == SplitEngine::automatic ? named_split_for(regex_) : NamedSplit::none),
-      pattern_(compile(regex_, name_or_regex, option)) {
+      pattern_(named_ == NamedSplit::none ? compile(regex_, name_or_regex, option) : nullptr) {
   make_matcher(option);
 }
 
@@ -105,6 +108,7 @@ PreTokenizer::PreTokenizer(std::string regex, NamedSplit named, std::shared_ptr<
 }
 
 void PreTokenizer::make_matcher(const std::string& option) {
+  if (!pattern_) return;  // a hand-written splitter
   UErrorCode status = U_ZERO_ERROR;
   matcher_.reset(pattern_->matcher(status));
   if (U_FAILURE(status)) throw ConfigError(str(option, ": cannot build a matcher: ", u_errorName(status)));

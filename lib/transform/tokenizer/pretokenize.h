@@ -2,7 +2,7 @@
 // cut into pieces by a regex run by ICU directly over the UTF-8 bytes, so the
 // piece boundaries are byte offsets and no UTF-16 copy is made. The named
 // cl100k and o200k regexes run as hand-written code (named_split.h) that
-// gives the same pieces several times faster.
+// gives the same pieces several times faster, and are then not compiled.
 #pragma once
 
 #include <cstddef>
@@ -28,7 +28,8 @@ enum class SplitEngine { automatic, regex };
 class PreTokenizer {
  public:
   // `option` names the setting the pattern came from, for the error message.
-  // Throws ConfigError when the resolved regex does not compile.
+  // Throws ConfigError when the resolved regex does not compile (a regex a
+  // hand-written splitter runs is known to, and is not compiled).
   PreTokenizer(const std::string& name_or_regex, const std::string& option,
                SplitEngine engine = SplitEngine::automatic);
   ~PreTokenizer();
@@ -78,7 +79,7 @@ class PreTokenizer {
 
   std::string regex_;
   NamedSplit named_ = NamedSplit::none;
-  std::shared_ptr<const icu::RegexPattern> pattern_;
+  std::shared_ptr<const icu::RegexPattern> pattern_;  // null (and no matcher) for a hand-written splitter
   std::unique_ptr<icu::RegexMatcher> matcher_;
   UText* text_ = nullptr;  // reopened over each input; owned
 };
