@@ -2,8 +2,9 @@
 # msd-bench scaling at a tiny size: the pilot and the three modes run, the
 # JSON has every key per mode, partition runs with its plan's loader ranks
 # (msd-plan partition), static makes no move and online at least one, and
-# every mode delivers the same batches. The figures themselves are not judged here (a
-# busy test machine decides them); docs/scaling.md has measured ones.
+# every mode delivers the same batches. The figures themselves are not
+# judged here (a busy test machine decides them); docs/scaling.md has
+# measured ones.
 source "$(dirname "$0")/common.sh"
 export MSD_MPIRUN_FLAGS="${MSD_MPIEXEC#* }"  # the test flags without the program
 timeout 240 "$MSD_BUILD/app/msd-bench" scaling --steps 16 --batch 16 --images 32 --image-side 64 --image-read-ms 0.5 \
