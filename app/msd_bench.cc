@@ -327,7 +327,8 @@ int fanout_main(int argc, char** argv) {
       ("steps", po::value(&options.steps)->default_value(options.steps), "steps per run")
       ("samples-per-group", po::value(&options.samples_per_group)->default_value(options.samples_per_group),
        "samples per data group per step (global_batch = this x groups)")
-      ("loaders", po::value(&options.loaders)->default_value(options.loaders), "loader ranks")
+      ("loaders", po::value(&options.loaders)->default_value(options.loaders),
+       "loader ranks of static and online (partition: its plan's)")
       ("documents", po::value(&options.documents)->default_value(options.documents), "documents per generated corpus")
       ("gpus", po::value(&options.gpus)->default_value(options.gpus), "the extrapolation's GPUs")
       ("extrapolate-tps", po::value(&extrapolate)->default_value(extrapolate), "data-group sizes to extrapolate to")
@@ -353,16 +354,17 @@ int scaling_main(int argc, char** argv) {
       "A curriculum moves the weight from a cheap text source (tokenization) to an\n"
       "expensive image source (JPEG decode) half-way; the loader pool is enough only if\n"
       "it follows the mix. Runs msd-run under mpirun once per topology.scaling mode\n"
-      "(static, partition when this build has it, online) on a generated dataset, with\n"
-      "the trainer emulator's step time set from the image cost measured here so that\n"
-      "loaders bound the rate (docs/scaling.md). Per mode: data wait as a share of\n"
+      "(static; partition, with the plan of msd-plan partition and its loader ranks;\n"
+      "online) on a generated dataset, with the trainer emulator's step time set from\n"
+      "a pilot run of static so that loaders bound the rate (docs/scaling.md). Per mode: data wait as a share of\n"
       "step time and tokens/s before and after the shift, loader ranks, loader memory\n"
       "and moves.\n\n"
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")
       ("steps", po::value(&options.steps)->default_value(options.steps), "steps per run (the shift is half-way)")
-      ("loaders", po::value(&options.loaders)->default_value(options.loaders), "loader ranks")
+      ("loaders", po::value(&options.loaders)->default_value(options.loaders),
+       "loader ranks of static and online (partition: its plan's)")
       ("batch", po::value(&options.global_batch)->default_value(options.global_batch), "samples per step")
       ("images", po::value(&options.images)->default_value(options.images), "image-text pairs generated")
       ("image-side", po::value(&options.image_side)->default_value(options.image_side), "image.max_side")
@@ -392,7 +394,7 @@ constexpr Subcommand subcommands[] = {
     {"handoff", "client MPI_Get from loader windows vs memcpy, shared memory and network path", handoff_main},
     {"fanout", "the planner's work and messages per step over client ranks and data groups", fanout_main},
     {"handoff-worker", "(started by handoff under mpirun)", handoff_worker_main},
-    {"scaling", "static vs online loader scaling through a text -> image curriculum shift", scaling_main},
+    {"scaling", "static, partition and online loader scaling through a text -> image curriculum shift", scaling_main},
 };
 
 void print_usage(std::ostream& out) {

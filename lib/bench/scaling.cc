@@ -53,9 +53,11 @@ std::string write_config(const ScalingOptions& o, const std::string& data, const
   return path;
 }
 
-Config parse_config(const std::string& path) {
-  const char* argv[] = {"msd-run", "--config", path.c_str()};
-  return parse_command_line(3, argv).config;
+// The configuration at `path` with msd-run's `extra` options on top.
+Config parse_config(const std::string& path, const std::vector<std::string>& extra = {}) {
+  std::vector<const char*> argv = {"msd-run", "--config", path.c_str()};
+  for (const std::string& option : extra) argv.push_back(option.c_str());
+  return parse_command_line(static_cast<int>(argv.size()), argv.data()).config;
 }
 
 // Seconds per sample of read + transform for each source, one thread.
@@ -122,20 +124,22 @@ void read_progress(const std::string& log, uint64_t shift, uint64_t steps, Windo
 }
 
 // One msd-run of `spec` as `label` (its files' names) with the trainer
-// emulator at `time_scale`; `after` gets the steps after the shift.
+// emulator at `time_scale` and msd-run's `extra` options; `after` gets the
+// steps after the shift.
 ScalingModeResult run_mode(const ScalingModeSpec& spec, const std::string& label, double time_scale,
                            const ScalingReport& report, const std::string& config, const std::string& work,
-                           Window* after_out = nullptr) {
+                           const std::vector<std::string>& extra = {}, Window* after_out = nullptr) {
   ScalingModeResult r;
   r.name = spec.name;
   r.available = spec.available;
   r.note = spec.note;
   if (!spec.available) return r;
   const std::string summary = work + "/" + label + ".json", log = work + "/" + label + ".log";
-  const std::vector<std::string> args = {"--config", config, "--topology.scaling=" + std::string(spec.scaling),
-                                         "--emulator.time_scale=" + str(time_scale), "--summary-json", summary,
-                                         "--output.progress_every=1", "--output.log_level=info"};
-  const Config parsed = parse_config(config);
+  std::vector<std::string> args = {"--config", config, "--topology.scaling=" + std::string(spec.scaling),
+                                   "--emulator.time_scale=" + str(time_scale), "--summary-json", summary,
+                                   "--output.progress_every=1", "--output.log_level=info"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const Config parsed = parse_config(config, std::vector<std::string>(args.begin() + 2, args.end()));
   std::fprintf(stderr, "msd-bench scaling: running %s on %d ranks (log %s)\n", label.c_str(), parsed.world_size(),
                log.c_str());
   const int rc = run_command(mpirun_command(parsed.world_size(), executable_dir() + "/msd-run", args), log);
@@ -154,6 +158,28 @@ ScalingModeResult run_mode(const ScalingModeSpec& spec, const std::string& label
   r.moves = static_cast<uint64_t>(json_number(s, "moves"));
   if (const JsonValue* digest = s.find("batch_digest"); digest && digest->type == JsonType::string) r.batch_digest = digest->string;
   return r;
+}
+
+// The partition plan for the runs, computed offline as a user would:
+// `msd-plan partition` (its own profile of each source, the device model's
+// rate at `time_scale`) writes work/plan.json; the partition run then has
+// exactly the plan's loader ranks and reads the plan instead of profiling
+// at start-up. Returns msd-run's options for that run.
+std::vector<std::string> plan_partition(const std::string& config, double time_scale, const std::string& work,
+                                        ScalingReport& report) {
+  const std::string plan = work + "/plan.json", log = work + "/plan.log";
+  std::fprintf(stderr, "msd-bench scaling: planning the partition (log %s)\n", log.c_str());
+  const int rc = run_command({executable_dir() + "/msd-plan", "partition", "--config", config,
+                              "--emulator.time_scale=" + str(time_scale), "--out", plan}, log);
+  if (rc != 0) throw Error(str("msd-plan partition failed with exit code ", rc, "; see ", log));
+  const JsonValue doc = read_json_file(plan);
+  report.plan_loader_ranks = static_cast<int>(json_number(doc, "loader_ranks"));
+  report.plan_memory_bytes = json_number(doc, "memory_bytes");
+  report.plan_worst_margin = json_number(doc, "worst_margin");
+  report.static_plan_memory_bytes = json_number(doc, "static.memory_bytes");
+  report.static_worst_margin = json_number(doc, "static.worst_margin");
+  if (!(report.plan_loader_ranks >= 1)) throw Error(str("msd-plan partition wrote no loader_ranks to ", plan));
+  return {"--topology.partition_plan=" + plan, "--topology.loaders=" + str(report.plan_loader_ranks)};
 }
 
 }  // namespace
@@ -189,13 +215,16 @@ ScalingReport run_scaling_bench(const ScalingOptions& options) {
   // as it is now. The device model is then scaled so that a step after the
   // shift takes load_share of that.
   Window pilot;
-  run_mode(scaling_modes().front(), "pilot", 0.0, report, config_path, work, &pilot);
+  run_mode(scaling_modes().front(), "pilot", 0.0, report, config_path, work, {}, &pilot);
   if (pilot.steps == 0) throw Error(str("the pilot run printed no progress after the shift; see ", work, "/pilot.log"));
   report.pilot_step_s_after = pilot.step_s / static_cast<double>(pilot.steps);
   report.target_step_s_after = options.load_share * report.pilot_step_s_after;
   report.time_scale = report.target_step_s_after / device_step_seconds(config, report.shift_step, options.steps);
-  for (const ScalingModeSpec& spec : scaling_modes())
-    report.modes.push_back(run_mode(spec, spec.name, report.time_scale, report, config_path, work));
+  for (const ScalingModeSpec& spec : scaling_modes()) {
+    const bool partition = std::string(spec.scaling) == "partition" && spec.available;
+    const auto extra = partition ? plan_partition(config_path, report.time_scale, work, report) : std::vector<std::string>{};
+    report.modes.push_back(run_mode(spec, spec.name, report.time_scale, report, config_path, work, extra));
+  }
   std::string digest;
   for (const auto& m : report.modes) {
     if (!m.available) continue;
@@ -243,6 +272,15 @@ std::string scaling_json(const ScalingReport& r) {
         .end_object();
   }
   w.end_object();
+  if (r.plan_loader_ranks > 0) {
+    w.begin_object("partition_plan")
+        .value("loader_ranks", r.plan_loader_ranks)
+        .value("memory_bytes", r.plan_memory_bytes)
+        .value("worst_margin", r.plan_worst_margin)
+        .value("static_memory_bytes", r.static_plan_memory_bytes)
+        .value("static_worst_margin", r.static_worst_margin)
+        .end_object();
+  }
   w.value("online_tokens_per_s_after_over_static", after_over_static(r, "online"));
   w.value("same_stream", r.same_stream);
   w.end_object();
@@ -251,7 +289,7 @@ std::string scaling_json(const ScalingReport& r) {
 
 std::string scaling_text(const ScalingReport& r) {
   std::ostringstream out;
-  char line[320];
+  char line[512];
   std::snprintf(line, sizeof line,
                 "msd-bench scaling: text -> images at step %llu of %llu (weight %.1f -> %.1f), %u samples per step, "
                 "%d loaders\n  measured here: %.2f ms per image, %.3f ms per text document; static without compute: "
@@ -281,6 +319,17 @@ std::string scaling_text(const ScalingReport& r) {
                 find_mode(r, "online") ? 100 * find_mode(r, "online")->data_wait_fraction_after : 0.0,
                 r.same_stream ? "; every mode delivered the same batches" : "; WARNING: the modes' batch digests differ");
   out << line;
+  const ScalingModeResult *partition = find_mode(r, "partition"), *fixed = find_mode(r, "static");
+  if (partition && fixed) {
+    std::snprintf(line, sizeof line,
+                  "  partition (msd-plan partition: %d loader ranks, worst planned margin %+.0f%%; static's %+.0f%%): "
+                  "data wait after the shift %.1f%%, %d loaders against static's %d, loader memory %.1f MB against "
+                  "static's %.1f MB (target: the rate with no more loaders and less memory)\n",
+                  r.plan_loader_ranks, 100 * r.plan_worst_margin, 100 * r.static_worst_margin,
+                  100 * partition->data_wait_fraction_after, partition->loader_ranks, fixed->loader_ranks,
+                  partition->loader_memory_bytes / 1e6, fixed->loader_memory_bytes / 1e6);
+    out << line;
+  }
   return out.str();
 }
 

@@ -17,7 +17,7 @@ namespace msd::bench {
 struct ScalingOptions {
   std::string work_dir;        // dataset, configurations, summaries, logs; default: a temp dir
   uint64_t steps = 48;         // the shift is at steps / 2
-  int loaders = 3;             // loader ranks (static gives the text source the spare one)
+  int loaders = 3;             // loader ranks (static gives the text source the spare one; partition: its plan's)
   uint32_t global_batch = 64;  // samples per step
   uint64_t images = 256;       // image-text pairs generated (re-read each epoch)
   uint32_t image_side = 256;   // image.max_side
@@ -40,8 +40,8 @@ struct ScalingModeSpec {
   const char* note;     // why not, when not
 };
 
-// static, partition (needs topology.scaling = partition: not in this build),
-// online. Adding a mode is one entry.
+// static, partition (with the plan of msd-plan partition and its loader
+// ranks), online. Adding a mode is one entry.
 const std::vector<ScalingModeSpec>& scaling_modes();
 
 struct ScalingModeResult {
@@ -65,6 +65,13 @@ struct ScalingReport {
   double pilot_step_s_after = 0;   // static, no emulated compute: seconds per step after the shift
   double time_scale = 0;           // emulator.time_scale the runs use
   double target_step_s_after = 0;  // the step time the device model asks for after the shift
+  // The partition run's plan (msd-plan partition, at time_scale): its loader
+  // ranks (the run's topology.loaders), open-source memory in the plan's
+  // model and worst margin over the schedule; the static assignment of
+  // options.loaders evaluated for the same demand.
+  int plan_loader_ranks = 0;
+  double plan_memory_bytes = 0, plan_worst_margin = 0;
+  double static_plan_memory_bytes = 0, static_worst_margin = 0;
   std::vector<ScalingModeResult> modes;
   bool same_stream = true;  // every mode delivered the same batch digest
 };

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 #include <ostream>
+#include <thread>
 
 #include "common/error.h"
 #include "common/files.h"
@@ -24,7 +25,7 @@ bool needs_tokenizer(const Config& config) {
 
 // Reads and transforms `count` samples of `source`, spread over it, batch by
 // batch, into `meter`.
-void measure_source(uint32_t id, Source& source, uint64_t count, const std::string& name, SampleTransform& transform,
+void measure_source(uint32_t id, Source& source, const SourceConfig& config, uint64_t count, SampleTransform& transform,
                     uint32_t patch_bytes, const ProfileOptions& options, ProfileMeter& meter) {
   using Clock = std::chrono::steady_clock;
   const uint64_t n = source.size();
@@ -43,6 +44,8 @@ void measure_source(uint32_t id, Source& source, uint64_t count, const std::stri
       const uint64_t index = static_cast<uint64_t>((static_cast<__int128>(done + k) * n) / count);
       const auto start = Clock::now();
       raws[k].clear();
+      // Emulated storage latency is part of a read's cost, as in the loader.
+      if (config.read_delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(config.read_delay_us));
       source.read(index, raws[k]);
       reads.push_back(std::chrono::duration<double>(Clock::now() - start).count());
       good.push_back(&raws[k]);  // a reader's bad sample passes through apply_batch as its verdict
@@ -53,7 +56,7 @@ void measure_source(uint32_t id, Source& source, uint64_t count, const std::stri
     std::vector<std::string> reasons(size);
     transform_measured(transform, good, ids, reads, good_outs, verdicts, reasons, options.threads, slot_bytes, meter);
     done += size;
-    if (options.progress) options.progress(name, done, count);
+    if (options.progress) options.progress(config.name, done, count);
   }
 }
 
@@ -78,7 +81,7 @@ ProfileReport profile_sources(const Config& config, const ProfileOptions& option
     std::unique_ptr<Source> source = open_source(sc, source_options);
     if (source->size() == 0) throw ConfigError(str("source.", sc.name, ".path: '", sc.path, "' holds no samples"));
     const uint64_t count = std::min<uint64_t>(std::max<uint64_t>(options.samples, 1), source->size());
-    measure_source(s, *source, count, sc.name, transform, patch_bytes, options, meter);
+    measure_source(s, *source, sc, count, transform, patch_bytes, options, meter);
     // After the samples: the buffers have grown to what serving holds.
     meter.set_open_bytes(s, open_bytes(*source, tokenizer.get(), transform),
                          shared_open_bytes(*source, tokenizer.get(), transform));

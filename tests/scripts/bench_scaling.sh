@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# msd-bench scaling at a tiny size: the pilot and both available modes run,
-# the JSON has every key per mode, partition is reported as not available
-# (never faked), static makes no move and online at least one, and every mode
-# delivers the same batches. The figures themselves are not judged here (a
-# busy test machine decides them); docs/scaling.md has measured ones.
+# msd-bench scaling at a tiny size: the pilot and the three modes run, the
+# JSON has every key per mode, partition runs with its plan's loader ranks
+# (msd-plan partition), static makes no move and online at least one, and
+# every mode delivers the same batches. The figures themselves are not
+# judged here (a busy test machine decides them); docs/scaling.md has
+# measured ones.
 source "$(dirname "$0")/common.sh"
 export MSD_MPIRUN_FLAGS="${MSD_MPIEXEC#* }"  # the test flags without the program
 timeout 240 "$MSD_BUILD/app/msd-bench" scaling --steps 16 --batch 16 --images 32 --image-side 64 --image-read-ms 0.5 \
@@ -23,9 +24,14 @@ for name in ["static", "partition", "online"]:
     for key in ["data_wait_fraction_before", "data_wait_fraction_after", "tokens_per_s_before", "tokens_per_s_after",
                 "loader_ranks", "loader_memory_bytes", "moves"]:
         assert key in m, (name, key)
-    assert m["available"] is True and m["loader_ranks"] == 3, m
+    ranks = r["partition_plan"]["loader_ranks"] if name == "partition" else 3
+    assert m["available"] is True and m["loader_ranks"] == ranks, m
     assert m["tokens_per_s_before"] > 0 and m["tokens_per_s_after"] > 0, m
     assert 0 <= m["data_wait_fraction_after"] <= 1, m
+plan = r["partition_plan"]
+for key in ["loader_ranks", "memory_bytes", "worst_margin", "static_memory_bytes", "static_worst_margin"]:
+    assert key in plan, key
+assert plan["loader_ranks"] >= 1 and plan["worst_margin"] >= 0, plan
 assert modes["static"]["moves"] == 0, modes["static"]
 assert modes["online"]["moves"] >= 1, modes["online"]
 PY

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Profiles and the partition at a tiny size: msd-plan profile measures every
-# source, msd-plan partition writes a plan that meets its rate, and msd-run
+# source (an emulated read delay included), msd-plan partition writes a plan
+# that meets its rate, and msd-run
 # with topology.scaling = partition (a plan file, a hand-made plan that splits
 # the sources with two threads per loader, spare ranks, or a plan computed at
 # start-up) delivers the same batch stream as the static assignment; the
@@ -32,6 +33,16 @@ assert sorted(n for g in plan["groups"] for n in g["sources"]) == ["books", "cor
 assert plan["loader_ranks"] == sum(g["ranks"] for g in plan["groups"]), plan
 # The static assignment of topology.loaders = 2, evaluated for the same demand.
 assert plan["static"]["loader_ranks"] == 2 and plan["loader_ranks"] <= 2, plan
+PY
+# Emulated storage latency is part of a read's cost offline too, as in the
+# loaders: 20 ms per image read shows in the images' seconds per sample.
+"$PLAN" profile --config "$WORK/job.ini" --samples 8 --source.images.read_delay_us=20000 --json >"$WORK/slow.json" \
+  2>/dev/null
+python3 - "$WORK/slow.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["sources"]
+assert p["images"]["seconds_per_sample"] >= 0.02, p["images"]
+assert p["web"]["seconds_per_sample"] < 0.02, p["web"]
 PY
 ranks=$(json_field "$WORK/plan.json" loader_ranks)
 # A plan that splits the sources over the two loaders, each on two threads.
