@@ -1,10 +1,12 @@
 #include "plan/pack.h"
 
 #include "plan/balance.h"
+#include "plan/bound.h"
 #include "plan/modes.h"
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <bit>
 #include <functional>
 #include <numeric>
@@ -407,6 +409,241 @@ double max_bucket_cost(const std::vector<BucketSequences>& buckets) {
   return most;
 }
 
+// Moves pieces out of the heaviest bucket, padding-aware: a piece moved into
+// another bucket's sequence with room costs that bucket its extra (cost less
+// the linear term over its positions, which the padding paid already), into
+// a new sequence its cost plus the new sequence's padding; leaving its
+// sequence empty spares the heaviest bucket that whole sequence. Each round
+// makes the move (any piece of the heaviest bucket, any bucket) that leaves
+// the pair's heavier side lowest, if it is below the heaviest bucket; no
+// bucket goes over `capacity` positions or `max_sequences` sequences. It
+// stops when no move helps, at the heaviest piece in a sequence of its own
+// (no plan does better), or after a bounded number of rounds. For cp = 1
+// (under CP a sequence's cost depends on where its pieces sit).
+class BucketRefiner {
+ public:
+  BucketRefiner(std::span<const PlacedPiece> pieces, const PackOptions& options, const CostModel& cost,
+                uint64_t capacity, uint32_t max_sequences)
+      : seq_len_(options.seq_len), cost_(cost), capacity_(capacity), max_sequences_(max_sequences) {
+    cost_of_.reserve(pieces.size());
+    for (const PlacedPiece& p : pieces) {
+      cost_of_[key(p.piece)] = p.cost;
+      floor_ = std::max(floor_, p.cost + cost.padding(seq_len_ - p.piece.length));
+    }
+  }
+
+  void run(std::vector<BucketSequences>& buckets) {
+    load(buckets);
+    const size_t rounds = std::min<size_t>(2 * buckets.size(), 1024);
+    for (size_t round = 0; round < rounds && step(); ++round) {
+    }
+    store(buckets);
+  }
+
+ private:
+  struct Sequence {
+    std::vector<Piece> pieces;
+    uint32_t used = 0;
+  };
+  struct Bucket {
+    std::vector<Sequence> sequences;
+    double cost = 0.0;
+    uint64_t positions = 0;
+    uint32_t most_free = 0;  // the most room in one of its sequences
+  };
+
+  static uint64_t key(const Piece& piece) { return uint64_t{piece.doc} << 32 | piece.begin; }
+  double piece_cost(const Piece& piece) const { return cost_of_.at(key(piece)); }
+  double extra(const Piece& piece) const { return piece_cost(piece) - cost_.padding(piece.length); }
+
+  void load(const std::vector<BucketSequences>& buckets) {
+    buckets_.assign(buckets.size(), {});
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      for (const PackedSequence& sequence : buckets[b].sequences)
+        buckets_[b].sequences.push_back({sequence.pieces, sequence.used});
+      update(buckets_[b]);
+    }
+  }
+
+  void update(Bucket& bucket) const {
+    bucket.cost = 0.0;
+    bucket.positions = 0;
+    bucket.most_free = 0;
+    for (const Sequence& sequence : bucket.sequences) {
+      bucket.cost += cost_.padding(seq_len_ - sequence.used);
+      for (const Piece& piece : sequence.pieces) bucket.cost += piece_cost(piece);
+      bucket.positions += sequence.used;
+      bucket.most_free = std::max(bucket.most_free, seq_len_ - sequence.used);
+    }
+  }
+
+  // A change out of the heaviest bucket: piece `piece` of its sequence
+  // `sequence` goes to bucket `to` (into its sequence `into`, or the one with
+  // the least room that fits when `into` is none), and the pieces `back` of
+  // that sequence come into the freed room. `worse`: the pair's heavier side.
+  struct Change {
+    double worse = INFINITY;
+    size_t sequence = 0, piece = 0, to = SIZE_MAX, into = SIZE_MAX;
+    std::vector<size_t> back;
+  };
+
+  // One change; false when none lowers the heaviest bucket.
+  bool step() {
+    size_t heavy = 0;
+    for (size_t b = 1; b < buckets_.size(); ++b)
+      if (buckets_[b].cost > buckets_[heavy].cost) heavy = b;
+    if (buckets_[heavy].cost <= floor_ * (1.0 + 1e-12)) return false;
+    Change best;
+    best.worse = buckets_[heavy].cost * (1.0 - 1e-12);
+    find_move(heavy, best);
+    find_exchange(heavy, best);
+    if (best.to == SIZE_MAX) return false;
+    apply(heavy, best);
+    return true;
+  }
+
+  // The best move of one piece to any bucket.
+  void find_move(size_t heavy, Change& best) const {
+    const Bucket& from = buckets_[heavy];
+    for (size_t s = 0; s < from.sequences.size(); ++s) {
+      const Sequence& sequence = from.sequences[s];
+      for (size_t i = 0; i < sequence.pieces.size(); ++i) {
+        const Piece& piece = sequence.pieces[i];
+        const double alone = piece_cost(piece) + cost_.padding(seq_len_ - piece.length);
+        const double left = from.cost - (sequence.pieces.size() == 1 ? alone : extra(piece));
+        if (left >= best.worse) continue;
+        for (size_t b = 0; b < buckets_.size(); ++b) {
+          const Bucket& to = buckets_[b];
+          if (b == heavy || to.positions + piece.length > capacity_) continue;
+          double added;
+          if (to.most_free >= piece.length)
+            added = extra(piece);
+          else if (to.sequences.size() < max_sequences_)
+            added = alone;
+          else
+            continue;
+          const double worse = std::max(left, to.cost + added);
+          if (worse < best.worse) best = Change{worse, s, i, b, SIZE_MAX, {}};
+        }
+      }
+    }
+  }
+
+  // The best exchange with the lightest buckets: a piece of the heaviest
+  // bucket into a sequence without room for it, for that sequence's pieces
+  // of least extra per position that make the room (and fit where it was).
+  void find_exchange(size_t heavy, Change& best) {
+    constexpr size_t kPartners = 16;
+    partners_.resize(buckets_.size());
+    std::iota(partners_.begin(), partners_.end(), size_t{0});
+    const size_t count = std::min(kPartners, partners_.size());
+    std::partial_sort(partners_.begin(), partners_.begin() + static_cast<ptrdiff_t>(count), partners_.end(),
+                      [&](size_t x, size_t y) { return buckets_[x].cost != buckets_[y].cost ? buckets_[x].cost < buckets_[y].cost : x < y; });
+    const Bucket& from = buckets_[heavy];
+    std::vector<size_t> order, back;
+    for (size_t p = 0; p < count; ++p) {
+      const size_t b = partners_[p];
+      const Bucket& to = buckets_[b];
+      if (b == heavy) continue;
+      for (size_t t = 0; t < to.sequences.size(); ++t) {
+        const Sequence& target = to.sequences[t];
+        order.resize(target.pieces.size());
+        std::iota(order.begin(), order.end(), size_t{0});
+        std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+          const double rx = extra(target.pieces[x]) / target.pieces[x].length;
+          const double ry = extra(target.pieces[y]) / target.pieces[y].length;
+          return rx != ry ? rx < ry : x < y;
+        });
+        for (size_t s = 0; s < from.sequences.size(); ++s) {
+          const Sequence& source = from.sequences[s];
+          for (size_t i = 0; i < source.pieces.size(); ++i) {
+            const Piece& piece = source.pieces[i];
+            const uint32_t free = seq_len_ - target.used;
+            if (free >= piece.length) continue;  // a move
+            back.clear();
+            uint32_t freed = 0;
+            double given = 0.0;
+            for (size_t k = 0; k < order.size() && free + freed < piece.length; ++k) {
+              back.push_back(order[k]);
+              freed += target.pieces[order[k]].length;
+              given += extra(target.pieces[order[k]]);
+            }
+            if (free + freed < piece.length || freed > seq_len_ - source.used + piece.length) continue;
+            if (to.positions + piece.length - freed > capacity_ || from.positions + freed - piece.length > capacity_)
+              continue;
+            const double delta = extra(piece) - given;
+            if (delta <= 0.0) continue;
+            const double worse = std::max(from.cost - delta, to.cost + delta);
+            if (worse < best.worse) best = Change{worse, s, i, b, t, back};
+          }
+        }
+      }
+    }
+  }
+
+  void apply(size_t from, const Change& change) {
+    Sequence& source = buckets_[from].sequences[change.sequence];
+    const Piece piece = source.pieces[change.piece];
+    source.pieces.erase(source.pieces.begin() + static_cast<ptrdiff_t>(change.piece));
+    source.used -= piece.length;
+    std::vector<Sequence>& target = buckets_[change.to].sequences;
+    if (change.into != SIZE_MAX) {
+      Sequence& into = target[change.into];
+      std::vector<size_t> back = change.back;
+      std::sort(back.begin(), back.end(), std::greater<>());
+      for (const size_t k : back) {
+        source.pieces.push_back(into.pieces[k]);
+        source.used += into.pieces[k].length;
+        into.used -= into.pieces[k].length;
+        into.pieces.erase(into.pieces.begin() + static_cast<ptrdiff_t>(k));
+      }
+      into.pieces.push_back(piece);
+      into.used += piece.length;
+    } else {
+      // Into the sequence with the least room that fits it (keeps room for
+      // longer pieces), else a new one.
+      Sequence* into = nullptr;
+      for (Sequence& candidate : target)
+        if (seq_len_ - candidate.used >= piece.length && (!into || candidate.used > into->used)) into = &candidate;
+      if (!into) into = &target.emplace_back();
+      into->pieces.push_back(piece);
+      into->used += piece.length;
+    }
+    if (source.pieces.empty())
+      buckets_[from].sequences.erase(buckets_[from].sequences.begin() + static_cast<ptrdiff_t>(change.sequence));
+    update(buckets_[from]);
+    update(buckets_[change.to]);
+  }
+
+  void store(std::vector<BucketSequences>& buckets) const {
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      BucketSequences& out = buckets[b];
+      out.sequences.clear();
+      out.cost.clear();
+      for (const Sequence& sequence : buckets_[b].sequences) {
+        PackedSequence packed{sequence.pieces, sequence.used};
+        std::sort(packed.pieces.begin(), packed.pieces.end(), [](const Piece& x, const Piece& y) {
+          return x.doc != y.doc ? x.doc < y.doc : x.begin < y.begin;
+        });
+        double c = cost_.padding(seq_len_ - sequence.used);
+        for (const Piece& piece : sequence.pieces) c += piece_cost(piece);
+        out.sequences.push_back(std::move(packed));
+        out.cost.push_back(c);
+      }
+      sort_sequences(out.sequences, out.cost);
+    }
+  }
+
+  uint32_t seq_len_;
+  const CostModel& cost_;
+  uint64_t capacity_;
+  uint32_t max_sequences_;
+  double floor_ = 0.0;
+  std::unordered_map<uint64_t, double> cost_of_;
+  std::vector<Bucket> buckets_;
+  std::vector<size_t> partners_;
+};
+
 // Cost balance, padding-aware: a sequence costs its pieces plus the linear
 // term over its padding (its GEMMs run over all seq_len positions). Three
 // placements are made, sequences first, pieces first by cost and by
@@ -428,6 +665,12 @@ std::vector<BucketPlan> plan_by_cost(const std::vector<PlacedPiece>& pieces, con
       lightest = heaviest;
       kept = std::move(other);
     }
+  }
+  // Whole sequences per micro-batch within the budget: the refiner keeps
+  // each bucket within micro_batches x floor(budget / seq_len) sequences.
+  if (options.cp <= 1 && budget >= options.seq_len) {
+    const uint64_t sequences = std::min<uint64_t>(uint64_t{count} * (budget / options.seq_len), UINT32_MAX);
+    BucketRefiner(pieces, options, cost, capacity, static_cast<uint32_t>(sequences)).run(kept);
   }
   return into_micro_batches(std::move(kept), options, budget);
 }
@@ -579,53 +822,6 @@ class BudgetEnforcer {
   std::vector<double> sequence_cost_;
 };
 
-// The step's lower bound on the heaviest bucket's cost (PlanStats::bound_cost)
-// over the placed pieces (`lengths`, `costs`), when no sequence may hold more
-// than min(seq_len, limit) positions (a sequence sits in one micro-batch).
-struct StepBound {
-  uint64_t min_sequences = 0;
-  double cost = 0.0;
-};
-StepBound step_bound(const std::vector<uint32_t>& lengths, const std::vector<double>& costs,
-                     const PackOptions& options, uint64_t limit, const CostModel& cost) {
-  MSD_CHECK_EQ(lengths.size(), costs.size());
-  const size_t n = lengths.size();
-  uint64_t total = 0;
-  double sum = 0.0, own = 0.0;
-  // A piece's cost beyond the linear term: what no packing shares out.
-  std::vector<std::pair<double, uint32_t>> extra(n);
-  for (size_t i = 0; i < n; ++i) {
-    total += lengths[i];
-    sum += costs[i];
-    own = std::max(own, costs[i] + cost.padding(options.seq_len - lengths[i]));
-    extra[i] = {std::max(0.0, costs[i] - cost.padding(lengths[i])), lengths[i]};
-  }
-  StepBound bound;
-  const uint64_t per_sequence = std::min<uint64_t>(options.seq_len, std::max<uint64_t>(1, limit));
-  bound.min_sequences = (total + per_sequence - 1) / per_sequence;
-  const double mean = (sum + cost.padding(bound.min_sequences * options.seq_len - total)) / options.dp;
-  const uint64_t most = (bound.min_sequences + options.dp - 1) / options.dp;
-  bound.cost = std::max({mean, cost.padding(most * uint64_t{options.seq_len}), own});
-  // Pigeonhole, padding-aware: of the t*dp + 1 pieces with the most extra
-  // cost some bucket holds t + 1, so it costs at least the t + 1 smallest
-  // extras among them plus the sequences the t + 1 shortest of them need.
-  std::sort(extra.begin(), extra.end(), std::greater<>());
-  std::vector<uint32_t> shortest;
-  const size_t dp = options.dp;
-  for (size_t t = 1; t <= 8 && t * dp < n; ++t) {
-    double extras = 0.0;
-    for (size_t i = t * dp - t; i <= t * dp; ++i) extras += extra[i].first;
-    shortest.clear();
-    for (size_t i = 0; i <= t * dp; ++i) shortest.push_back(extra[i].second);
-    std::nth_element(shortest.begin(), shortest.begin() + static_cast<ptrdiff_t>(t), shortest.end());
-    uint64_t positions = 0;
-    for (size_t i = 0; i <= t; ++i) positions += shortest[i];
-    const uint64_t sequences = (positions + per_sequence - 1) / per_sequence;
-    bound.cost = std::max(bound.cost, extras + cost.padding(sequences * uint64_t{options.seq_len}));
-  }
-  return bound;
-}
-
 }  // namespace
 
 PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& options, const CostModel& cost) {
@@ -667,10 +863,12 @@ PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& option
     for (const PlacedPiece& p : pieces) lengths.push_back(p.piece.length);
   const uint64_t slots = uint64_t{options.dp} * options.micro_batches;
   const uint64_t limit = std::max<uint64_t>(budget, (total + slots - 1) / slots);
-  const StepBound bound = step_bound(lengths, costs, options, limit, cost);
-  std::sort(costs.begin(), costs.end(), std::greater<>());  // tokens: sorted by length, not cost
+  std::vector<double> sorted_costs(costs);
+  std::sort(sorted_costs.begin(), sorted_costs.end(), std::greater<>());  // tokens: sorted by length, not cost
   const uint64_t sequences = step.stats.sequences;
-  step.stats = plan_stats(step.buckets, costs);
+  step.stats = plan_stats(step.buckets, sorted_costs);
+  const BoundShape shape{options.seq_len, options.dp, options.micro_batches, limit};
+  const StepBound bound = step_bound(lengths, costs, shape, cost, step.stats.max_cost);
   step.stats.sequences = sequences;
   step.stats.min_sequences = bound.min_sequences;
   step.stats.bound_cost = std::max(step.stats.bound_cost, bound.cost);
