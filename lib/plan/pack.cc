@@ -11,6 +11,7 @@
 #include <functional>
 #include <numeric>
 #include <queue>
+#include <set>
 #include <tuple>
 #include <span>
 #include <unordered_map>
@@ -409,17 +410,22 @@ double max_bucket_cost(const std::vector<BucketSequences>& buckets) {
   return most;
 }
 
-// Moves pieces out of the heaviest bucket, padding-aware: a piece moved into
-// another bucket's sequence with room costs that bucket its extra (cost less
-// the linear term over its positions, which the padding paid already), into
-// a new sequence its cost plus the new sequence's padding; leaving its
-// sequence empty spares the heaviest bucket that whole sequence. Each round
-// makes the move (any piece of the heaviest bucket, any bucket) that leaves
-// the pair's heavier side lowest, if it is below the heaviest bucket; no
-// bucket goes over `capacity` positions or `max_sequences` sequences. It
-// stops when no move helps, at the heaviest piece in a sequence of its own
-// (no plan does better), or after a bounded number of rounds. For cp = 1
-// (under CP a sequence's cost depends on where its pieces sit).
+// Moves and exchanges pieces out of the heaviest bucket, padding-aware: a
+// piece moved into another bucket's sequence with room costs that bucket its
+// extra (cost less the linear term over its positions, which the padding
+// paid already), into a new sequence its cost plus that sequence's padding;
+// leaving its sequence empty spares the heaviest bucket the whole sequence.
+// An exchange puts a piece into a light bucket's sequence without room for
+// it, in return for that sequence's pieces of least extra per position that
+// make the room (they fit where it was): a long piece's attention for short
+// pieces' GEMMs, which cost the same wherever they sit. Each round makes the
+// change that leaves the pair's heavier side lowest, if it is below the
+// heaviest bucket: moves to the 64 lightest buckets, exchanges with the 16
+// lightest. No bucket goes over `capacity` positions or `max_sequences`
+// sequences. It stops when no change helps, at the heaviest piece in a
+// sequence of its own (no plan does better), or after min(2 * dp, 512)
+// rounds. For cp = 1 (under CP a sequence's cost depends on where its pieces
+// sit). Deterministic: ties go to the lighter bucket, then the lower index.
 class BucketRefiner {
  public:
   BucketRefiner(std::span<const PlacedPiece> pieces, const PackOptions& options, const CostModel& cost,
@@ -434,15 +440,20 @@ class BucketRefiner {
 
   void run(std::vector<BucketSequences>& buckets) {
     load(buckets);
-    const size_t rounds = std::min<size_t>(2 * buckets.size(), 1024);
+    const size_t rounds = std::min<size_t>(2 * buckets.size(), 512);
     for (size_t round = 0; round < rounds && step(); ++round) {
     }
     store(buckets);
   }
 
  private:
+  struct Item {
+    Piece piece;
+    double cost = 0.0;
+    double extra = 0.0;  // cost less the linear term over its positions
+  };
   struct Sequence {
-    std::vector<Piece> pieces;
+    std::vector<Item> pieces;
     uint32_t used = 0;
   };
   struct Bucket {
@@ -453,28 +464,37 @@ class BucketRefiner {
   };
 
   static uint64_t key(const Piece& piece) { return uint64_t{piece.doc} << 32 | piece.begin; }
-  double piece_cost(const Piece& piece) const { return cost_of_.at(key(piece)); }
-  double extra(const Piece& piece) const { return piece_cost(piece) - cost_.padding(piece.length); }
 
   void load(const std::vector<BucketSequences>& buckets) {
     buckets_.assign(buckets.size(), {});
+    by_cost_.clear();
     for (size_t b = 0; b < buckets.size(); ++b) {
-      for (const PackedSequence& sequence : buckets[b].sequences)
-        buckets_[b].sequences.push_back({sequence.pieces, sequence.used});
-      update(buckets_[b]);
+      for (const PackedSequence& sequence : buckets[b].sequences) {
+        Sequence& loaded = buckets_[b].sequences.emplace_back();
+        loaded.used = sequence.used;
+        for (const Piece& piece : sequence.pieces) {
+          const double c = cost_of_.at(key(piece));
+          loaded.pieces.push_back({piece, c, c - cost_.padding(piece.length)});
+        }
+      }
+      update(b);
     }
   }
 
-  void update(Bucket& bucket) const {
+  // Recomputes bucket b and its place in by_cost_.
+  void update(size_t b) {
+    Bucket& bucket = buckets_[b];
+    by_cost_.erase({bucket.cost, b});
     bucket.cost = 0.0;
     bucket.positions = 0;
     bucket.most_free = 0;
     for (const Sequence& sequence : bucket.sequences) {
       bucket.cost += cost_.padding(seq_len_ - sequence.used);
-      for (const Piece& piece : sequence.pieces) bucket.cost += piece_cost(piece);
+      for (const Item& item : sequence.pieces) bucket.cost += item.cost;
       bucket.positions += sequence.used;
       bucket.most_free = std::max(bucket.most_free, seq_len_ - sequence.used);
     }
+    by_cost_.insert({bucket.cost, b});
   }
 
   // A change out of the heaviest bucket: piece `piece` of its sequence
@@ -489,9 +509,7 @@ class BucketRefiner {
 
   // One change; false when none lowers the heaviest bucket.
   bool step() {
-    size_t heavy = 0;
-    for (size_t b = 1; b < buckets_.size(); ++b)
-      if (buckets_[b].cost > buckets_[heavy].cost) heavy = b;
+    const size_t heavy = std::prev(by_cost_.end())->second;  // ties: the higher index
     if (buckets_[heavy].cost <= floor_ * (1.0 + 1e-12)) return false;
     Change best;
     best.worse = buckets_[heavy].cost * (1.0 - 1e-12);
@@ -504,26 +522,30 @@ class BucketRefiner {
 
   // The best move of one piece to any bucket.
   void find_move(size_t heavy, Change& best) const {
+    constexpr size_t kMovePartners = 64;
     const Bucket& from = buckets_[heavy];
     for (size_t s = 0; s < from.sequences.size(); ++s) {
       const Sequence& sequence = from.sequences[s];
       for (size_t i = 0; i < sequence.pieces.size(); ++i) {
-        const Piece& piece = sequence.pieces[i];
-        const double alone = piece_cost(piece) + cost_.padding(seq_len_ - piece.length);
-        const double left = from.cost - (sequence.pieces.size() == 1 ? alone : extra(piece));
+        const Item& item = sequence.pieces[i];
+        const Piece& piece = item.piece;
+        const double alone = item.cost + cost_.padding(seq_len_ - piece.length);
+        const double left = from.cost - (sequence.pieces.size() == 1 ? alone : item.extra);
         if (left >= best.worse) continue;
-        for (size_t b = 0; b < buckets_.size(); ++b) {
+        // Lightest first: past a bucket that the piece's extra alone takes
+        // to the best so far, or past the first with room for it, none
+        // helps; only the kMovePartners lightest are tried (bounded time).
+        size_t tried = 0;
+        for (auto it = by_cost_.begin(); it != by_cost_.end() && tried < kMovePartners; ++it, ++tried) {
+          const auto& [load, b] = *it;
+          if (load + item.extra >= best.worse) break;
           const Bucket& to = buckets_[b];
           if (b == heavy || to.positions + piece.length > capacity_) continue;
-          double added;
-          if (to.most_free >= piece.length)
-            added = extra(piece);
-          else if (to.sequences.size() < max_sequences_)
-            added = alone;
-          else
-            continue;
-          const double worse = std::max(left, to.cost + added);
+          const bool room = to.most_free >= piece.length;
+          if (!room && to.sequences.size() >= max_sequences_) continue;
+          const double worse = std::max(left, load + (room ? item.extra : alone));
           if (worse < best.worse) best = Change{worse, s, i, b, SIZE_MAX, {}};
+          if (room) break;
         }
       }
     }
@@ -534,47 +556,48 @@ class BucketRefiner {
   // of least extra per position that make the room (and fit where it was).
   void find_exchange(size_t heavy, Change& best) {
     constexpr size_t kPartners = 16;
-    partners_.resize(buckets_.size());
-    std::iota(partners_.begin(), partners_.end(), size_t{0});
-    const size_t count = std::min(kPartners, partners_.size());
-    std::partial_sort(partners_.begin(), partners_.begin() + static_cast<ptrdiff_t>(count), partners_.end(),
-                      [&](size_t x, size_t y) { return buckets_[x].cost != buckets_[y].cost ? buckets_[x].cost < buckets_[y].cost : x < y; });
     const Bucket& from = buckets_[heavy];
-    std::vector<size_t> order, back;
-    for (size_t p = 0; p < count; ++p) {
-      const size_t b = partners_[p];
+    size_t partners = 0;
+    for (auto it = by_cost_.begin(); it != by_cost_.end() && partners < kPartners; ++it, ++partners) {
+      const size_t b = it->second;
       const Bucket& to = buckets_[b];
+      if (to.cost >= best.worse) break;  // lightest first: no later partner helps
       if (b == heavy) continue;
       for (size_t t = 0; t < to.sequences.size(); ++t) {
         const Sequence& target = to.sequences[t];
-        order.resize(target.pieces.size());
-        std::iota(order.begin(), order.end(), size_t{0});
-        std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-          const double rx = extra(target.pieces[x]) / target.pieces[x].length;
-          const double ry = extra(target.pieces[y]) / target.pieces[y].length;
+        // Its pieces by extra per position; prefix sums of positions and extras.
+        order_.resize(target.pieces.size());
+        std::iota(order_.begin(), order_.end(), size_t{0});
+        std::sort(order_.begin(), order_.end(), [&](size_t x, size_t y) {
+          const double rx = target.pieces[x].extra / target.pieces[x].piece.length;
+          const double ry = target.pieces[y].extra / target.pieces[y].piece.length;
           return rx != ry ? rx < ry : x < y;
         });
+        freed_.assign(1, 0);
+        given_.assign(1, 0.0);
+        for (const size_t k : order_) {
+          freed_.push_back(freed_.back() + target.pieces[k].piece.length);
+          given_.push_back(given_.back() + target.pieces[k].extra);
+        }
+        const uint32_t free = seq_len_ - target.used;
         for (size_t s = 0; s < from.sequences.size(); ++s) {
           const Sequence& source = from.sequences[s];
           for (size_t i = 0; i < source.pieces.size(); ++i) {
-            const Piece& piece = source.pieces[i];
-            const uint32_t free = seq_len_ - target.used;
-            if (free >= piece.length) continue;  // a move
-            back.clear();
-            uint32_t freed = 0;
-            double given = 0.0;
-            for (size_t k = 0; k < order.size() && free + freed < piece.length; ++k) {
-              back.push_back(order[k]);
-              freed += target.pieces[order[k]].length;
-              given += extra(target.pieces[order[k]]);
-            }
-            if (free + freed < piece.length || freed > seq_len_ - source.used + piece.length) continue;
-            if (to.positions + piece.length - freed > capacity_ || from.positions + freed - piece.length > capacity_)
-              continue;
-            const double delta = extra(piece) - given;
+            const Item& item = source.pieces[i];
+            const uint32_t length = item.piece.length;
+            if (free >= length) continue;  // a move, not an exchange
+            // The fewest pieces of least extra per position that make room.
+            const size_t k = static_cast<size_t>(
+                std::lower_bound(freed_.begin(), freed_.end(), uint64_t{length - free}) - freed_.begin());
+            if (k >= freed_.size()) continue;
+            const uint64_t freed = freed_[k];
+            if (freed > uint64_t{seq_len_} - source.used + length) continue;
+            if (to.positions + length - freed > capacity_ || from.positions + freed - length > capacity_) continue;
+            const double delta = item.extra - given_[k];
             if (delta <= 0.0) continue;
             const double worse = std::max(from.cost - delta, to.cost + delta);
-            if (worse < best.worse) best = Change{worse, s, i, b, t, back};
+            if (worse < best.worse)
+              best = Change{worse, s, i, b, t, std::vector<size_t>(order_.begin(), order_.begin() + static_cast<ptrdiff_t>(k))};
           }
         }
       }
@@ -583,9 +606,10 @@ class BucketRefiner {
 
   void apply(size_t from, const Change& change) {
     Sequence& source = buckets_[from].sequences[change.sequence];
-    const Piece piece = source.pieces[change.piece];
+    const Item item = source.pieces[change.piece];
+    const uint32_t length = item.piece.length;
     source.pieces.erase(source.pieces.begin() + static_cast<ptrdiff_t>(change.piece));
-    source.used -= piece.length;
+    source.used -= length;
     std::vector<Sequence>& target = buckets_[change.to].sequences;
     if (change.into != SIZE_MAX) {
       Sequence& into = target[change.into];
@@ -593,26 +617,26 @@ class BucketRefiner {
       std::sort(back.begin(), back.end(), std::greater<>());
       for (const size_t k : back) {
         source.pieces.push_back(into.pieces[k]);
-        source.used += into.pieces[k].length;
-        into.used -= into.pieces[k].length;
+        source.used += into.pieces[k].piece.length;
+        into.used -= into.pieces[k].piece.length;
         into.pieces.erase(into.pieces.begin() + static_cast<ptrdiff_t>(k));
       }
-      into.pieces.push_back(piece);
-      into.used += piece.length;
+      into.pieces.push_back(item);
+      into.used += length;
     } else {
       // Into the sequence with the least room that fits it (keeps room for
       // longer pieces), else a new one.
       Sequence* into = nullptr;
       for (Sequence& candidate : target)
-        if (seq_len_ - candidate.used >= piece.length && (!into || candidate.used > into->used)) into = &candidate;
+        if (seq_len_ - candidate.used >= length && (!into || candidate.used > into->used)) into = &candidate;
       if (!into) into = &target.emplace_back();
-      into->pieces.push_back(piece);
-      into->used += piece.length;
+      into->pieces.push_back(item);
+      into->used += length;
     }
     if (source.pieces.empty())
       buckets_[from].sequences.erase(buckets_[from].sequences.begin() + static_cast<ptrdiff_t>(change.sequence));
-    update(buckets_[from]);
-    update(buckets_[change.to]);
+    update(from);
+    update(change.to);
   }
 
   void store(std::vector<BucketSequences>& buckets) const {
@@ -621,12 +645,16 @@ class BucketRefiner {
       out.sequences.clear();
       out.cost.clear();
       for (const Sequence& sequence : buckets_[b].sequences) {
-        PackedSequence packed{sequence.pieces, sequence.used};
+        PackedSequence packed;
+        packed.used = sequence.used;
+        double c = cost_.padding(seq_len_ - sequence.used);
+        for (const Item& item : sequence.pieces) {
+          packed.pieces.push_back(item.piece);
+          c += item.cost;
+        }
         std::sort(packed.pieces.begin(), packed.pieces.end(), [](const Piece& x, const Piece& y) {
           return x.doc != y.doc ? x.doc < y.doc : x.begin < y.begin;
         });
-        double c = cost_.padding(seq_len_ - sequence.used);
-        for (const Piece& piece : sequence.pieces) c += piece_cost(piece);
         out.sequences.push_back(std::move(packed));
         out.cost.push_back(c);
       }
@@ -641,7 +669,10 @@ class BucketRefiner {
   double floor_ = 0.0;
   std::unordered_map<uint64_t, double> cost_of_;
   std::vector<Bucket> buckets_;
-  std::vector<size_t> partners_;
+  std::set<std::pair<double, size_t>> by_cost_;  // (cost, bucket), lightest first
+  std::vector<size_t> order_;
+  std::vector<uint64_t> freed_;
+  std::vector<double> given_;
 };
 
 // Cost balance, padding-aware: a sequence costs its pieces plus the linear
