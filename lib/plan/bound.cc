@@ -24,7 +24,7 @@ namespace {
 // rounded down): rounding down only lowers the weights, so the proof holds.
 class SequenceClasses {
  public:
-  static constexpr size_t kBins = 512;
+  static constexpr size_t kBins = 2048;
   static constexpr uint32_t kMaxClasses = 48;
 
   SequenceClasses(std::span<const uint32_t> lengths, std::span<const double> costs, const BoundShape& shape,

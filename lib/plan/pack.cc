@@ -402,6 +402,7 @@ std::vector<BucketPlan> into_micro_batches(std::vector<BucketSequences> buckets,
   return plans;
 }
 
+
 // The cost of the heaviest bucket of a placement.
 double max_bucket_cost(const std::vector<BucketSequences>& buckets) {
   double most = 0.0;
@@ -430,15 +431,14 @@ class BucketRefiner {
  public:
   BucketRefiner(std::span<const PlacedPiece> pieces, const PackOptions& options, const CostModel& cost,
                 uint64_t capacity, uint32_t max_sequences)
-      : seq_len_(options.seq_len), cost_(cost), capacity_(capacity), max_sequences_(max_sequences) {
-    cost_of_.reserve(pieces.size());
-    for (const PlacedPiece& p : pieces) {
-      cost_of_[key(p.piece)] = p.cost;
-      floor_ = std::max(floor_, p.cost + cost.padding(seq_len_ - p.piece.length));
-    }
+      : seq_len_(options.seq_len), cost_(cost), capacity_(capacity), max_sequences_(max_sequences), pieces_(pieces) {
+    for (const PlacedPiece& p : pieces) floor_ = std::max(floor_, p.cost + cost.padding(seq_len_ - p.piece.length));
   }
 
   void run(std::vector<BucketSequences>& buckets) {
+    if (max_bucket_cost(buckets) <= floor_ * (1.0 + 1e-12)) return;  // already optimal
+    cost_of_.reserve(pieces_.size());
+    for (const PlacedPiece& p : pieces_) cost_of_[key(p.piece)] = p.cost;
     load(buckets);
     const size_t rounds = std::min<size_t>(2 * buckets.size(), 512);
     for (size_t round = 0; round < rounds && step(); ++round) {
@@ -666,6 +666,7 @@ class BucketRefiner {
   const CostModel& cost_;
   uint64_t capacity_;
   uint32_t max_sequences_;
+  std::span<const PlacedPiece> pieces_;
   double floor_ = 0.0;
   std::unordered_map<uint64_t, double> cost_of_;
   std::vector<Bucket> buckets_;
