@@ -191,8 +191,8 @@ StepBound step_bound(std::span<const uint32_t> lengths, std::span<const double> 
   if (n == 0 || unit <= 0.0 || high <= bound.cost) return bound;
   SequenceClasses classes(lengths, costs, shape, cost);
   if (!classes.usable()) return bound;
-  double lo = bound.cost / unit, hi = high / unit;
-  if (!classes.unreachable(lo + 1e-9 * lo)) return bound;
+  double lo = bound.cost / unit * (1.0 + 1e-9), hi = high / unit;
+  if (!classes.unreachable(lo)) return bound;  // adds nothing to the other terms
   for (int it = 0; it < 14 && hi - lo > 1e-4 * lo; ++it) {
     const double mid = 0.5 * (lo + hi);
     (classes.unreachable(mid) ? lo : hi) = mid;
