@@ -370,8 +370,8 @@ bool PlannerRole::try_plan_step() {
     for (int client : job_.tree.group_members(group))
       if (delivered && job_.talks_to_planner(client))
         out_.send(job_.layout.client_rank(client), kTagPlan, bytes, "sending a step plan");
-    out_.progress();
   }
+  out_.progress();
   if (delivered) {
     report_.tokens += record.tokens;
     acks_.sent(step, std::chrono::steady_clock::now());

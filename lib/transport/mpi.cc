@@ -109,26 +109,40 @@ void AsyncSender::send(int dest, int tag, std::vector<uint8_t> bytes, const std:
   requests_.push_back(request);
   buffers_.push_back(std::move(bytes));  // the vector's heap buffer does not move
   ++sent_;
-  if (requests_.size() >= 64) progress();
+  if (requests_.size() >= compact_at_) progress();
 }
 
+// One MPI_Testsome over every send in flight: one pass of MPI's progress
+// engine (with mpi_yield_when_idle, one yield of the core at most), not one
+// per request. The next compaction from send() waits until twice as many are
+// in flight as remained, so sends to peers that do not receive yet (plans
+// over the eager limit) cost amortized O(1) tests each, not O(in flight).
 void AsyncSender::progress() {
-  size_t kept = 0;
-  for (size_t i = 0; i < requests_.size(); ++i) {
-    int done = 0;
-    MSD_MPI(MPI_Test(&requests_[i], &done, MPI_STATUS_IGNORE), "completing a send");
-    if (done) continue;
-    // Never move a buffer onto itself: a self-moved std::vector is left
-    // empty and its storage freed while MPI may still be reading it (a
-    // message too large to be sent eagerly).
-    if (kept != i) {
-      requests_[kept] = requests_[i];
-      buffers_[kept] = std::move(buffers_[i]);
+  if (!requests_.empty()) {
+    int count = 0;
+    done_.resize(requests_.size());
+    MSD_MPI(MPI_Testsome(checked_cast<int>(requests_.size()), requests_.data(), &count, done_.data(),
+                         MPI_STATUSES_IGNORE),
+            "completing sends");
+    if (count > 0 && count != MPI_UNDEFINED) {
+      // MPI_Testsome set the completed requests to MPI_REQUEST_NULL; keep the
+      // others in order. Never move a buffer onto itself: a self-moved
+      // std::vector is left empty and its storage freed while MPI may still
+      // be reading it (a message too large to be sent eagerly).
+      size_t kept = 0;
+      for (size_t i = 0; i < requests_.size(); ++i) {
+        if (requests_[i] == MPI_REQUEST_NULL) continue;
+        if (kept != i) {
+          requests_[kept] = requests_[i];
+          buffers_[kept] = std::move(buffers_[i]);
+        }
+        ++kept;
+      }
+      requests_.resize(kept);
+      buffers_.resize(kept);
     }
-    ++kept;
   }
-  requests_.resize(kept);
-  buffers_.resize(kept);
+  compact_at_ = std::max<size_t>(64, 2 * requests_.size());
 }
 
 void AsyncSender::drain() {

@@ -77,7 +77,7 @@ class AsyncSender {
   AsyncSender& operator=(const AsyncSender&) = delete;
 
   void send(int dest, int tag, std::vector<uint8_t> bytes, const std::string& hint);
-  void progress();  // frees the buffers of completed sends
+  void progress();  // frees the buffers of completed sends (one MPI_Testsome)
   void drain();     // waits for every send to complete
   // Waits at most `timeout_ms`; false when sends remain (to a peer that
   // stopped receiving: their buffers are then kept, never freed under MPI).
@@ -89,6 +89,8 @@ class AsyncSender {
   MPI_Comm comm_;
   std::vector<MPI_Request> requests_;
   std::vector<std::vector<uint8_t>> buffers_;
+  std::vector<int> done_;    // MPI_Testsome's indices
+  size_t compact_at_ = 64;   // send() calls progress() at this many in flight
   uint64_t sent_ = 0;
 };
 
