@@ -79,7 +79,7 @@ void PlannerRole::send_loads(int loader_rank, std::vector<LoadItem> items) {
   LoaderTrack& track = loaders_.at(loader_rank);
   // Silence is measured from when a loader had something to answer.
   if (track.outstanding.empty()) track.last_heard = std::chrono::steady_clock::now();
-  for (const auto& item : items) track.outstanding[{item.source, item.cursor}] = item;
+  for (const auto& item : items) track.outstanding.add(item);
   out_.send(loader_rank, kTagLoad, encode_load(items), "sending load requests");
 }
 
@@ -102,8 +102,7 @@ void PlannerRole::take_over(int loader_rank, const std::string& why) {
   loaders_.at(shadow_rank).in_use = true;
   for (auto& src : sources_)
     std::replace(src.loader_ranks.begin(), src.loader_ranks.end(), loader_rank, shadow_rank);
-  std::vector<LoadItem> items;
-  for (const auto& [key, item] : failed.outstanding) items.push_back(item);
+  std::vector<LoadItem> items = failed.outstanding.items();
   failed.outstanding.clear();
   Takeover takeover;
   takeover.loader = index;
@@ -195,9 +194,9 @@ std::optional<uint64_t> PlannerRole::step_end(size_t s) const {
   const auto& src = sources_[s];
   uint64_t good = 0, cursor = src.consumed;
   while (good < quotas_.front()[s]) {
-    auto it = src.resolved.find(cursor);
-    if (it == src.resolved.end()) return std::nullopt;
-    if (it->second.bad == 0) ++good;
+    const SampleMeta* meta = src.resolved.find(cursor);
+    if (!meta) return std::nullopt;
+    if (meta->bad == 0) ++good;
     ++cursor;
   }
   return cursor;
@@ -207,22 +206,19 @@ std::optional<uint64_t> PlannerRole::step_end(size_t s) const {
 // later; false (nothing done) while a request in that range is unanswered.
 bool PlannerRole::rewind(uint32_t s, uint64_t end, bool& freed) {
   auto& src = sources_[s];
-  for (const auto& [rank, track] : loaders_) {
-    auto it = track.outstanding.lower_bound({s, end});
-    if (it != track.outstanding.end() && it->first.first == s) return false;
-  }
+  for (const auto& [rank, track] : loaders_)
+    if (track.outstanding.any_from(s, end)) return false;
   std::map<int, std::vector<uint64_t>> releases;
-  for (auto it = src.resolved.lower_bound(end); it != src.resolved.end(); it = src.resolved.erase(it)) {
-    const SampleMeta& meta = it->second;
+  src.resolved.erase_from(end, [&](uint64_t, const SampleMeta& meta) {
     if (meta.bad != 0) {
       src.bad_in_flight--;
-      continue;
+      return;
     }
     --src.resolved_good;
     releases[meta.loader_rank].push_back(meta.slot_offset);
     window_.released(meta.loader_rank, meta.slot_offset);
     freed = true;
-  }
+  });
   for (auto& [rank, offsets] : releases)
     out_.send(rank, kTagRelease, encode_release(offsets), "giving back samples of later steps");
   src.next_request = std::min(src.next_request, end);
@@ -238,17 +234,17 @@ void PlannerRole::on_meta(int loader_rank, const std::vector<SampleMeta>& metas)
   bool read_failed = false;
   for (const auto& meta : metas) {
     auto& src = sources_.at(meta.source);
-    const bool answered = track.outstanding.erase({meta.source, meta.cursor}) > 0;
+    const bool answered = track.outstanding.answer(meta.source, meta.cursor);
     // A late answer (from a loader that was handed over after a stall) for a
     // sample a shadow already loaded: free its slot, keep the shadow's.
-    if (!answered || meta.cursor < src.consumed || src.resolved.count(meta.cursor)) {
+    if (!answered || meta.cursor < src.consumed || src.resolved.contains(meta.cursor)) {
       if (meta.bad == 0) stale_slots.push_back(meta.slot_offset);
       continue;
     }
     // Storage failing on an active loader is the loader's failure, not the
     // sample's: a shadow retries it. Only a shadow's read error is final.
     if (meta.bad == static_cast<uint8_t>(BadKind::read_error) && !track.shadow && job_.layout.shadows > 0) {
-      track.outstanding[{meta.source, meta.cursor}] = LoadItem{meta.source, meta.cursor, meta.index};
+      track.outstanding.add(LoadItem{meta.source, meta.cursor, meta.index});
       read_failed = true;
       continue;
     }
@@ -263,7 +259,7 @@ void PlannerRole::on_meta(int loader_rank, const std::vector<SampleMeta>& metas)
       src.seen_good = true;
       window_.placed(loader_rank, meta.slot_offset, meta.slot_bytes);
     }
-    src.resolved[meta.cursor] = meta;
+    src.resolved.insert(meta.cursor, meta);
     if (meta.bad == 0) ++src.resolved_good;
   }
   if (!stale_slots.empty())
@@ -297,16 +293,16 @@ bool PlannerRole::try_plan_step() {
   for (size_t s = 0; s < sources_.size(); ++s) {
     auto& src = sources_[s];
     for (uint64_t cursor = src.consumed; cursor < end_cursor[s]; ++cursor) {
-      auto it = src.resolved.find(cursor);
-      if (trace_) consumed.push_back(trace_sample(it->second));
-      if (it->second.bad != 0) {
-        report_.bad_samples[it->second.bad]++;
+      const SampleMeta& meta = *src.resolved.find(cursor);
+      if (trace_) consumed.push_back(trace_sample(meta));
+      if (meta.bad != 0) {
+        report_.bad_samples[meta.bad]++;
         src.bad_in_flight--;
       } else {
-        samples.push_back(it->second);
+        samples.push_back(meta);
         --src.resolved_good;
       }
-      src.resolved.erase(it);
+      src.resolved.erase(cursor);
     }
     src.consumed = end_cursor[s];
   }
@@ -342,35 +338,13 @@ bool PlannerRole::try_plan_step() {
   record.step = step;
   const bool delivered = step >= deliver_from_;  // else fast-forwarded: no client gets it
   record.acks_missing = delivered ? static_cast<int>(peer_count_) : 0;
+  record.slots.reserve(samples.size());
+  record.samples.reserve(samples.size());
   for (const auto& m : samples) {
     record.slots.push_back({m.loader_rank, m.slot_offset});
     record.samples.push_back({m.source, SampleState::planned, m.loader_rank, m.cursor, m.index});
   }
-  for (int group = 0; group < job_.tree.data_groups(); ++group) {
-    const BucketPlan& bucket = buckets[static_cast<size_t>(group)];
-    StepPlan plan;
-    plan.step = step;
-    plan.seq_len = pack_.seq_len;
-    std::map<uint32_t, uint32_t> local;  // step sample -> index in this plan
-    for (const auto& mb : bucket.micro_batches) {
-      MicroBatchWire wire_mb;
-      for (const auto& seq : mb.sequences) {
-        SequencePlan wire_seq;
-        for (const auto& piece : seq.pieces) {
-          auto [it, inserted] = local.try_emplace(piece.doc, static_cast<uint32_t>(plan.samples.size()));
-          if (inserted) plan.samples.push_back(samples[piece.doc]);
-          wire_seq.pieces.push_back({it->second, piece.begin, piece.length});
-          record.tokens += piece.length;
-        }
-        wire_mb.sequences.push_back(std::move(wire_seq));
-      }
-      plan.micro_batches.push_back(std::move(wire_mb));
-    }
-    const auto bytes = encode(plan);
-    for (int client : job_.tree.group_members(group))
-      if (delivered && job_.talks_to_planner(client))
-        out_.send(job_.layout.client_rank(client), kTagPlan, bytes, "sending a step plan");
-  }
+  record.tokens = send_plans(step, buckets, samples, delivered);
   out_.progress();
   if (delivered) {
     report_.tokens += record.tokens;
@@ -379,6 +353,52 @@ bool PlannerRole::try_plan_step() {
   in_flight_[step] = std::move(record);
   if (!delivered) complete_step(step);
   return true;
+}
+
+// Each data group's plan of `step`, to every client of the group that reads
+// its own batch (none when the step is fast-forwarded, `delivered` false);
+// returns the step's tokens. A plan lists the step's samples its pieces use,
+// in the order the pieces first use them.
+uint64_t PlannerRole::send_plans(uint64_t step, const std::vector<BucketPlan>& buckets,
+                                 const std::vector<SampleMeta>& samples, bool delivered) {
+  constexpr uint32_t kAbsent = UINT32_MAX;
+  std::vector<uint32_t> local(samples.size(), kAbsent);  // step sample -> index in the group's plan
+  std::vector<uint32_t> used;  // the step samples in the group's plan, in its order
+  uint64_t tokens = 0;
+  StepPlan plan;
+  for (int group = 0; group < job_.tree.data_groups(); ++group) {
+    const BucketPlan& bucket = buckets[static_cast<size_t>(group)];
+    plan.step = step;
+    plan.seq_len = pack_.seq_len;
+    plan.samples.clear();
+    plan.micro_batches.clear();
+    used.clear();
+    for (const auto& mb : bucket.micro_batches) {
+      MicroBatchWire wire_mb;
+      for (const auto& seq : mb.sequences) {
+        SequencePlan wire_seq;
+        wire_seq.pieces.reserve(seq.pieces.size());
+        for (const auto& piece : seq.pieces) {
+          uint32_t& index = local.at(piece.doc);
+          if (index == kAbsent) {
+            index = static_cast<uint32_t>(plan.samples.size());
+            plan.samples.push_back(samples[piece.doc]);
+            used.push_back(piece.doc);
+          }
+          wire_seq.pieces.push_back({index, piece.begin, piece.length});
+          tokens += piece.length;
+        }
+        wire_mb.sequences.push_back(std::move(wire_seq));
+      }
+      plan.micro_batches.push_back(std::move(wire_mb));
+    }
+    for (uint32_t doc : used) local[doc] = kAbsent;
+    if (!delivered) continue;
+    const auto bytes = encode(plan);
+    for (int client : job_.tree.group_members(group))
+      if (job_.talks_to_planner(client)) out_.send(job_.layout.client_rank(client), kTagPlan, bytes, "sending a step plan");
+  }
+  return tokens;
 }
 
 // [fault] at its step: a loader is told (hang, stall, fail, crash), the
@@ -452,11 +472,12 @@ PlannerCheckpoint PlannerRole::state_before(uint64_t step) const {
   for (const auto& [planned, record] : in_flight_)
     if (planned >= step) cp.in_flight.insert(cp.in_flight.end(), record.samples.begin(), record.samples.end());
   for (uint32_t s = 0; s < sources_.size(); ++s) {
-    for (const auto& [cursor, meta] : sources_[s].resolved)
+    sources_[s].resolved.for_each([&](uint64_t cursor, const SampleMeta& meta) {
       cp.in_flight.push_back({s, meta.bad ? SampleState::failed : SampleState::loaded, meta.loader_rank, cursor, meta.index});
+    });
   }
   for (const auto& [rank, track] : loaders_)
-    for (const auto& [key, item] : track.outstanding)
+    for (const auto& item : track.outstanding.items())
       cp.in_flight.push_back({item.source, SampleState::requested, rank, item.cursor, item.index});
   cp.loader_sources = assignment_now();
   return cp;
@@ -615,7 +636,7 @@ MetricsStep PlannerRole::metrics_step(const InFlightStep& step) const {
   out.planner_work_seconds = work_.wall_seconds();
   out.backlog.assign(sources_.size(), 0);
   for (const auto& [rank, track] : loaders_)
-    for (const auto& [key, item] : track.outstanding) out.backlog.at(item.source)++;
+    for (size_t s = 0; s < sources_.size(); ++s) out.backlog[s] += track.outstanding.of_source(static_cast<uint32_t>(s));
   for (const auto& src : sources_) out.source_loaders.push_back(src.loader_ranks);
   return out;
 }
@@ -659,6 +680,7 @@ PlannerReport PlannerRole::serve() {
   for (auto& [rank, message] : restore_) out_.send(rank, kTagReassign, encode(message), "restoring the assignment");
   restore_.clear();
   Backoff backoff;
+  uint64_t dbg_passes = 0, dbg_idle = 0;
   while (acked_steps_ < steps || loader_checkpoint_) {
     work_.begin();
     bool progressed = false;
@@ -699,9 +721,11 @@ PlannerReport PlannerRole::serve() {
     advance_loader_checkpoint();
     out_.progress();
     work_.end(progressed);
+    if (progressed) ++dbg_passes; else ++dbg_idle;
     if (progressed) backoff.reset();
     else backoff.idle();
   }
+  fprintf(stderr, "DBG passes %llu idle %llu\n", (unsigned long long)dbg_passes, (unsigned long long)dbg_idle);
   report_.work_seconds = work_.wall_seconds();
   report_.work_cpu_seconds = work_.cpu_seconds();
   report_.messages_sent = out_.sent();

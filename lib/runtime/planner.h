@@ -22,6 +22,7 @@
 #include "plan/profile.h"
 #include "runtime/ack_watch.h"
 #include "runtime/context.h"
+#include "runtime/cursor_ring.h"
 #include "runtime/metrics.h"
 #include "runtime/window_budget.h"
 
@@ -51,7 +52,7 @@ class PlannerRole {
     uint64_t next_request = 0;  // next stream cursor to request
     uint64_t consumed = 0;      // first cursor not yet taken into a step
     uint64_t bad_in_flight = 0;  // resolved-bad cursors in [consumed, next_request)
-    std::map<uint64_t, SampleMeta> resolved;  // cursor -> metadata
+    CursorRing<SampleMeta> resolved;  // cursor -> metadata
     uint64_t resolved_good = 0;  // good samples in `resolved`: a step needs its quota of them first
     bool seen_good = false;
   };
@@ -59,7 +60,7 @@ class PlannerRole {
   // answered, and when it was last heard from; a loader silent past
   // loader.deadline_ms with requests pending is handed over to a shadow.
   struct LoaderTrack {
-    std::map<std::pair<uint32_t, uint64_t>, LoadItem> outstanding;  // (source, cursor)
+    PendingRequests outstanding;
     std::chrono::steady_clock::time_point last_heard;  // last metadata, or when it went busy
     bool shadow = false;
     bool failed = false;   // handed over: gets no new requests
@@ -89,6 +90,8 @@ class PlannerRole {
   void check_deadlines();
   void take_over(int loader_rank, const std::string& why);
   bool try_plan_step();
+  uint64_t send_plans(uint64_t step, const std::vector<BucketPlan>& buckets, const std::vector<SampleMeta>& samples,
+                      bool delivered);
   void on_meta(int loader_rank, const std::vector<SampleMeta>& metas);
   void on_ack(int client_rank, uint64_t step, double wait_seconds);
   void complete_step(uint64_t step);

@@ -22,22 +22,23 @@ bool WindowBudget::fits(int loader, size_t outstanding) const {
 
 void WindowBudget::placed(int loader, uint64_t offset, uint64_t bytes) {
   const uint64_t taken = slot_bytes(bytes);
-  slots_[loader][offset] = taken;
-  used_[loader] += taken;
+  Loader& l = loaders_[loader];
+  l.slots[offset] = taken;
+  l.used += taken;
 }
 
 void WindowBudget::released(int loader, uint64_t offset) {
-  auto slots = slots_.find(loader);
-  if (slots == slots_.end()) return;
-  auto it = slots->second.find(offset);
-  if (it == slots->second.end()) return;
-  used_[loader] -= it->second;
-  slots->second.erase(it);
+  auto l = loaders_.find(loader);
+  if (l == loaders_.end()) return;
+  auto it = l->second.slots.find(offset);
+  if (it == l->second.slots.end()) return;
+  l->second.used -= it->second;
+  l->second.slots.erase(it);
 }
 
 uint64_t WindowBudget::used(int loader) const {
-  auto it = used_.find(loader);
-  return it == used_.end() ? 0 : it->second;
+  auto it = loaders_.find(loader);
+  return it == loaders_.end() ? 0 : it->second.used;
 }
 
 }  // namespace msd

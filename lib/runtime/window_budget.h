@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <unordered_map>
 
 namespace msd {
 
@@ -27,8 +28,11 @@ class WindowBudget {
  private:
   uint64_t capacity_;  // as SlotAllocator sees the window (whole alignment units)
   uint64_t reserve_;   // job.max_sample_bytes, rounded up as a slot
-  std::map<int, std::map<uint64_t, uint64_t>> slots_;  // loader -> offset -> slot bytes
-  std::map<int, uint64_t> used_;
+  struct Loader {
+    std::unordered_map<uint64_t, uint64_t> slots;  // offset -> slot bytes
+    uint64_t used = 0;
+  };
+  std::map<int, Loader> loaders_;  // by world rank (a few)
 };
 
 }  // namespace msd
