@@ -74,7 +74,7 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
   }
 }
 
-void PlannerRole::send_loads(int loader_rank, std::vector<LoadItem> items) {
+void PlannerRole::send_loads(int loader_rank, const std::vector<LoadItem>& items) {
   if (items.empty()) return;
   LoaderTrack& track = loaders_.at(loader_rank);
   // Silence is measured from when a loader had something to answer.
@@ -114,7 +114,7 @@ void PlannerRole::take_over(int loader_rank, const std::string& why) {
   log_warn("loader ", takeover.loader, " ", why, ": shadow loader ", takeover.shadow, " takes over its sources and ",
            items.size(), " pending requests (", static_cast<int>(takeover.latency_s * 1e3), " ms after it went quiet)");
   report_.takeovers.push_back(takeover);
-  send_loads(shadow_rank, std::move(items));
+  send_loads(shadow_rank, items);
 }
 
 void PlannerRole::check_deadlines() {
@@ -139,29 +139,38 @@ void PlannerRole::request_ahead() {
     realized_before_.push_back(mixer_.realized());
     quotas_.push_back(mixer_.next());
   }
-  std::vector<uint64_t> need(sources_.size(), 0);
-  std::map<int, std::vector<LoadItem>> outbox;
+  // Scratch kept across calls: the planner passes here on every message.
+  need_.assign(sources_.size(), 0);
+  outbox_.resize(static_cast<size_t>(job_.layout.loader_ranks()));
+  const auto send_outbox = [&] {
+    for (size_t i = 0; i < outbox_.size(); ++i) {
+      if (outbox_[i].empty()) continue;
+      send_loads(job_.layout.loader_rank(static_cast<int>(i)), outbox_[i]);
+      outbox_[i].clear();
+    }
+  };
   for (size_t k = 0; k < quotas_.size(); ++k) {
-    for (size_t s = 0; s < sources_.size(); ++s) need[s] += quotas_[k][s];
+    for (size_t s = 0; s < sources_.size(); ++s) need_[s] += quotas_[k][s];
     for (size_t s = 0; s < sources_.size(); ++s) {
       auto& src = sources_[s];
-      while (src.next_request - src.consumed - src.bad_in_flight < need[s]) {
+      while (src.next_request - src.consumed - src.bad_in_flight < need_[s]) {
         const uint64_t cursor = src.next_request;
         // Spread a source's requests over its loaders; which loader serves a
         // sample never changes its content.
         const int loader = src.loader_ranks[cursor % src.loader_ranks.size()];
-        if (!window_.fits(loader, loaders_.at(loader).outstanding.size() + outbox[loader].size())) {
-          for (auto& [rank, items] : outbox) send_loads(rank, std::move(items));
+        auto& items = outbox_[static_cast<size_t>(job_.layout.loader_index(loader))];
+        if (!window_.fits(loader, loaders_.at(loader).outstanding.size() + items.size())) {
+          send_outbox();
           if (k == 0) make_room(loader);
           return;
         }
         const StreamPosition pos = stream_position(job_.config.job.seed, static_cast<uint32_t>(s), src.samples, cursor);
-        outbox[loader].push_back({static_cast<uint32_t>(s), cursor, pos.index});
+        items.push_back({static_cast<uint32_t>(s), cursor, pos.index});
         src.next_request++;
       }
     }
   }
-  for (auto& [loader, items] : outbox) send_loads(loader, std::move(items));
+  send_outbox();
 }
 
 // The earliest unplanned step needs a request that `loader`'s window cannot

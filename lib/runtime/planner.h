@@ -83,7 +83,7 @@ class PlannerRole {
   };
 
   void request_ahead();
-  void send_loads(int loader_rank, std::vector<LoadItem> items);
+  void send_loads(int loader_rank, const std::vector<LoadItem>& items);
   void make_room(int loader_rank);
   std::optional<uint64_t> step_end(size_t source) const;
   bool rewind(uint32_t source, uint64_t end, bool& freed);
@@ -128,6 +128,8 @@ class PlannerRole {
   WindowBudget window_;
   AckWatch acks_;  // job.stall_timeout_s: a client that stops acknowledging
   size_t peer_count_;  // clients that get plans and acknowledge (JobContext::planner_peers)
+  std::vector<uint64_t> need_;                    // request_ahead's scratch: samples per source
+  std::vector<std::vector<LoadItem>> outbox_;     // request_ahead's scratch: requests per loader index
   std::deque<std::vector<uint32_t>> quotas_;  // for steps next_step_, next_step_+1, ...
   std::deque<std::vector<uint64_t>> realized_before_;  // Mixer::realized() before each step in quotas_
   // What a checkpoint of step t needs, taken when t is planned: consumed
