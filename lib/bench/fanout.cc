@@ -21,13 +21,21 @@ std::string write_corpus(const std::string& dir, int s, uint64_t documents) {
                              0xfa0000ULL + static_cast<uint64_t>(s));
 }
 
+// Above the largest transformed sample of write_corpus's documents (543
+// tokens), so nothing is skipped as too_large.
+constexpr uint64_t kMaxSampleBytes = 16384;
+
 std::string write_config(const FanoutOptions& options, const std::string& work, const std::vector<std::string>& paths,
                          int clients, int tp) {
   const int dp = clients / tp;
   const std::string path = str(work, "/fanout-c", clients, "-t", tp, ".ini");
   std::ofstream out(path);
   out << "[job]\nsteps = " << options.steps << "\nglobal_batch = " << options.samples_per_group * dp
-      << "\nseq_len = " << options.seq_len << "\nmicro_batches = 1\nprefetch_steps = 2\nseed = 3\n\n"
+      << "\nseq_len = " << options.seq_len << "\nmicro_batches = 1\nprefetch_steps = 2\nseed = 3\n"
+      // The corpus' documents take at most a few KiB: a window budget that
+      // reserves 1 MiB (the default) per request would hold each loader to
+      // 32 requests in flight and split every step's requests into many.
+      << "max_sample_bytes = " << kMaxSampleBytes << "\n\n"
       << "[topology]\ndp = " << dp << "\ntp = " << tp << "\nloaders = " << options.loaders << "\n\n[mix]\nsources = ";
   for (size_t s = 0; s < paths.size(); ++s) out << (s ? ", " : "") << "corpus" << s;
   out << "\n\n";
@@ -59,6 +67,9 @@ FanoutRow run_row(const FanoutOptions& options, const std::string& work, const s
     if (std::isnan(v)) throw Error(str(stem, ".json has no number ", key));
     return v;
   };
+  if (number("bad_samples.too_large") != 0)
+    throw Error(str(stem, ".json: samples skipped as too_large; the bench's job.max_sample_bytes (", kMaxSampleBytes,
+                    ") is below its corpus' samples"));
   row.ms_per_step = number("planner_work.ms_per_step");
   row.cpu_ms_per_step = number("planner_work.cpu_ms_per_step");
   row.received_per_step = number("planner_work.messages_received_per_step");
