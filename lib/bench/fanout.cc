@@ -74,6 +74,7 @@ FanoutRow run_row(const FanoutOptions& options, const std::string& work, const s
   row.cpu_ms_per_step = number("planner_work.cpu_ms_per_step");
   row.received_per_step = number("planner_work.messages_received_per_step");
   row.sent_per_step = number("planner_work.messages_sent_per_step");
+  row.passes_per_step = number("planner_work.busy_passes_per_step");
   row.wall_s = number("wall_s");
   return row;
 }
@@ -219,6 +220,7 @@ std::string fanout_json(const FanoutReport& report) {
         .value("cpu_ms_per_step", row.cpu_ms_per_step)
         .value("messages_received_per_step", row.received_per_step)
         .value("messages_sent_per_step", row.sent_per_step)
+        .value("busy_passes_per_step", row.passes_per_step)
         .value("wall_s", row.wall_s)
         .end_object();
   w.end_array();
@@ -245,13 +247,13 @@ std::string fanout_text(const FanoutReport& report) {
   std::string out = str("msd-bench fanout: the planner's work per step (", report.samples_per_group,
                         " samples per data group; CPU time of its thread, wall time of its busy passes)\n");
   char line[256];
-  std::snprintf(line, sizeof line, "  %7s %3s %6s %8s %10s %10s %9s %9s\n", "clients", "tp", "groups", "samples",
-                "cpu ms", "wall ms", "received", "sent");
+  std::snprintf(line, sizeof line, "  %7s %3s %6s %8s %10s %10s %9s %9s %7s\n", "clients", "tp", "groups", "samples",
+                "cpu ms", "wall ms", "received", "sent", "passes");
   out += line;
   for (const FanoutRow& r : report.rows) {
-    std::snprintf(line, sizeof line, "  %7d %3d %6d %8llu %10.3f %10.3f %9.1f %9.1f\n", r.clients, r.tp, r.groups,
-                  static_cast<unsigned long long>(r.samples_per_step), r.cpu_ms_per_step, r.ms_per_step,
-                  r.received_per_step, r.sent_per_step);
+    std::snprintf(line, sizeof line, "  %7d %3d %6d %8llu %10.3f %10.3f %9.1f %9.1f %7.1f\n", r.clients, r.tp,
+                  r.groups, static_cast<unsigned long long>(r.samples_per_step), r.cpu_ms_per_step, r.ms_per_step,
+                  r.received_per_step, r.sent_per_step, r.passes_per_step);
     out += line;
   }
   const FanoutFit& f = report.cpu_ms;

@@ -35,6 +35,7 @@ struct FanoutRow {
   uint64_t samples_per_step = 0;
   double ms_per_step = 0, cpu_ms_per_step = 0;  // planner_work
   double received_per_step = 0, sent_per_step = 0;
+  double passes_per_step = 0;  // the planner loop's busy passes (each polls MPI once more and yields)
   double wall_s = 0;  // the run's summary wall_s
 };
 

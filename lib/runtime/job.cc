@@ -423,6 +423,7 @@ Summary Job::finish(const TrainerStats& trainer) {
     input.planner_work_cpu_seconds = job.report.work_cpu_seconds;
     input.planner_messages_received = job.report.messages_received;
     input.planner_messages_sent = job.report.messages_sent;
+    input.planner_busy_passes = job.report.busy_passes;
     input.profiles = job.report.profiles;
   }
   job.stats.peak_rss_bytes = peak_rss_bytes();

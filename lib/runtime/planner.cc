@@ -682,6 +682,30 @@ std::vector<SourceProfile> PlannerRole::profiles() const {
   return out;
 }
 
+void PlannerRole::handle(const Message& message) {
+  if (message.tag == kTagMeta) {
+    LoaderStatus status;
+    on_meta(message.source, decode_meta(message.bytes, &status));
+    if (metrics_) metrics_->loader_status(message.source, status);
+  } else if (message.tag == kTagProfile) {
+    loader_profiles_[message.source] = decode_profile(message.bytes).sources;
+  } else if (message.tag == kTagAck) {
+    const AckMessage ack = decode_ack(message.bytes);
+    if (metrics_) metrics_->client_rss(message.source, ack.rss_bytes);
+    on_ack(message.source, ack.step, ack.wait_seconds);
+  } else if (message.tag == kTagReassign) {
+    on_reassigned(message.source, decode_hello(message.bytes));
+  } else if (message.tag == kTagCheckpoint || message.tag == kTagCheckpointGo) {
+    WireReader r(message.bytes, "loader checkpoint");
+    const uint64_t step = r.u64();
+    r.finish();
+    if (message.tag == kTagCheckpoint) on_checkpoint_ready(message.source, step);
+    else on_checkpoint_written(message.source, step);
+  } else {
+    throw ProtocolError(str("planner got unexpected tag ", message.tag, " from rank ", message.source));
+  }
+}
+
 PlannerReport PlannerRole::serve() {
   start_ = last_step_done_ = std::chrono::steady_clock::now();
   if (metrics_) metrics_->start(start_);
@@ -689,39 +713,21 @@ PlannerReport PlannerRole::serve() {
   for (auto& [rank, message] : restore_) out_.send(rank, kTagReassign, encode(message), "restoring the assignment");
   restore_.clear();
   Backoff backoff;
-  uint64_t dbg_passes = 0, dbg_idle = 0;
   while (acked_steps_ < steps || loader_checkpoint_) {
     work_.begin();
     bool progressed = false;
+    // Messages first, then whatever they made possible (requests into freed
+    // room, the next step once its samples are in), in the same pass: a step
+    // acknowledged or loaded costs one busy pass, not two.
+    while (auto message = try_receive(job_.world.get(), MPI_ANY_SOURCE, MPI_ANY_TAG, "waiting for loaders and clients")) {
+      progressed = true;
+      report_.messages_received++;
+      handle(*message);
+    }
     request_ahead();
     while (try_plan_step()) {
       progressed = true;
       request_ahead();
-    }
-    while (auto message = try_receive(job_.world.get(), MPI_ANY_SOURCE, MPI_ANY_TAG, "waiting for loaders and clients")) {
-      progressed = true;
-      report_.messages_received++;
-      if (message->tag == kTagMeta) {
-        LoaderStatus status;
-        on_meta(message->source, decode_meta(message->bytes, &status));
-        if (metrics_) metrics_->loader_status(message->source, status);
-      } else if (message->tag == kTagProfile) {
-        loader_profiles_[message->source] = decode_profile(message->bytes).sources;
-      } else if (message->tag == kTagAck) {
-        const AckMessage ack = decode_ack(message->bytes);
-        if (metrics_) metrics_->client_rss(message->source, ack.rss_bytes);
-        on_ack(message->source, ack.step, ack.wait_seconds);
-      } else if (message->tag == kTagReassign) {
-        on_reassigned(message->source, decode_hello(message->bytes));
-      } else if (message->tag == kTagCheckpoint || message->tag == kTagCheckpointGo) {
-        WireReader r(message->bytes, "loader checkpoint");
-        const uint64_t step = r.u64();
-        r.finish();
-        if (message->tag == kTagCheckpoint) on_checkpoint_ready(message->source, step);
-        else on_checkpoint_written(message->source, step);
-      } else {
-        throw ProtocolError(str("planner got unexpected tag ", message->tag, " from rank ", message->source));
-      }
     }
     check_deadlines();
     acks_.check(std::chrono::steady_clock::now());
@@ -730,11 +736,13 @@ PlannerReport PlannerRole::serve() {
     advance_loader_checkpoint();
     out_.progress();
     work_.end(progressed);
-    if (progressed) ++dbg_passes; else ++dbg_idle;
-    if (progressed) backoff.reset();
-    else backoff.idle();
+    if (progressed) {
+      report_.busy_passes++;
+      backoff.reset();
+    } else {
+      backoff.idle();
+    }
   }
-  fprintf(stderr, "DBG passes %llu idle %llu\n", (unsigned long long)dbg_passes, (unsigned long long)dbg_idle);
   report_.work_seconds = work_.wall_seconds();
   report_.work_cpu_seconds = work_.cpu_seconds();
   report_.messages_sent = out_.sent();

@@ -90,6 +90,7 @@ class PlannerRole {
   void check_deadlines();
   void take_over(int loader_rank, const std::string& why);
   bool try_plan_step();
+  void handle(const Message& message);  // a loader's or client's message to the planner
   uint64_t send_plans(uint64_t step, const std::vector<BucketPlan>& buckets, const std::vector<SampleMeta>& samples,
                       bool delivered);
   void on_meta(int loader_rank, const std::vector<SampleMeta>& metas);

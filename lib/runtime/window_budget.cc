@@ -22,7 +22,7 @@ bool WindowBudget::fits(int loader, size_t outstanding) const {
 
 void WindowBudget::placed(int loader, uint64_t offset, uint64_t bytes) {
   const uint64_t taken = slot_bytes(bytes);
-  Loader& l = loaders_[loader];
+  Loader& l = loaders_.try_emplace(loader, &pool_).first->second;
   l.slots[offset] = taken;
   l.used += taken;
 }

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory_resource>
 #include <unordered_map>
 
 namespace msd {
@@ -28,8 +29,12 @@ class WindowBudget {
  private:
   uint64_t capacity_;  // as SlotAllocator sees the window (whole alignment units)
   uint64_t reserve_;   // job.max_sample_bytes, rounded up as a slot
+  // A slot is placed and released once per sample: its table entries come
+  // from a pool, not from malloc.
+  std::pmr::unsynchronized_pool_resource pool_;
   struct Loader {
-    std::unordered_map<uint64_t, uint64_t> slots;  // offset -> slot bytes
+    explicit Loader(std::pmr::memory_resource* pool) : slots(pool) {}
+    std::pmr::unordered_map<uint64_t, uint64_t> slots;  // offset -> slot bytes
     uint64_t used = 0;
   };
   std::map<int, Loader> loaders_;  // by world rank (a few)
