@@ -326,6 +326,7 @@ bool PlannerRole::try_plan_step() {
     docs[i] = PlanDoc{static_cast<uint32_t>(i), m.positions(), m.patches, cost_.document(m.positions(), m.patches)};
   }
   std::vector<BucketPlan> buckets;
+  const double placing_since = thread_cpu_seconds();
   if (mode_ == TrainingMode::colocated_tokens) {
     // The Megatron-style baseline packs in the step's arrival order, the one
     // the colocated client uses; msd's plans do not depend on the order.
@@ -339,6 +340,7 @@ bool PlannerRole::try_plan_step() {
     report_.budget_exceeded_steps += packed.stats.budget_exceeded;
     buckets = std::move(packed.buckets);
   }
+  report_.placement_cpu_seconds += thread_cpu_seconds() - placing_since;
   MSD_CHECK_EQ(buckets.size(), static_cast<size_t>(job_.tree.data_groups()));
   if (trace_) trace_->append_step(make_step_record(step, std::move(consumed), buckets, cost_));
   if (metrics_ && step >= deliver_from_) metrics_->planned(step, buckets, docs);
