@@ -164,13 +164,24 @@ void PlannerRole::request_ahead() {
           if (k == 0) make_room(loader);
           return;
         }
-        const StreamPosition pos = stream_position(job_.config.job.seed, static_cast<uint32_t>(s), src.samples, cursor);
-        items.push_back({static_cast<uint32_t>(s), cursor, pos.index});
+        items.push_back({static_cast<uint32_t>(s), cursor, file_index(static_cast<uint32_t>(s), cursor)});
         src.next_request++;
       }
     }
   }
   send_outbox();
+}
+
+// stream_position(seed, source, samples, cursor).index, with the epoch's
+// permutation kept between calls.
+uint64_t PlannerRole::file_index(uint32_t source, uint64_t cursor) {
+  SourceState& src = sources_[source];
+  const uint64_t epoch = cursor / src.samples;
+  if (!src.permutation || src.permutation_epoch != epoch) {
+    src.permutation.emplace(src.samples, permutation_key(job_.config.job.seed, source, epoch));
+    src.permutation_epoch = epoch;
+  }
+  return (*src.permutation)(cursor % src.samples);
 }
 
 // The earliest unplanned step needs a request that `loader`'s window cannot

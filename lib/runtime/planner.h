@@ -25,6 +25,7 @@
 #include "runtime/cursor_ring.h"
 #include "runtime/metrics.h"
 #include "runtime/window_budget.h"
+#include "source/permutation.h"
 
 namespace msd {
 
@@ -55,6 +56,10 @@ class PlannerRole {
     CursorRing<SampleMeta> resolved;  // cursor -> metadata
     uint64_t resolved_good = 0;  // good samples in `resolved`: a step needs its quota of them first
     bool seen_good = false;
+    // The stream's permutation of the epoch last requested from: the file
+    // index of every cursor requested (stream_position), built once an epoch.
+    std::optional<Permutation> permutation;
+    uint64_t permutation_epoch = 0;
   };
   // What the planner knows of a loader rank: the requests it has not
   // answered, and when it was last heard from; a loader silent past
@@ -83,6 +88,7 @@ class PlannerRole {
   };
 
   void request_ahead();
+  uint64_t file_index(uint32_t source, uint64_t cursor);
   void send_loads(int loader_rank, const std::vector<LoadItem>& items);
   void make_room(int loader_rank);
   std::optional<uint64_t> step_end(size_t source) const;
