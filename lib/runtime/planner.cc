@@ -200,8 +200,8 @@ void PlannerRole::make_room(int loader) {
   }
   if (freed || waiting) return;
   for (const auto& [step, record] : in_flight_)
-    for (const auto& [rank, offset] : record.slots)
-      if (rank == loader) return;  // released when that step is acknowledged
+    for (const auto& slot : record.slots)
+      if (slot.loader == loader) return;  // released when that step is acknowledged
   throw ConfigError(str("loader.window_mb: loader ", job_.layout.loader_index(loader), "'s window (",
                         window_.capacity(), " bytes) cannot hold step ", next_step_, ": its samples there take ",
                         window_.used(loader), " bytes and the next may take up to job.max_sample_bytes = ",
@@ -236,7 +236,7 @@ bool PlannerRole::rewind(uint32_t s, uint64_t end, bool& freed) {
     }
     --src.resolved_good;
     releases[meta.loader_rank].push_back(meta.slot_offset);
-    window_.released(meta.loader_rank, meta.slot_offset);
+    window_.released(meta.loader_rank, meta.slot_bytes);
     freed = true;
   });
   for (auto& [rank, offsets] : releases)
@@ -277,7 +277,7 @@ void PlannerRole::on_meta(int loader_rank, const std::vector<SampleMeta>& metas)
                           " samples can be loaded; see the bad-sample messages above"));
     } else {
       src.seen_good = true;
-      window_.placed(loader_rank, meta.slot_offset, meta.slot_bytes);
+      window_.placed(loader_rank, meta.slot_bytes);
     }
     src.resolved.insert(meta.cursor, meta);
     if (meta.bad == 0) ++src.resolved_good;
@@ -363,7 +363,7 @@ bool PlannerRole::try_plan_step() {
   record.slots.reserve(samples.size());
   record.samples.reserve(samples.size());
   for (const auto& m : samples) {
-    record.slots.push_back({m.loader_rank, m.slot_offset});
+    record.slots.push_back({m.loader_rank, m.slot_offset, m.slot_bytes});
     record.samples.push_back({m.source, SampleState::planned, m.loader_rank, m.cursor, m.index});
   }
   record.tokens = send_plans(step, buckets, samples, delivered);
@@ -453,9 +453,9 @@ void PlannerRole::complete_step(uint64_t step) {
   acks_.completed(step);
   // Every client of every group has its bytes: the slots can be reused.
   std::map<int, std::vector<uint64_t>> releases;
-  for (const auto& [loader, offset] : it->second.slots) {
-    releases[loader].push_back(offset);
-    window_.released(loader, offset);
+  for (const auto& slot : it->second.slots) {
+    releases[slot.loader].push_back(slot.offset);
+    window_.released(slot.loader, slot.bytes);
   }
   for (const auto& [loader, offsets] : releases)
     out_.send(loader, kTagRelease, encode_release(offsets), "releasing slots");

@@ -83,7 +83,12 @@ class PlannerRole {
     uint64_t tokens = 0;
     double max_wait_seconds = 0.0;
     double wait_sum_seconds = 0.0;  // over clients
-    std::vector<std::pair<int, uint64_t>> slots;  // (loader rank, slot offset)
+    struct Slot {
+      int loader = 0;  // world rank
+      uint64_t offset = 0;
+      uint32_t bytes = 0;  // the sample's (SampleMeta::slot_bytes)
+    };
+    std::vector<Slot> slots;
     std::vector<InFlightSample> samples;          // for checkpoints' DGraph
   };
 

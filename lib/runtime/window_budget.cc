@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/error.h"
 #include "transport/slot.h"
 
 namespace msd {
@@ -20,25 +21,18 @@ bool WindowBudget::fits(int loader, size_t outstanding) const {
   return used(loader) + (outstanding + 1) * reserve_ <= capacity_;
 }
 
-void WindowBudget::placed(int loader, uint64_t offset, uint64_t bytes) {
-  const uint64_t taken = slot_bytes(bytes);
-  Loader& l = loaders_.try_emplace(loader, &pool_).first->second;
-  l.slots[offset] = taken;
-  l.used += taken;
-}
+void WindowBudget::placed(int loader, uint64_t bytes) { used_[loader] += slot_bytes(bytes); }
 
-void WindowBudget::released(int loader, uint64_t offset) {
-  auto l = loaders_.find(loader);
-  if (l == loaders_.end()) return;
-  auto it = l->second.slots.find(offset);
-  if (it == l->second.slots.end()) return;
-  l->second.used -= it->second;
-  l->second.slots.erase(it);
+void WindowBudget::released(int loader, uint64_t bytes) {
+  uint64_t& used = used_[loader];
+  const uint64_t taken = slot_bytes(bytes);
+  MSD_CHECK_LE(taken, used);
+  used -= taken;
 }
 
 uint64_t WindowBudget::used(int loader) const {
-  auto it = loaders_.find(loader);
-  return it == loaders_.end() ? 0 : it->second.used;
+  auto it = used_.find(loader);
+  return it == used_.end() ? 0 : it->second;
 }
 
 }  // namespace msd

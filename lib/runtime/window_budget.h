@@ -8,8 +8,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <memory_resource>
-#include <unordered_map>
 
 namespace msd {
 
@@ -20,8 +18,11 @@ class WindowBudget {
 
   // Whether `loader`, with `outstanding` requests unanswered, can take one more.
   bool fits(int loader, size_t outstanding) const;
-  void placed(int loader, uint64_t offset, uint64_t bytes);  // a slot the planner took into a step or keeps
-  void released(int loader, uint64_t offset);                // that slot freed (no-op when unknown)
+  // A slot of a sample of `bytes` that the planner took into a step or keeps,
+  // and, once, that slot freed. The planner knows each slot's sample, so
+  // the budget keeps only the sums: no table per slot.
+  void placed(int loader, uint64_t bytes);
+  void released(int loader, uint64_t bytes);  // REQUIRES: placed before with these bytes
   uint64_t used(int loader) const;
   uint64_t capacity() const { return capacity_; }
   uint64_t reserve() const { return reserve_; }
@@ -29,15 +30,7 @@ class WindowBudget {
  private:
   uint64_t capacity_;  // as SlotAllocator sees the window (whole alignment units)
   uint64_t reserve_;   // job.max_sample_bytes, rounded up as a slot
-  // A slot is placed and released once per sample: its table entries come
-  // from a pool, not from malloc.
-  std::pmr::unsynchronized_pool_resource pool_;
-  struct Loader {
-    explicit Loader(std::pmr::memory_resource* pool) : slots(pool) {}
-    std::pmr::unordered_map<uint64_t, uint64_t> slots;  // offset -> slot bytes
-    uint64_t used = 0;
-  };
-  std::map<int, Loader> loaders_;  // by world rank (a few)
+  std::map<int, uint64_t> used_;  // by loader world rank (a few): the bytes of its slots placed
 };
 
 }  // namespace msd
