@@ -21,8 +21,8 @@ for r in rows:
     # (TP followers take the batch from their leader): they grow with groups.
     assert r["messages_received_per_step"] >= r["groups"], r
     assert r["messages_sent_per_step"] >= r["groups"], r
-    # Some pass handled each step (its plan went out in one).
-    assert r["busy_passes_per_step"] >= 1, r
+    # Busy passes were counted (one pass may plan or complete several steps).
+    assert r["busy_passes_per_step"] > 0, r
 for r in rows:  # packing and balancing is a part of the planner's CPU time
     assert 0 < r["placement_cpu_ms_per_step"] <= r["cpu_ms_per_step"], r
 fit = report["fit_cpu_ms_per_step"]
