@@ -317,8 +317,11 @@ int fanout_main(int argc, char** argv) {
       "this node with tiny compute (emulator.time_scale = 0) and --samples-per-group samples\n"
       "per data group per step. Reads the summary's planner_work: CPU time of the planner's\n"
       "thread and wall time of its loop's busy passes, and messages received and sent, per\n"
-      "step. Fits CPU ms per step = base + a x groups + b x clients and extrapolates to\n"
-      "--gpus GPUs in data groups of each --extrapolate-tps (docs/planner-scaling.md).\n\n"
+      "step, and of the CPU time what packing and balancing took (placement). Fits the\n"
+      "handling (CPU time less placement) per step = base + a x groups + b x clients and\n"
+      "extrapolates it to --gpus GPUs in data groups of each --extrapolate-tps; the\n"
+      "placement at that size is measured (pack_step on steps of the same documents), not\n"
+      "extrapolated: balancing does not grow linearly (docs/planner-scaling.md).\n\n"
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")

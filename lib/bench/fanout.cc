@@ -3,11 +3,16 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 
 #include "bench/launch.h"
+#include "common/digest.h"
 #include "common/error.h"
 #include "common/json_writer.h"
+#include "msd/config.h"
+#include "plan/cost.h"
+#include "plan/pack.h"
 
 namespace msd::bench {
 
@@ -21,13 +26,21 @@ std::string write_corpus(const std::string& dir, int s, uint64_t documents) {
                              0xfa0000ULL + static_cast<uint64_t>(s));
 }
 
+// Above the largest transformed sample of write_corpus's documents (543
+// tokens), so nothing is skipped as too_large.
+constexpr uint64_t kMaxSampleBytes = 16384;
+
 std::string write_config(const FanoutOptions& options, const std::string& work, const std::vector<std::string>& paths,
                          int clients, int tp) {
   const int dp = clients / tp;
   const std::string path = str(work, "/fanout-c", clients, "-t", tp, ".ini");
   std::ofstream out(path);
   out << "[job]\nsteps = " << options.steps << "\nglobal_batch = " << options.samples_per_group * dp
-      << "\nseq_len = " << options.seq_len << "\nmicro_batches = 1\nprefetch_steps = 2\nseed = 3\n\n"
+      << "\nseq_len = " << options.seq_len << "\nmicro_batches = 1\nprefetch_steps = 2\nseed = 3\n"
+      // The corpus' documents take at most a few KiB: a window budget that
+      // reserves 1 MiB (the default) per request would hold each loader to
+      // 32 requests in flight and split every step's requests into many.
+      << "max_sample_bytes = " << kMaxSampleBytes << "\n\n"
       << "[topology]\ndp = " << dp << "\ntp = " << tp << "\nloaders = " << options.loaders << "\n\n[mix]\nsources = ";
   for (size_t s = 0; s < paths.size(); ++s) out << (s ? ", " : "") << "corpus" << s;
   out << "\n\n";
@@ -59,10 +72,15 @@ FanoutRow run_row(const FanoutOptions& options, const std::string& work, const s
     if (std::isnan(v)) throw Error(str(stem, ".json has no number ", key));
     return v;
   };
+  if (number("bad_samples.too_large") != 0)
+    throw Error(str(stem, ".json: samples skipped as too_large; the bench's job.max_sample_bytes (", kMaxSampleBytes,
+                    ") is below its corpus' samples"));
   row.ms_per_step = number("planner_work.ms_per_step");
   row.cpu_ms_per_step = number("planner_work.cpu_ms_per_step");
+  row.placement_cpu_ms_per_step = number("planner_work.placement_cpu_ms_per_step");
   row.received_per_step = number("planner_work.messages_received_per_step");
   row.sent_per_step = number("planner_work.messages_sent_per_step");
+  row.passes_per_step = number("planner_work.busy_passes_per_step");
   row.wall_s = number("wall_s");
   return row;
 }
@@ -134,6 +152,32 @@ FanoutFit fit_fanout(const std::vector<double>& groups, const std::vector<double
   return fit;
 }
 
+double placement_cpu_ms(const FanoutOptions& options, int groups, int reps) {
+  Config config;
+  config.job.seq_len = options.seq_len;
+  config.job.micro_batches = 1;
+  config.job.global_batch = options.samples_per_group * static_cast<uint64_t>(groups);
+  config.topology.dp = groups;
+  const PackOptions pack = make_pack_options(config);
+  const CostModel cost = make_cost_model(config);
+  uint64_t state = 0xfa0001ULL;
+  double seconds = 0;
+  for (int rep = 0; rep < reps; ++rep) {
+    std::vector<PlanDoc> docs(config.job.global_batch);
+    for (uint32_t i = 0; i < docs.size(); ++i) {
+      const auto tokens = static_cast<uint32_t>(32 + splitmix64(state) % 512);  // as write_corpus's documents
+      docs[i] = PlanDoc{i, tokens, 0, cost.document(tokens, 0)};
+    }
+    timespec from{}, to{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &from);
+    const PackedStep packed = pack_step(docs, pack, cost);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &to);
+    if (packed.buckets.size() != static_cast<size_t>(groups)) throw Error("pack_step: wrong number of buckets");
+    seconds += static_cast<double>(to.tv_sec - from.tv_sec) + 1e-9 * static_cast<double>(to.tv_nsec - from.tv_nsec);
+  }
+  return 1e3 * seconds / reps;
+}
+
 FanoutReport run_fanout_bench(const FanoutOptions& options) {
   if (options.clients.empty() || options.tps.empty()) throw ConfigError("--clients and --tps need a value each");
   if (options.steps < 2) throw ConfigError("--steps must be at least 2");
@@ -158,23 +202,28 @@ FanoutReport run_fanout_bench(const FanoutOptions& options) {
   FanoutReport report;
   report.target_ms = options.target_ms;
   report.samples_per_group = options.samples_per_group;
-  std::vector<double> groups, clients, cpu, messages;
+  std::vector<double> groups, clients, cpu, handling, messages;
   for (const auto& [c, t] : layouts) {
     report.rows.push_back(run_row(options, work, paths, c, t));
     const FanoutRow& row = report.rows.back();
     groups.push_back(row.groups);
     clients.push_back(row.clients);
     cpu.push_back(row.cpu_ms_per_step);
+    handling.push_back(row.cpu_ms_per_step - row.placement_cpu_ms_per_step);
     messages.push_back(row.received_per_step + row.sent_per_step);
   }
   report.cpu_ms = fit_fanout(groups, clients, cpu);
+  report.handling_cpu_ms = fit_fanout(groups, clients, handling);
   report.messages = fit_fanout(groups, clients, messages);
   for (int t : options.extrapolate_tps) {
     FanoutPoint p;
     p.gpus = options.gpus;
     p.tp = t;
     p.groups = options.gpus / t;
-    p.cpu_ms_per_step = report.cpu_ms.at(p.groups, p.gpus);
+    p.linear_cpu_ms_per_step = report.cpu_ms.at(p.groups, p.gpus);
+    p.handling_cpu_ms_per_step = report.handling_cpu_ms.at(p.groups, p.gpus);
+    p.placement_cpu_ms_per_step = placement_cpu_ms(options, p.groups, 3);
+    p.cpu_ms_per_step = p.handling_cpu_ms_per_step + p.placement_cpu_ms_per_step;
     p.messages_per_step = report.messages.at(p.groups, p.gpus);
     p.meets_target = p.cpu_ms_per_step <= options.target_ms;
     report.extrapolated.push_back(p);
@@ -206,12 +255,15 @@ std::string fanout_json(const FanoutReport& report) {
         .value("samples_per_step", row.samples_per_step)
         .value("ms_per_step", row.ms_per_step)
         .value("cpu_ms_per_step", row.cpu_ms_per_step)
+        .value("placement_cpu_ms_per_step", row.placement_cpu_ms_per_step)
         .value("messages_received_per_step", row.received_per_step)
         .value("messages_sent_per_step", row.sent_per_step)
+        .value("busy_passes_per_step", row.passes_per_step)
         .value("wall_s", row.wall_s)
         .end_object();
   w.end_array();
   write_fit(w, "fit_cpu_ms_per_step", report.cpu_ms);
+  write_fit(w, "fit_handling_cpu_ms_per_step", report.handling_cpu_ms);
   write_fit(w, "fit_messages_per_step", report.messages);
   w.value("target_ms", report.target_ms);
   w.begin_array("extrapolated");
@@ -221,7 +273,10 @@ std::string fanout_json(const FanoutReport& report) {
         .value("tp", p.tp)
         .value("groups", p.groups)
         .value("samples_per_step", static_cast<uint64_t>(p.groups) * report.samples_per_group)
+        .value("handling_cpu_ms_per_step", p.handling_cpu_ms_per_step)
+        .value("placement_cpu_ms_per_step", p.placement_cpu_ms_per_step)
         .value("cpu_ms_per_step", p.cpu_ms_per_step)
+        .value("linear_cpu_ms_per_step", p.linear_cpu_ms_per_step)
         .value("messages_per_step", p.messages_per_step)
         .value("meets_target", p.meets_target)
         .end_object();
@@ -234,27 +289,33 @@ std::string fanout_text(const FanoutReport& report) {
   std::string out = str("msd-bench fanout: the planner's work per step (", report.samples_per_group,
                         " samples per data group; CPU time of its thread, wall time of its busy passes)\n");
   char line[256];
-  std::snprintf(line, sizeof line, "  %7s %3s %6s %8s %10s %10s %9s %9s\n", "clients", "tp", "groups", "samples",
-                "cpu ms", "wall ms", "received", "sent");
+  std::snprintf(line, sizeof line, "  %7s %3s %6s %8s %10s %9s %10s %9s %9s %7s\n", "clients", "tp", "groups",
+                "samples", "cpu ms", "place ms", "wall ms", "received", "sent", "passes");
   out += line;
   for (const FanoutRow& r : report.rows) {
-    std::snprintf(line, sizeof line, "  %7d %3d %6d %8llu %10.3f %10.3f %9.1f %9.1f\n", r.clients, r.tp, r.groups,
-                  static_cast<unsigned long long>(r.samples_per_step), r.cpu_ms_per_step, r.ms_per_step,
-                  r.received_per_step, r.sent_per_step);
+    std::snprintf(line, sizeof line, "  %7d %3d %6d %8llu %10.3f %9.3f %10.3f %9.1f %9.1f %7.1f\n", r.clients, r.tp,
+                  r.groups, static_cast<unsigned long long>(r.samples_per_step), r.cpu_ms_per_step,
+                  r.placement_cpu_ms_per_step, r.ms_per_step, r.received_per_step, r.sent_per_step, r.passes_per_step);
     out += line;
   }
   const FanoutFit& f = report.cpu_ms;
+  const FanoutFit& h = report.handling_cpu_ms;
   const FanoutFit& m = report.messages;
   std::snprintf(line, sizeof line, "  fit: cpu ms/step = %.4f + %.5f x groups + %.5f x clients%s\n", f.base,
                 f.per_group, f.per_client, f.separated ? "" : " (groups not separable: one tp)");
+  out += line;
+  std::snprintf(line, sizeof line, "  fit: handling (cpu - place) ms/step = %.4f + %.5f x groups + %.5f x clients\n",
+                h.base, h.per_group, h.per_client);
   out += line;
   std::snprintf(line, sizeof line, "  fit: messages/step = %.2f + %.3f x groups + %.3f x clients\n", m.base,
                 m.per_group, m.per_client);
   out += line;
   for (const FanoutPoint& p : report.extrapolated) {
-    std::snprintf(line, sizeof line, "  extrapolated to %d GPUs, tp %d (%d groups): %.2f ms CPU per step, %.0f messages (target %.0f ms: %s)\n",
-                  p.gpus, p.tp, p.groups, p.cpu_ms_per_step, p.messages_per_step, report.target_ms,
-                  p.meets_target ? "met" : "missed");
+    std::snprintf(line, sizeof line,
+                  "  at %d GPUs, tp %d (%d groups): %.2f ms CPU per step = handling %.2f (fit) + placement %.2f "
+                  "(measured); linear fit %.2f; %.0f messages (target %.0f ms: %s)\n",
+                  p.gpus, p.tp, p.groups, p.cpu_ms_per_step, p.handling_cpu_ms_per_step, p.placement_cpu_ms_per_step,
+                  p.linear_cpu_ms_per_step, p.messages_per_step, report.target_ms, p.meets_target ? "met" : "missed");
     out += line;
   }
   return out;

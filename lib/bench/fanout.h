@@ -3,9 +3,11 @@
 // C / T) on one node, tiny compute (emulator.time_scale = 0) and a global
 // batch of samples_per_group samples per data group, and reads the summary's
 // planner_work (docs/summary.md): wall and CPU time of the passes of the
-// planner's loop that handled something, and the messages it received and
-// sent, per step. A least-squares fit of CPU ms per step = base + per_group x
-// groups + per_client x clients over the rows extrapolates to a large job
+// planner's loop that handled something, the part of the CPU time spent
+// packing and balancing (placement), and the messages it received and sent,
+// per step. A least-squares fit of the handling (CPU less placement) ms per
+// step = base + per_group x groups + per_client x clients over the rows
+// extrapolates to a large job, where the placement is measured
 // (docs/planner-scaling.md). CPU time, not wall: on a node with more ranks
 // than cores the planner's wall time counts the time it waited for a core.
 #pragma once
@@ -34,7 +36,9 @@ struct FanoutRow {
   int clients = 0, tp = 0, groups = 0;
   uint64_t samples_per_step = 0;
   double ms_per_step = 0, cpu_ms_per_step = 0;  // planner_work
+  double placement_cpu_ms_per_step = 0;         // of cpu_ms_per_step, packing and balancing (pack_step)
   double received_per_step = 0, sent_per_step = 0;
+  double passes_per_step = 0;  // the planner loop's busy passes (each polls MPI once more and yields)
   double wall_s = 0;  // the run's summary wall_s
 };
 
@@ -47,15 +51,21 @@ struct FanoutFit {
   double at(double groups, double clients) const { return base + per_group * groups + per_client * clients; }
 };
 
+// At a large job: the handling (the planner's CPU time apart from packing
+// and balancing) from its fit over the rows, which grows linearly with the
+// groups and clients; the placement (pack_step) measured at that size on
+// synthetic steps of the rows' documents, since balancing is not linear in
+// the groups; cpu = their sum. linear_cpu: the fit of the whole CPU time.
 struct FanoutPoint {
   int gpus = 0, tp = 0, groups = 0;
-  double cpu_ms_per_step = 0, messages_per_step = 0;
+  double handling_cpu_ms_per_step = 0, placement_cpu_ms_per_step = 0;
+  double cpu_ms_per_step = 0, linear_cpu_ms_per_step = 0, messages_per_step = 0;
   bool meets_target = false;
 };
 
 struct FanoutReport {
   std::vector<FanoutRow> rows;
-  FanoutFit cpu_ms, messages;  // messages: received + sent per step
+  FanoutFit cpu_ms, handling_cpu_ms, messages;  // messages: received + sent per step
   std::vector<FanoutPoint> extrapolated;
   double target_ms = 0;
   uint32_t samples_per_group = 0;
@@ -64,6 +74,9 @@ struct FanoutReport {
 FanoutFit fit_fanout(const std::vector<double>& groups, const std::vector<double>& clients,
                      const std::vector<double>& y);
 FanoutReport run_fanout_bench(const FanoutOptions& options);
+// Thread CPU ms per step of pack_step for `groups` data groups of the bench's
+// steps (samples_per_group documents of 32..543 tokens each), mean of `reps`.
+double placement_cpu_ms(const FanoutOptions& options, int groups, int reps);
 std::string fanout_json(const FanoutReport& report);
 std::string fanout_text(const FanoutReport& report);
 

@@ -104,9 +104,11 @@ struct PlannerReport {
   uint64_t steps = 0;
   uint64_t tokens = 0;  // non-padding positions over all data groups
   // The planner's own work until the last step (WorkTimer), and the messages
-  // it received and sent meanwhile.
+  // it received and sent meanwhile; busy_passes: the passes of its loop
+  // that handled something (those WorkTimer counts).
   double work_seconds = 0.0, work_cpu_seconds = 0.0;
-  uint64_t messages_received = 0, messages_sent = 0;
+  double placement_cpu_seconds = 0.0;  // of work_cpu_seconds, in packing and balancing steps (pack_step)
+  uint64_t messages_received = 0, messages_sent = 0, busy_passes = 0;
   double wall_seconds = 0.0;
   std::vector<uint64_t> bad_samples;  // per BadKind
   std::vector<int> gone;  // world ranks of loaders that did not confirm the stop (stopped or hung)

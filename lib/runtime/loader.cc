@@ -12,6 +12,13 @@
 
 namespace msd {
 
+namespace {
+// A kTagMeta message goes out once it holds this many samples, or its oldest
+// has waited this long, or the loader has nothing more to serve now.
+constexpr size_t kMetaBatch = 64;
+constexpr std::chrono::milliseconds kMetaMaxAge{2};
+}  // namespace
+
 struct LoaderRole::Prepared {
   LoadItem item;
   TransformedSample sample;
@@ -371,6 +378,7 @@ RoleStats LoaderRole::serve() {
   // Profiles go to the planner at most once a second (docs/wire.md).
   auto profile_sent = Clock::now();
   std::vector<SampleMeta> outbox;
+  Clock::time_point outbox_since;  // when the oldest sample in outbox was placed
   Backoff backoff;
   bool stop = false;
   const bool metrics = !job_.config.output.metrics.empty();
@@ -412,11 +420,17 @@ RoleStats LoaderRole::serve() {
         prepare(items, ready);
         stats_.transform_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
       }
+      if (outbox.empty()) outbox_since = Clock::now();
       if (ready.empty() || !place(ready.front(), outbox)) break;
       ready.pop_front();
       progressed = true;
     }
-    if (!outbox.empty() && (!progressed || pending.empty() || outbox.size() >= 16)) flush();
+    // Metadata goes out in batches: the planner handles each message on a
+    // pass of its own, so the messages per step matter more than a sample's
+    // latency, which the age bound keeps short for slow (image) samples.
+    if (!outbox.empty() && (!progressed || pending.empty() || outbox.size() >= kMetaBatch ||
+                            Clock::now() - outbox_since >= kMetaMaxAge))
+      flush();
     if (Clock::now() - profile_sent >= std::chrono::seconds(1)) {
       send_profile();
       profile_sent = Clock::now();

@@ -23,13 +23,11 @@ uint64_t RssSampler::bytes() {
   return bytes_;
 }
 
-namespace {
 double thread_cpu_seconds() {
   timespec t{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
-}  // namespace
 
 void WorkTimer::begin() {
   wall_at_ = std::chrono::steady_clock::now();

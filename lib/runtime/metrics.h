@@ -35,6 +35,9 @@ class RssSampler {
   bool read_ = false;
 };
 
+// CPU time of the calling thread so far (CLOCK_THREAD_CPUTIME_ID).
+double thread_cpu_seconds();
+
 // The planner's own work: wall and CPU time (of its thread) of the passes of
 // its loop that handled something (messages, plans), not the sleeps between
 // passes that found nothing. Not thread-safe.

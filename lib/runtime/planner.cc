@@ -74,12 +74,12 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
   }
 }
 
-void PlannerRole::send_loads(int loader_rank, std::vector<LoadItem> items) {
+void PlannerRole::send_loads(int loader_rank, const std::vector<LoadItem>& items) {
   if (items.empty()) return;
   LoaderTrack& track = loaders_.at(loader_rank);
   // Silence is measured from when a loader had something to answer.
   if (track.outstanding.empty()) track.last_heard = std::chrono::steady_clock::now();
-  for (const auto& item : items) track.outstanding[{item.source, item.cursor}] = item;
+  for (const auto& item : items) track.outstanding.add(item);
   out_.send(loader_rank, kTagLoad, encode_load(items), "sending load requests");
 }
 
@@ -102,8 +102,7 @@ void PlannerRole::take_over(int loader_rank, const std::string& why) {
   loaders_.at(shadow_rank).in_use = true;
   for (auto& src : sources_)
     std::replace(src.loader_ranks.begin(), src.loader_ranks.end(), loader_rank, shadow_rank);
-  std::vector<LoadItem> items;
-  for (const auto& [key, item] : failed.outstanding) items.push_back(item);
+  std::vector<LoadItem> items = failed.outstanding.items();
   failed.outstanding.clear();
   Takeover takeover;
   takeover.loader = index;
@@ -115,7 +114,7 @@ void PlannerRole::take_over(int loader_rank, const std::string& why) {
   log_warn("loader ", takeover.loader, " ", why, ": shadow loader ", takeover.shadow, " takes over its sources and ",
            items.size(), " pending requests (", static_cast<int>(takeover.latency_s * 1e3), " ms after it went quiet)");
   report_.takeovers.push_back(takeover);
-  send_loads(shadow_rank, std::move(items));
+  send_loads(shadow_rank, items);
 }
 
 void PlannerRole::check_deadlines() {
@@ -140,29 +139,49 @@ void PlannerRole::request_ahead() {
     realized_before_.push_back(mixer_.realized());
     quotas_.push_back(mixer_.next());
   }
-  std::vector<uint64_t> need(sources_.size(), 0);
-  std::map<int, std::vector<LoadItem>> outbox;
+  // Scratch kept across calls: the planner passes here on every message.
+  need_.assign(sources_.size(), 0);
+  outbox_.resize(static_cast<size_t>(job_.layout.loader_ranks()));
+  const auto send_outbox = [&] {
+    for (size_t i = 0; i < outbox_.size(); ++i) {
+      if (outbox_[i].empty()) continue;
+      send_loads(job_.layout.loader_rank(static_cast<int>(i)), outbox_[i]);
+      outbox_[i].clear();
+    }
+  };
   for (size_t k = 0; k < quotas_.size(); ++k) {
-    for (size_t s = 0; s < sources_.size(); ++s) need[s] += quotas_[k][s];
+    for (size_t s = 0; s < sources_.size(); ++s) need_[s] += quotas_[k][s];
     for (size_t s = 0; s < sources_.size(); ++s) {
       auto& src = sources_[s];
-      while (src.next_request - src.consumed - src.bad_in_flight < need[s]) {
+      while (src.next_request - src.consumed - src.bad_in_flight < need_[s]) {
         const uint64_t cursor = src.next_request;
         // Spread a source's requests over its loaders; which loader serves a
         // sample never changes its content.
         const int loader = src.loader_ranks[cursor % src.loader_ranks.size()];
-        if (!window_.fits(loader, loaders_.at(loader).outstanding.size() + outbox[loader].size())) {
-          for (auto& [rank, items] : outbox) send_loads(rank, std::move(items));
+        auto& items = outbox_[static_cast<size_t>(job_.layout.loader_index(loader))];
+        if (!window_.fits(loader, loaders_.at(loader).outstanding.size() + items.size())) {
+          send_outbox();
           if (k == 0) make_room(loader);
           return;
         }
-        const StreamPosition pos = stream_position(job_.config.job.seed, static_cast<uint32_t>(s), src.samples, cursor);
-        outbox[loader].push_back({static_cast<uint32_t>(s), cursor, pos.index});
+        items.push_back({static_cast<uint32_t>(s), cursor, file_index(static_cast<uint32_t>(s), cursor)});
         src.next_request++;
       }
     }
   }
-  for (auto& [loader, items] : outbox) send_loads(loader, std::move(items));
+  send_outbox();
+}
+
+// stream_position(seed, source, samples, cursor).index, with the epoch's
+// permutation kept between calls.
+uint64_t PlannerRole::file_index(uint32_t source, uint64_t cursor) {
+  SourceState& src = sources_[source];
+  const uint64_t epoch = cursor / src.samples;
+  if (!src.permutation || src.permutation_epoch != epoch) {
+    src.permutation.emplace(src.samples, permutation_key(job_.config.job.seed, source, epoch));
+    src.permutation_epoch = epoch;
+  }
+  return (*src.permutation)(cursor % src.samples);
 }
 
 // The earliest unplanned step needs a request that `loader`'s window cannot
@@ -181,8 +200,8 @@ void PlannerRole::make_room(int loader) {
   }
   if (freed || waiting) return;
   for (const auto& [step, record] : in_flight_)
-    for (const auto& [rank, offset] : record.slots)
-      if (rank == loader) return;  // released when that step is acknowledged
+    for (const auto& slot : record.slots)
+      if (slot.loader == loader) return;  // released when that step is acknowledged
   throw ConfigError(str("loader.window_mb: loader ", job_.layout.loader_index(loader), "'s window (",
                         window_.capacity(), " bytes) cannot hold step ", next_step_, ": its samples there take ",
                         window_.used(loader), " bytes and the next may take up to job.max_sample_bytes = ",
@@ -195,9 +214,9 @@ std::optional<uint64_t> PlannerRole::step_end(size_t s) const {
   const auto& src = sources_[s];
   uint64_t good = 0, cursor = src.consumed;
   while (good < quotas_.front()[s]) {
-    auto it = src.resolved.find(cursor);
-    if (it == src.resolved.end()) return std::nullopt;
-    if (it->second.bad == 0) ++good;
+    const SampleMeta* meta = src.resolved.find(cursor);
+    if (!meta) return std::nullopt;
+    if (meta->bad == 0) ++good;
     ++cursor;
   }
   return cursor;
@@ -207,22 +226,19 @@ std::optional<uint64_t> PlannerRole::step_end(size_t s) const {
 // later; false (nothing done) while a request in that range is unanswered.
 bool PlannerRole::rewind(uint32_t s, uint64_t end, bool& freed) {
   auto& src = sources_[s];
-  for (const auto& [rank, track] : loaders_) {
-    auto it = track.outstanding.lower_bound({s, end});
-    if (it != track.outstanding.end() && it->first.first == s) return false;
-  }
+  for (const auto& [rank, track] : loaders_)
+    if (track.outstanding.any_from(s, end)) return false;
   std::map<int, std::vector<uint64_t>> releases;
-  for (auto it = src.resolved.lower_bound(end); it != src.resolved.end(); it = src.resolved.erase(it)) {
-    const SampleMeta& meta = it->second;
+  src.resolved.erase_from(end, [&](uint64_t, const SampleMeta& meta) {
     if (meta.bad != 0) {
       src.bad_in_flight--;
-      continue;
+      return;
     }
     --src.resolved_good;
     releases[meta.loader_rank].push_back(meta.slot_offset);
-    window_.released(meta.loader_rank, meta.slot_offset);
+    window_.released(meta.loader_rank, meta.slot_bytes);
     freed = true;
-  }
+  });
   for (auto& [rank, offsets] : releases)
     out_.send(rank, kTagRelease, encode_release(offsets), "giving back samples of later steps");
   src.next_request = std::min(src.next_request, end);
@@ -238,17 +254,17 @@ void PlannerRole::on_meta(int loader_rank, const std::vector<SampleMeta>& metas)
   bool read_failed = false;
   for (const auto& meta : metas) {
     auto& src = sources_.at(meta.source);
-    const bool answered = track.outstanding.erase({meta.source, meta.cursor}) > 0;
+    const bool answered = track.outstanding.answer(meta.source, meta.cursor);
     // A late answer (from a loader that was handed over after a stall) for a
     // sample a shadow already loaded: free its slot, keep the shadow's.
-    if (!answered || meta.cursor < src.consumed || src.resolved.count(meta.cursor)) {
+    if (!answered || meta.cursor < src.consumed || src.resolved.contains(meta.cursor)) {
       if (meta.bad == 0) stale_slots.push_back(meta.slot_offset);
       continue;
     }
     // Storage failing on an active loader is the loader's failure, not the
     // sample's: a shadow retries it. Only a shadow's read error is final.
     if (meta.bad == static_cast<uint8_t>(BadKind::read_error) && !track.shadow && job_.layout.shadows > 0) {
-      track.outstanding[{meta.source, meta.cursor}] = LoadItem{meta.source, meta.cursor, meta.index};
+      track.outstanding.add(LoadItem{meta.source, meta.cursor, meta.index});
       read_failed = true;
       continue;
     }
@@ -261,9 +277,9 @@ void PlannerRole::on_meta(int loader_rank, const std::vector<SampleMeta>& metas)
                           " samples can be loaded; see the bad-sample messages above"));
     } else {
       src.seen_good = true;
-      window_.placed(loader_rank, meta.slot_offset, meta.slot_bytes);
+      window_.placed(loader_rank, meta.slot_bytes);
     }
-    src.resolved[meta.cursor] = meta;
+    src.resolved.insert(meta.cursor, meta);
     if (meta.bad == 0) ++src.resolved_good;
   }
   if (!stale_slots.empty())
@@ -297,16 +313,16 @@ bool PlannerRole::try_plan_step() {
   for (size_t s = 0; s < sources_.size(); ++s) {
     auto& src = sources_[s];
     for (uint64_t cursor = src.consumed; cursor < end_cursor[s]; ++cursor) {
-      auto it = src.resolved.find(cursor);
-      if (trace_) consumed.push_back(trace_sample(it->second));
-      if (it->second.bad != 0) {
-        report_.bad_samples[it->second.bad]++;
+      const SampleMeta& meta = *src.resolved.find(cursor);
+      if (trace_) consumed.push_back(trace_sample(meta));
+      if (meta.bad != 0) {
+        report_.bad_samples[meta.bad]++;
         src.bad_in_flight--;
       } else {
-        samples.push_back(it->second);
+        samples.push_back(meta);
         --src.resolved_good;
       }
-      src.resolved.erase(it);
+      src.resolved.erase(cursor);
     }
     src.consumed = end_cursor[s];
   }
@@ -321,6 +337,7 @@ bool PlannerRole::try_plan_step() {
     docs[i] = PlanDoc{static_cast<uint32_t>(i), m.positions(), m.patches, cost_.document(m.positions(), m.patches)};
   }
   std::vector<BucketPlan> buckets;
+  const double placing_since = thread_cpu_seconds();
   if (mode_ == TrainingMode::colocated_tokens) {
     // The Megatron-style baseline packs in the step's arrival order, the one
     // the colocated client uses; msd's plans do not depend on the order.
@@ -334,6 +351,7 @@ bool PlannerRole::try_plan_step() {
     report_.budget_exceeded_steps += packed.stats.budget_exceeded;
     buckets = std::move(packed.buckets);
   }
+  report_.placement_cpu_seconds += thread_cpu_seconds() - placing_since;
   MSD_CHECK_EQ(buckets.size(), static_cast<size_t>(job_.tree.data_groups()));
   if (trace_) trace_->append_step(make_step_record(step, std::move(consumed), buckets, cost_));
   if (metrics_ && step >= deliver_from_) metrics_->planned(step, buckets, docs);
@@ -342,36 +360,14 @@ bool PlannerRole::try_plan_step() {
   record.step = step;
   const bool delivered = step >= deliver_from_;  // else fast-forwarded: no client gets it
   record.acks_missing = delivered ? static_cast<int>(peer_count_) : 0;
+  record.slots.reserve(samples.size());
+  record.samples.reserve(samples.size());
   for (const auto& m : samples) {
-    record.slots.push_back({m.loader_rank, m.slot_offset});
+    record.slots.push_back({m.loader_rank, m.slot_offset, m.slot_bytes});
     record.samples.push_back({m.source, SampleState::planned, m.loader_rank, m.cursor, m.index});
   }
-  for (int group = 0; group < job_.tree.data_groups(); ++group) {
-    const BucketPlan& bucket = buckets[static_cast<size_t>(group)];
-    StepPlan plan;
-    plan.step = step;
-    plan.seq_len = pack_.seq_len;
-    std::map<uint32_t, uint32_t> local;  // step sample -> index in this plan
-    for (const auto& mb : bucket.micro_batches) {
-      MicroBatchWire wire_mb;
-      for (const auto& seq : mb.sequences) {
-        SequencePlan wire_seq;
-        for (const auto& piece : seq.pieces) {
-          auto [it, inserted] = local.try_emplace(piece.doc, static_cast<uint32_t>(plan.samples.size()));
-          if (inserted) plan.samples.push_back(samples[piece.doc]);
-          wire_seq.pieces.push_back({it->second, piece.begin, piece.length});
-          record.tokens += piece.length;
-        }
-        wire_mb.sequences.push_back(std::move(wire_seq));
-      }
-      plan.micro_batches.push_back(std::move(wire_mb));
-    }
-    const auto bytes = encode(plan);
-    for (int client : job_.tree.group_members(group))
-      if (delivered && job_.talks_to_planner(client))
-        out_.send(job_.layout.client_rank(client), kTagPlan, bytes, "sending a step plan");
-    out_.progress();
-  }
+  record.tokens = send_plans(step, buckets, samples, delivered);
+  out_.progress();
   if (delivered) {
     report_.tokens += record.tokens;
     acks_.sent(step, std::chrono::steady_clock::now());
@@ -379,6 +375,52 @@ bool PlannerRole::try_plan_step() {
   in_flight_[step] = std::move(record);
   if (!delivered) complete_step(step);
   return true;
+}
+
+// Each data group's plan of `step`, to every client of the group that reads
+// its own batch (none when the step is fast-forwarded, `delivered` false);
+// returns the step's tokens. A plan lists the step's samples its pieces use,
+// in the order the pieces first use them.
+uint64_t PlannerRole::send_plans(uint64_t step, const std::vector<BucketPlan>& buckets,
+                                 const std::vector<SampleMeta>& samples, bool delivered) {
+  constexpr uint32_t kAbsent = UINT32_MAX;
+  std::vector<uint32_t> local(samples.size(), kAbsent);  // step sample -> index in the group's plan
+  std::vector<uint32_t> used;  // the step samples in the group's plan, in its order
+  uint64_t tokens = 0;
+  StepPlan plan;
+  for (int group = 0; group < job_.tree.data_groups(); ++group) {
+    const BucketPlan& bucket = buckets[static_cast<size_t>(group)];
+    plan.step = step;
+    plan.seq_len = pack_.seq_len;
+    plan.samples.clear();
+    plan.micro_batches.clear();
+    used.clear();
+    for (const auto& mb : bucket.micro_batches) {
+      MicroBatchWire wire_mb;
+      for (const auto& seq : mb.sequences) {
+        SequencePlan wire_seq;
+        wire_seq.pieces.reserve(seq.pieces.size());
+        for (const auto& piece : seq.pieces) {
+          uint32_t& index = local.at(piece.doc);
+          if (index == kAbsent) {
+            index = static_cast<uint32_t>(plan.samples.size());
+            plan.samples.push_back(samples[piece.doc]);
+            used.push_back(piece.doc);
+          }
+          wire_seq.pieces.push_back({index, piece.begin, piece.length});
+          tokens += piece.length;
+        }
+        wire_mb.sequences.push_back(std::move(wire_seq));
+      }
+      plan.micro_batches.push_back(std::move(wire_mb));
+    }
+    for (uint32_t doc : used) local[doc] = kAbsent;
+    if (!delivered) continue;
+    const auto bytes = encode(plan);
+    for (int client : job_.tree.group_members(group))
+      if (job_.talks_to_planner(client)) out_.send(job_.layout.client_rank(client), kTagPlan, bytes, "sending a step plan");
+  }
+  return tokens;
 }
 
 // [fault] at its step: a loader is told (hang, stall, fail, crash), the
@@ -411,9 +453,9 @@ void PlannerRole::complete_step(uint64_t step) {
   acks_.completed(step);
   // Every client of every group has its bytes: the slots can be reused.
   std::map<int, std::vector<uint64_t>> releases;
-  for (const auto& [loader, offset] : it->second.slots) {
-    releases[loader].push_back(offset);
-    window_.released(loader, offset);
+  for (const auto& slot : it->second.slots) {
+    releases[slot.loader].push_back(slot.offset);
+    window_.released(slot.loader, slot.bytes);
   }
   for (const auto& [loader, offsets] : releases)
     out_.send(loader, kTagRelease, encode_release(offsets), "releasing slots");
@@ -452,11 +494,12 @@ PlannerCheckpoint PlannerRole::state_before(uint64_t step) const {
   for (const auto& [planned, record] : in_flight_)
     if (planned >= step) cp.in_flight.insert(cp.in_flight.end(), record.samples.begin(), record.samples.end());
   for (uint32_t s = 0; s < sources_.size(); ++s) {
-    for (const auto& [cursor, meta] : sources_[s].resolved)
+    sources_[s].resolved.for_each([&](uint64_t cursor, const SampleMeta& meta) {
       cp.in_flight.push_back({s, meta.bad ? SampleState::failed : SampleState::loaded, meta.loader_rank, cursor, meta.index});
+    });
   }
   for (const auto& [rank, track] : loaders_)
-    for (const auto& [key, item] : track.outstanding)
+    for (const auto& item : track.outstanding.items())
       cp.in_flight.push_back({item.source, SampleState::requested, rank, item.cursor, item.index});
   cp.loader_sources = assignment_now();
   return cp;
@@ -649,7 +692,7 @@ MetricsStep PlannerRole::metrics_step(const InFlightStep& step) const {
   out.planner_work_seconds = work_.wall_seconds();
   out.backlog.assign(sources_.size(), 0);
   for (const auto& [rank, track] : loaders_)
-    for (const auto& [key, item] : track.outstanding) out.backlog.at(item.source)++;
+    for (size_t s = 0; s < sources_.size(); ++s) out.backlog[s] += track.outstanding.of_source(static_cast<uint32_t>(s));
   for (const auto& src : sources_) out.source_loaders.push_back(src.loader_ranks);
   return out;
 }
@@ -686,6 +729,31 @@ std::vector<SourceProfile> PlannerRole::profiles() const {
   return out;
 }
 
+void PlannerRole::handle(const Message& message) {
+  if (message.tag == kTagMeta) {
+    LoaderStatus status;
+    on_meta(message.source, decode_meta(message.bytes, &status));
+    if (metrics_) metrics_->loader_status(message.source, status);
+  } else if (message.tag == kTagProfile) {
+    loader_profiles_[message.source] = decode_profile(message.bytes).sources;
+  } else if (message.tag == kTagAck) {
+    const AckMessage ack = decode_ack(message.bytes);
+    if (metrics_) metrics_->client_rss(message.source, ack.rss_bytes);
+    on_ack(message.source, ack.step, ack.wait_seconds);
+  } else if (message.tag == kTagReassign) {
+    on_reassigned(message.source, decode_hello(message.bytes));
+  } else if (message.tag == kTagCheckpoint || message.tag == kTagCheckpointGo || message.tag == kTagCheckpointJoin) {
+    WireReader r(message.bytes, "loader checkpoint");
+    const uint64_t step = r.u64();
+    r.finish();
+    if (message.tag == kTagCheckpoint) on_checkpoint_ready(message.source, step);
+    else if (message.tag == kTagCheckpointJoin) on_checkpoint_present(message.source, step);
+    else on_checkpoint_written(message.source, step);
+  } else {
+    throw ProtocolError(str("planner got unexpected tag ", message.tag, " from rank ", message.source));
+  }
+}
+
 PlannerReport PlannerRole::serve() {
   start_ = last_step_done_ = std::chrono::steady_clock::now();
   if (metrics_) metrics_->start(start_);
@@ -696,37 +764,18 @@ PlannerReport PlannerRole::serve() {
   while (acked_steps_ < steps || loader_checkpoint_) {
     work_.begin();
     bool progressed = false;
+    // Messages first, then whatever they made possible (requests into freed
+    // room, the next step once its samples are in), in the same pass: a step
+    // acknowledged or loaded costs one busy pass, not two.
+    while (auto message = try_receive(job_.world.get(), MPI_ANY_SOURCE, MPI_ANY_TAG, "waiting for loaders and clients")) {
+      progressed = true;
+      report_.messages_received++;
+      handle(*message);
+    }
     request_ahead();
     while (try_plan_step()) {
       progressed = true;
       request_ahead();
-    }
-    while (auto message = try_receive(job_.world.get(), MPI_ANY_SOURCE, MPI_ANY_TAG, "waiting for loaders and clients")) {
-      progressed = true;
-      report_.messages_received++;
-      if (message->tag == kTagMeta) {
-        LoaderStatus status;
-        on_meta(message->source, decode_meta(message->bytes, &status));
-        if (metrics_) metrics_->loader_status(message->source, status);
-      } else if (message->tag == kTagProfile) {
-        loader_profiles_[message->source] = decode_profile(message->bytes).sources;
-      } else if (message->tag == kTagAck) {
-        const AckMessage ack = decode_ack(message->bytes);
-        if (metrics_) metrics_->client_rss(message->source, ack.rss_bytes);
-        on_ack(message->source, ack.step, ack.wait_seconds);
-      } else if (message->tag == kTagReassign) {
-        on_reassigned(message->source, decode_hello(message->bytes));
-      } else if (message->tag == kTagCheckpoint || message->tag == kTagCheckpointGo ||
-                 message->tag == kTagCheckpointJoin) {
-        WireReader r(message->bytes, "loader checkpoint");
-        const uint64_t step = r.u64();
-        r.finish();
-        if (message->tag == kTagCheckpoint) on_checkpoint_ready(message->source, step);
-        else if (message->tag == kTagCheckpointJoin) on_checkpoint_present(message->source, step);
-        else on_checkpoint_written(message->source, step);
-      } else {
-        throw ProtocolError(str("planner got unexpected tag ", message->tag, " from rank ", message->source));
-      }
     }
     check_deadlines();
     acks_.check(std::chrono::steady_clock::now());
@@ -735,8 +784,12 @@ PlannerReport PlannerRole::serve() {
     advance_loader_checkpoint();
     out_.progress();
     work_.end(progressed);
-    if (progressed) backoff.reset();
-    else backoff.idle();
+    if (progressed) {
+      report_.busy_passes++;
+      backoff.reset();
+    } else {
+      backoff.idle();
+    }
   }
   report_.work_seconds = work_.wall_seconds();
   report_.work_cpu_seconds = work_.cpu_seconds();

@@ -22,8 +22,10 @@
 #include "plan/profile.h"
 #include "runtime/ack_watch.h"
 #include "runtime/context.h"
+#include "runtime/cursor_ring.h"
 #include "runtime/metrics.h"
 #include "runtime/window_budget.h"
+#include "source/permutation.h"
 
 namespace msd {
 
@@ -51,15 +53,19 @@ class PlannerRole {
     uint64_t next_request = 0;  // next stream cursor to request
     uint64_t consumed = 0;      // first cursor not yet taken into a step
     uint64_t bad_in_flight = 0;  // resolved-bad cursors in [consumed, next_request)
-    std::map<uint64_t, SampleMeta> resolved;  // cursor -> metadata
+    CursorRing<SampleMeta> resolved;  // cursor -> metadata
     uint64_t resolved_good = 0;  // good samples in `resolved`: a step needs its quota of them first
     bool seen_good = false;
+    // The stream's permutation of the epoch last requested from: the file
+    // index of every cursor requested (stream_position), built once an epoch.
+    std::optional<Permutation> permutation;
+    uint64_t permutation_epoch = 0;
   };
   // What the planner knows of a loader rank: the requests it has not
   // answered, and when it was last heard from; a loader silent past
   // loader.deadline_ms with requests pending is handed over to a shadow.
   struct LoaderTrack {
-    std::map<std::pair<uint32_t, uint64_t>, LoadItem> outstanding;  // (source, cursor)
+    PendingRequests outstanding;
     std::chrono::steady_clock::time_point last_heard;  // last metadata, or when it went busy
     bool shadow = false;
     bool failed = false;   // handed over: gets no new requests
@@ -77,18 +83,27 @@ class PlannerRole {
     uint64_t tokens = 0;
     double max_wait_seconds = 0.0;
     double wait_sum_seconds = 0.0;  // over clients
-    std::vector<std::pair<int, uint64_t>> slots;  // (loader rank, slot offset)
+    struct Slot {
+      int loader = 0;  // world rank
+      uint64_t offset = 0;
+      uint32_t bytes = 0;  // the sample's (SampleMeta::slot_bytes)
+    };
+    std::vector<Slot> slots;
     std::vector<InFlightSample> samples;          // for checkpoints' DGraph
   };
 
   void request_ahead();
-  void send_loads(int loader_rank, std::vector<LoadItem> items);
+  uint64_t file_index(uint32_t source, uint64_t cursor);
+  void send_loads(int loader_rank, const std::vector<LoadItem>& items);
   void make_room(int loader_rank);
   std::optional<uint64_t> step_end(size_t source) const;
   bool rewind(uint32_t source, uint64_t end, bool& freed);
   void check_deadlines();
   void take_over(int loader_rank, const std::string& why);
   bool try_plan_step();
+  void handle(const Message& message);  // a loader's or client's message to the planner
+  uint64_t send_plans(uint64_t step, const std::vector<BucketPlan>& buckets, const std::vector<SampleMeta>& samples,
+                      bool delivered);
   void on_meta(int loader_rank, const std::vector<SampleMeta>& metas);
   void on_ack(int client_rank, uint64_t step, double wait_seconds);
   void complete_step(uint64_t step);
@@ -127,6 +142,8 @@ class PlannerRole {
   WindowBudget window_;
   AckWatch acks_;  // job.stall_timeout_s: a client that stops acknowledging
   size_t peer_count_;  // clients that get plans and acknowledge (JobContext::planner_peers)
+  std::vector<uint64_t> need_;                    // request_ahead's scratch: samples per source
+  std::vector<std::vector<LoadItem>> outbox_;     // request_ahead's scratch: requests per loader index
   std::deque<std::vector<uint32_t>> quotas_;  // for steps next_step_, next_step_+1, ...
   std::deque<std::vector<uint64_t>> realized_before_;  // Mixer::realized() before each step in quotas_
   // What a checkpoint of step t needs, taken when t is planned: consumed

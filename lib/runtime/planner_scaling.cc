@@ -88,7 +88,8 @@ ScalingInput PlannerRole::scaling_input(std::vector<int>& ranks) const {
   in.weights_ahead = schedule.weights(std::min(next_step_ + topo.scaling_lookahead_steps, steps - 1));
   std::vector<double> pending(sources_.size(), 0.0);
   for (const auto& [rank, track] : loaders_)
-    for (const auto& [key, item] : track.outstanding) pending[key.first] += 1.0;
+    for (size_t s = 0; s < sources_.size(); ++s)
+      pending[s] += static_cast<double>(track.outstanding.of_source(static_cast<uint32_t>(s)));
   for (size_t s = 0; s < sources_.size(); ++s) {
     const double quota = std::max(1.0, job_.config.job.global_batch * in.weights_now[s]);
     in.backlog_steps.push_back(pending[s] / quota);
@@ -141,8 +142,7 @@ void PlannerRole::advance_moves() {
       continue;
     }
     const uint32_t from = track.move->from, to = track.move->to;
-    auto pending = track.outstanding.lower_bound({from, 0});
-    if (pending != track.outstanding.end() && pending->first.first == from) continue;  // still draining
+    if (track.outstanding.of_source(from) > 0) continue;  // still draining
     ReassignMessage message;
     message.close.push_back(from);
     auto& ranks = sources_.at(to).loader_ranks;

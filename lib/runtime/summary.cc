@@ -400,8 +400,10 @@ void write_planner_work_json(JsonWriter& w, const Report& r) {
       .value("cpu_seconds", in.planner_work_cpu_seconds)
       .value("ms_per_step", 1e3 * in.planner_work_seconds / steps)
       .value("cpu_ms_per_step", 1e3 * in.planner_work_cpu_seconds / steps)
+      .value("placement_cpu_ms_per_step", 1e3 * in.planner_placement_cpu_seconds / steps)
       .value("messages_received_per_step", static_cast<double>(in.planner_messages_received) / steps)
       .value("messages_sent_per_step", static_cast<double>(in.planner_messages_sent) / steps)
+      .value("busy_passes_per_step", static_cast<double>(in.planner_busy_passes) / steps)
       .end_object();
 }
 

@@ -22,8 +22,8 @@ struct SummaryInput {
   double checkpoint_seconds = 0.0, checkpoint_max_seconds = 0.0;
   uint64_t budget_binding_steps = 0, budget_exceeded_steps = 0;  // the planner's memory budget
   // The planner's own work over its steps (PlannerReport).
-  double planner_work_seconds = 0.0, planner_work_cpu_seconds = 0.0;
-  uint64_t planner_messages_received = 0, planner_messages_sent = 0;
+  double planner_work_seconds = 0.0, planner_work_cpu_seconds = 0.0, planner_placement_cpu_seconds = 0.0;
+  uint64_t planner_messages_received = 0, planner_messages_sent = 0, planner_busy_passes = 0;
   std::vector<SourceProfile> profiles;  // the planner's: per source (empty elsewhere, and colocated)
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/error.h"
 #include "transport/slot.h"
 
 namespace msd {
@@ -20,19 +21,13 @@ bool WindowBudget::fits(int loader, size_t outstanding) const {
   return used(loader) + (outstanding + 1) * reserve_ <= capacity_;
 }
 
-void WindowBudget::placed(int loader, uint64_t offset, uint64_t bytes) {
-  const uint64_t taken = slot_bytes(bytes);
-  slots_[loader][offset] = taken;
-  used_[loader] += taken;
-}
+void WindowBudget::placed(int loader, uint64_t bytes) { used_[loader] += slot_bytes(bytes); }
 
-void WindowBudget::released(int loader, uint64_t offset) {
-  auto slots = slots_.find(loader);
-  if (slots == slots_.end()) return;
-  auto it = slots->second.find(offset);
-  if (it == slots->second.end()) return;
-  used_[loader] -= it->second;
-  slots->second.erase(it);
+void WindowBudget::released(int loader, uint64_t bytes) {
+  uint64_t& used = used_[loader];
+  const uint64_t taken = slot_bytes(bytes);
+  MSD_CHECK_LE(taken, used);
+  used -= taken;
 }
 
 uint64_t WindowBudget::used(int loader) const {

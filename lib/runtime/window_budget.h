@@ -18,8 +18,11 @@ class WindowBudget {
 
   // Whether `loader`, with `outstanding` requests unanswered, can take one more.
   bool fits(int loader, size_t outstanding) const;
-  void placed(int loader, uint64_t offset, uint64_t bytes);  // a slot the planner took into a step or keeps
-  void released(int loader, uint64_t offset);                // that slot freed (no-op when unknown)
+  // A slot of a sample of `bytes` that the planner took into a step or keeps,
+  // and, once, that slot freed. The planner knows each slot's sample, so
+  // the budget keeps only the sums: no table per slot.
+  void placed(int loader, uint64_t bytes);
+  void released(int loader, uint64_t bytes);  // REQUIRES: placed before with these bytes
   uint64_t used(int loader) const;
   uint64_t capacity() const { return capacity_; }
   uint64_t reserve() const { return reserve_; }
@@ -27,8 +30,7 @@ class WindowBudget {
  private:
   uint64_t capacity_;  // as SlotAllocator sees the window (whole alignment units)
   uint64_t reserve_;   // job.max_sample_bytes, rounded up as a slot
-  std::map<int, std::map<uint64_t, uint64_t>> slots_;  // loader -> offset -> slot bytes
-  std::map<int, uint64_t> used_;
+  std::map<int, uint64_t> used_;  // by loader world rank (a few): the bytes of its slots placed
 };
 
 }  // namespace msd

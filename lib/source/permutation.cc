@@ -11,10 +11,11 @@ Permutation::Permutation(uint64_t n, uint64_t key) : n_(n), key_(key) {
   while (bits < 64 && (uint64_t{1} << bits) < n) bits += 2;
   half_bits_ = bits / 2;
   half_mask_ = (uint64_t{1} << half_bits_) - 1;
+  for (int r = 0; r < 4; ++r) round_keys_[r] = mix64(key_ + static_cast<uint64_t>(r) * 0x9e3779b97f4a7c15ULL);
 }
 
 uint64_t Permutation::round(uint64_t half, int round_index) const {
-  return mix64(half ^ mix64(key_ + static_cast<uint64_t>(round_index) * 0x9e3779b97f4a7c15ULL)) & half_mask_;
+  return mix64(half ^ round_keys_[round_index]) & half_mask_;
 }
 
 uint64_t Permutation::operator()(uint64_t position) const {

@@ -19,6 +19,7 @@ class Permutation {
   uint64_t key_;
   int half_bits_;
   uint64_t half_mask_;
+  uint64_t round_keys_[4];  // mix64 of key_ and the round index, computed once
 };
 
 // Key of a source's permutation in one epoch.

@@ -17,7 +17,7 @@ int world_rank() {
   return rank;
 }
 
-void check_mpi(int rc, const char* call, const std::string& hint) {
+void check_mpi(int rc, const char* call, std::string_view hint) {
   if (rc == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING] = {};
   int length = 0;
@@ -33,7 +33,7 @@ void Backoff::idle() {
   std::this_thread::sleep_for(std::chrono::microseconds(delay_us_));
 }
 
-void wait(MPI_Request& request, const std::string& hint, MPI_Status* status) {
+void wait(MPI_Request& request, std::string_view hint, MPI_Status* status) {
   Backoff backoff;
   for (;;) {
     int done = 0;
@@ -47,19 +47,19 @@ Comm::Comm(MPI_Comm comm) : comm_(comm) {
   if (comm_ != MPI_COMM_NULL) MSD_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "setting the error handler");
 }
 
-Comm Comm::duplicate(MPI_Comm comm, const std::string& hint) {
+Comm Comm::duplicate(MPI_Comm comm, std::string_view hint) {
   MPI_Comm out = MPI_COMM_NULL;
   MSD_MPI(MPI_Comm_dup(comm, &out), hint);
   return Comm(out);
 }
 
-Comm Comm::split(MPI_Comm comm, int color, int key, const std::string& hint) {
+Comm Comm::split(MPI_Comm comm, int color, int key, std::string_view hint) {
   MPI_Comm out = MPI_COMM_NULL;
   MSD_MPI(MPI_Comm_split(comm, color, key, &out), hint);
   return Comm(out);
 }
 
-Comm Comm::create_group(MPI_Comm comm, const std::vector<int>& ranks, int tag, const std::string& hint) {
+Comm Comm::create_group(MPI_Comm comm, const std::vector<int>& ranks, int tag, std::string_view hint) {
   MPI_Group all = MPI_GROUP_NULL, members = MPI_GROUP_NULL;
   MSD_MPI(MPI_Comm_group(comm, &all), hint);
   MSD_MPI(MPI_Group_incl(all, checked_cast<int>(ranks.size()), ranks.data(), &members), hint);
@@ -97,38 +97,52 @@ int Comm::size() const {
   return size;
 }
 
-void send_bytes(MPI_Comm comm, int dest, int tag, std::span<const uint8_t> bytes, const std::string& hint) {
+void send_bytes(MPI_Comm comm, int dest, int tag, std::span<const uint8_t> bytes, std::string_view hint) {
   // Small control messages: a blocking send returns once buffered (eager).
   // Large ones (plans of big steps) may rendezvous; the receivers poll often.
   MSD_MPI(MPI_Send(bytes.data(), checked_cast<int>(bytes.size()), MPI_BYTE, dest, tag, comm), hint);
 }
 
-void AsyncSender::send(int dest, int tag, std::vector<uint8_t> bytes, const std::string& hint) {
+void AsyncSender::send(int dest, int tag, std::vector<uint8_t> bytes, std::string_view hint) {
   MPI_Request request;
   MSD_MPI(MPI_Isend(bytes.data(), checked_cast<int>(bytes.size()), MPI_BYTE, dest, tag, comm_, &request), hint);
   requests_.push_back(request);
   buffers_.push_back(std::move(bytes));  // the vector's heap buffer does not move
   ++sent_;
-  if (requests_.size() >= 64) progress();
+  if (requests_.size() >= compact_at_) progress();
 }
 
+// One MPI_Testsome over every send in flight: one pass of MPI's progress
+// engine (with mpi_yield_when_idle, one yield of the core at most), not one
+// per request. The next compaction from send() waits until twice as many are
+// in flight as remained, so sends to peers that do not receive yet (plans
+// over the eager limit) cost amortized O(1) tests each, not O(in flight).
 void AsyncSender::progress() {
-  size_t kept = 0;
-  for (size_t i = 0; i < requests_.size(); ++i) {
-    int done = 0;
-    MSD_MPI(MPI_Test(&requests_[i], &done, MPI_STATUS_IGNORE), "completing a send");
-    if (done) continue;
-    // Never move a buffer onto itself: a self-moved std::vector is left
-    // empty and its storage freed while MPI may still be reading it (a
-    // message too large to be sent eagerly).
-    if (kept != i) {
-      requests_[kept] = requests_[i];
-      buffers_[kept] = std::move(buffers_[i]);
+  if (!requests_.empty()) {
+    int count = 0;
+    done_.resize(requests_.size());
+    MSD_MPI(MPI_Testsome(checked_cast<int>(requests_.size()), requests_.data(), &count, done_.data(),
+                         MPI_STATUSES_IGNORE),
+            "completing sends");
+    if (count > 0 && count != MPI_UNDEFINED) {
+      // MPI_Testsome set the completed requests to MPI_REQUEST_NULL; keep the
+      // others in order. Never move a buffer onto itself: a self-moved
+      // std::vector is left empty and its storage freed while MPI may still
+      // be reading it (a message too large to be sent eagerly).
+      size_t kept = 0;
+      for (size_t i = 0; i < requests_.size(); ++i) {
+        if (requests_[i] == MPI_REQUEST_NULL) continue;
+        if (kept != i) {
+          requests_[kept] = requests_[i];
+          buffers_[kept] = std::move(buffers_[i]);
+        }
+        ++kept;
+      }
+      requests_.resize(kept);
+      buffers_.resize(kept);
     }
-    ++kept;
   }
-  requests_.resize(kept);
-  buffers_.resize(kept);
+  compact_at_ = std::max<size_t>(64, 2 * requests_.size());
 }
 
 void AsyncSender::drain() {
@@ -159,7 +173,7 @@ AsyncSender::~AsyncSender() {
 }
 
 namespace {
-Message receive_probed(MPI_Comm comm, const MPI_Status& status, const std::string& hint) {
+Message receive_probed(MPI_Comm comm, const MPI_Status& status, std::string_view hint) {
   int count = 0;
   MSD_MPI(MPI_Get_count(&status, MPI_BYTE, &count), hint);
   Message message;
@@ -173,7 +187,7 @@ Message receive_probed(MPI_Comm comm, const MPI_Status& status, const std::strin
 }
 }  // namespace
 
-std::optional<Message> try_receive(MPI_Comm comm, int source, int tag, const std::string& hint) {
+std::optional<Message> try_receive(MPI_Comm comm, int source, int tag, std::string_view hint) {
   int flag = 0;
   MPI_Status status;
   MSD_MPI(MPI_Iprobe(source, tag, comm, &flag, &status), hint);
@@ -181,7 +195,7 @@ std::optional<Message> try_receive(MPI_Comm comm, int source, int tag, const std
   return receive_probed(comm, status, hint);
 }
 
-Message receive(MPI_Comm comm, int source, int tag, const std::string& hint) {
+Message receive(MPI_Comm comm, int source, int tag, std::string_view hint) {
   Backoff backoff;
   for (;;) {
     if (auto message = try_receive(comm, source, tag, hint)) return std::move(*message);
@@ -189,7 +203,7 @@ Message receive(MPI_Comm comm, int source, int tag, const std::string& hint) {
   }
 }
 
-std::optional<Message> receive_for(MPI_Comm comm, int source, int tag, uint64_t timeout_ms, const std::string& hint) {
+std::optional<Message> receive_for(MPI_Comm comm, int source, int tag, uint64_t timeout_ms, std::string_view hint) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   Backoff backoff;
   for (;;) {
@@ -199,7 +213,7 @@ std::optional<Message> receive_for(MPI_Comm comm, int source, int tag, uint64_t 
   }
 }
 
-Window::Window(MPI_Comm comm, uint64_t bytes, const std::string& hint) : bytes_(bytes) {
+Window::Window(MPI_Comm comm, uint64_t bytes, std::string_view hint) : bytes_(bytes) {
   if (!allocate_shared(comm, bytes)) {
     void* base = nullptr;
     MSD_MPI(MPI_Win_allocate(static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL, comm, &base, &win_), hint);

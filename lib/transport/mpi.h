@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error.h"
@@ -17,7 +18,7 @@
 namespace msd {
 
 // Throws MpiError "<hint>: <MPI_Error_string> (MPI error class N) on rank R".
-void check_mpi(int rc, const char* call, const std::string& hint);
+void check_mpi(int rc, const char* call, std::string_view hint);
 #define MSD_MPI(call, hint) ::msd::check_mpi((call), #call, (hint))
 
 int world_rank();
@@ -34,19 +35,19 @@ class Backoff {
 };
 
 // Waits for a request without burning a core.
-void wait(MPI_Request& request, const std::string& hint, MPI_Status* status = nullptr);
+void wait(MPI_Request& request, std::string_view hint, MPI_Status* status = nullptr);
 
 // An owned communicator (MPI_Comm_free on destruction); never owns
 // MPI_COMM_WORLD itself (the constructor from world duplicates it).
 class Comm {
  public:
   Comm() = default;
-  static Comm duplicate(MPI_Comm comm, const std::string& hint);
-  static Comm split(MPI_Comm comm, int color, int key, const std::string& hint);  // color may be MPI_UNDEFINED
+  static Comm duplicate(MPI_Comm comm, std::string_view hint);
+  static Comm split(MPI_Comm comm, int color, int key, std::string_view hint);  // color may be MPI_UNDEFINED
   // The sub-communicator of `ranks` (of `comm`, in that order). Collective over
   // those ranks only (MPI_Comm_create_group): a rank left out never joins, so
   // a stopped or hung peer cannot block the others.
-  static Comm create_group(MPI_Comm comm, const std::vector<int>& ranks, int tag, const std::string& hint);
+  static Comm create_group(MPI_Comm comm, const std::vector<int>& ranks, int tag, std::string_view hint);
   ~Comm();
   Comm(Comm&& other) noexcept;
   Comm& operator=(Comm&& other) noexcept;
@@ -64,7 +65,7 @@ class Comm {
 };
 
 // Point-to-point messages of raw bytes (wire.h encodes them).
-void send_bytes(MPI_Comm comm, int dest, int tag, std::span<const uint8_t> bytes, const std::string& hint);
+void send_bytes(MPI_Comm comm, int dest, int tag, std::span<const uint8_t> bytes, std::string_view hint);
 
 // Non-blocking sends whose buffers it owns until MPI is done with them. A
 // rank that must keep serving others (the planner) never blocks on a slow or
@@ -76,8 +77,8 @@ class AsyncSender {
   AsyncSender(const AsyncSender&) = delete;
   AsyncSender& operator=(const AsyncSender&) = delete;
 
-  void send(int dest, int tag, std::vector<uint8_t> bytes, const std::string& hint);
-  void progress();  // frees the buffers of completed sends
+  void send(int dest, int tag, std::vector<uint8_t> bytes, std::string_view hint);
+  void progress();  // frees the buffers of completed sends (one MPI_Testsome)
   void drain();     // waits for every send to complete
   // Waits at most `timeout_ms`; false when sends remain (to a peer that
   // stopped receiving: their buffers are then kept, never freed under MPI).
@@ -89,6 +90,8 @@ class AsyncSender {
   MPI_Comm comm_;
   std::vector<MPI_Request> requests_;
   std::vector<std::vector<uint8_t>> buffers_;
+  std::vector<int> done_;    // MPI_Testsome's indices
+  size_t compact_at_ = 64;   // send() calls progress() at this many in flight
   uint64_t sent_ = 0;
 };
 
@@ -99,11 +102,11 @@ struct Message {
 };
 // Receives a message if one is waiting (any source and tag when given
 // MPI_ANY_*); returns nullopt otherwise. Never blocks.
-std::optional<Message> try_receive(MPI_Comm comm, int source, int tag, const std::string& hint);
+std::optional<Message> try_receive(MPI_Comm comm, int source, int tag, std::string_view hint);
 // Blocks (with backoff) until a message matching source/tag arrives.
-Message receive(MPI_Comm comm, int source, int tag, const std::string& hint);
+Message receive(MPI_Comm comm, int source, int tag, std::string_view hint);
 // The same, for at most `timeout_ms`; nullopt when nothing came.
-std::optional<Message> receive_for(MPI_Comm comm, int source, int tag, uint64_t timeout_ms, const std::string& hint);
+std::optional<Message> receive_for(MPI_Comm comm, int source, int tag, uint64_t timeout_ms, std::string_view hint);
 
 // An RMA window with a passive-target access epoch to all ranks open for its
 // whole life (lock_all at creation, unlock_all at destruction). Collective
@@ -119,7 +122,7 @@ std::optional<Message> receive_for(MPI_Comm comm, int source, int tag, uint64_t 
 class Window {
  public:
   Window() = default;
-  Window(MPI_Comm comm, uint64_t bytes, const std::string& hint);
+  Window(MPI_Comm comm, uint64_t bytes, std::string_view hint);
   ~Window();
   Window(Window&& other) noexcept;
   Window& operator=(Window&& other) noexcept;

@@ -67,6 +67,7 @@ HelloMessage decode_hello(std::span<const uint8_t> bytes) {
 
 std::vector<uint8_t> encode_load(const std::vector<LoadItem>& items) {
   WireWriter w;
+  w.reserve(4 + items.size() * (4 + 8 + 8));
   w.u32(checked_cast<uint32_t>(items.size()));
   for (const auto& item : items) {
     w.u32(item.source);
@@ -122,6 +123,7 @@ SampleMeta get_meta(WireReader& r) {
 
 std::vector<uint8_t> encode_meta(const std::vector<SampleMeta>& items, const LoaderStatus& status) {
   WireWriter w;
+  w.reserve(8 + 8 + 8 + 4 + items.size() * kMetaBytes);
   w.u64(status.rss_bytes);
   w.f64(status.busy_seconds);
   w.f64(status.wall_seconds);
@@ -145,6 +147,7 @@ std::vector<SampleMeta> decode_meta(std::span<const uint8_t> bytes, LoaderStatus
 
 std::vector<uint8_t> encode_release(const std::vector<uint64_t>& slot_offsets) {
   WireWriter w;
+  w.reserve(4 + slot_offsets.size() * 8);
   w.u32(checked_cast<uint32_t>(slot_offsets.size()));
   for (uint64_t offset : slot_offsets) w.u64(offset);
   return std::move(w.bytes());
@@ -160,6 +163,12 @@ std::vector<uint64_t> decode_release(std::span<const uint8_t> bytes) {
 
 std::vector<uint8_t> encode(const StepPlan& m) {
   WireWriter w;
+  size_t bytes = 8 + 4 + 4 + m.samples.size() * kMetaBytes + 4;
+  for (const auto& mb : m.micro_batches) {
+    bytes += 4;
+    for (const auto& seq : mb.sequences) bytes += 4 + seq.pieces.size() * 12;
+  }
+  w.reserve(bytes);
   w.u64(m.step);
   w.u32(m.seq_len);
   w.u32(checked_cast<uint32_t>(m.samples.size()));

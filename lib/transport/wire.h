@@ -45,6 +45,9 @@ class WireWriter {
   void u64(uint64_t v) { put(v); }
   void f64(double v) { put(v); }
   void string(const std::string& s);
+  // Room for `more` bytes beyond those written: a message of many items
+  // grows once, not by doubling.
+  void reserve(size_t more) { bytes_.reserve(bytes_.size() + more); }
   std::vector<uint8_t>& bytes() { return bytes_; }
 
  private:

@@ -2,7 +2,8 @@
 # msd-bench fanout at a tiny size: a row per (clients, tp) where tp divides
 # clients, each with the planner's work and messages per step from a real
 # run; the fit reproduces the rows it was fitted to when they are exact; the
-# extrapolation is the fit's value; and every client's acknowledgement
+# extrapolation is the handling fit's value plus the placement measured at
+# that size; and every client's acknowledgement
 # reaches the planner (at least one message received per client per step).
 source "$(dirname "$0")/common.sh"
 timeout 240 "$MSD_BUILD/app/msd-bench" fanout --clients 2,4 --tps 1,2,3 --steps 3 --samples-per-group 4 \
@@ -20,11 +21,21 @@ for r in rows:
     # (TP followers take the batch from their leader): they grow with groups.
     assert r["messages_received_per_step"] >= r["groups"], r
     assert r["messages_sent_per_step"] >= r["groups"], r
+    # Busy passes were counted (one pass may plan or complete several steps).
+    assert r["busy_passes_per_step"] > 0, r
+for r in rows:  # packing and balancing is a part of the planner's CPU time
+    assert 0 < r["placement_cpu_ms_per_step"] <= r["cpu_ms_per_step"], r
 fit = report["fit_cpu_ms_per_step"]
-assert fit["separated"], fit
+handling = report["fit_handling_cpu_ms_per_step"]
+assert fit["separated"] and handling["separated"], (fit, handling)
+close = lambda a, b: abs(a - b) <= 1e-6 * max(1.0, abs(b))
 for p in report["extrapolated"]:
-    want = fit["base"] + fit["per_group"] * p["groups"] + fit["per_client"] * p["gpus"]
-    assert abs(p["cpu_ms_per_step"] - want) <= 1e-6 * max(1.0, abs(want)), (p, want)
+    at = lambda f: f["base"] + f["per_group"] * p["groups"] + f["per_client"] * p["gpus"]
+    assert close(p["linear_cpu_ms_per_step"], at(fit)), p
+    assert close(p["handling_cpu_ms_per_step"], at(handling)), p
+    # The placement is measured at the point's size, not extrapolated.
+    assert p["placement_cpu_ms_per_step"] > 0, p
+    assert close(p["cpu_ms_per_step"], p["handling_cpu_ms_per_step"] + p["placement_cpu_ms_per_step"]), p
     assert p["meets_target"] == (p["cpu_ms_per_step"] <= report["target_ms"]), p
 assert [(p["gpus"], p["tp"], p["groups"]) for p in report["extrapolated"]] == [(64, 8, 8), (64, 1, 64)]
 print("fanout ok")

@@ -29,3 +29,9 @@ TEST_CASE("fanout fit with one data-group size fits clients alone") {
   CHECK_THAT(fit.base, WithinAbs(1.0, 1e-9));
   CHECK_THAT(fit.per_client, WithinAbs(0.1, 1e-9));
 }
+
+TEST_CASE("fanout placement is measured at the asked size") {
+  msd::bench::FanoutOptions options;
+  // A step of 16 groups x 8 documents, packed and balanced for real.
+  CHECK(msd::bench::placement_cpu_ms(options, 16, 2) > 0.0);
+}

@@ -189,12 +189,15 @@ TEST_CASE("window budget: a request goes out only when it fits for sure", "[slot
   CHECK(budget.reserve() == 320);
   CHECK(budget.fits(1, 2));    // 3 x 320 <= 1024
   CHECK(!budget.fits(1, 3));   // 4 x 320 > 1024
-  budget.placed(1, 0, 100);    // a 128-byte slot
+  budget.placed(1, 100);       // a 128-byte slot
   CHECK(budget.used(1) == 128);
   CHECK(budget.fits(1, 1));    // 128 + 2 x 320 <= 1024
   CHECK(!budget.fits(1, 2));   // 128 + 3 x 320 > 1024
   CHECK(budget.fits(2, 2));    // each loader has its own window
-  budget.released(1, 0);
-  budget.released(1, 0);       // unknown now: no effect
+  budget.placed(1, 300);       // a 320-byte slot
+  CHECK(budget.used(1) == 448);
+  budget.released(1, 100);
+  CHECK(budget.used(1) == 320);
+  budget.released(1, 300);
   CHECK(budget.used(1) == 0);
 }
