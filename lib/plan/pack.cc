@@ -1,14 +1,17 @@
 #include "plan/pack.h"
 
 #include "plan/balance.h"
+#include "plan/bound.h"
 #include "plan/modes.h"
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <bit>
 #include <functional>
 #include <numeric>
 #include <queue>
+#include <set>
 #include <tuple>
 #include <span>
 #include <unordered_map>
@@ -399,6 +402,7 @@ std::vector<BucketPlan> into_micro_batches(std::vector<BucketSequences> buckets,
   return plans;
 }
 
+
 // The cost of the heaviest bucket of a placement.
 double max_bucket_cost(const std::vector<BucketSequences>& buckets) {
   double most = 0.0;
@@ -406,6 +410,271 @@ double max_bucket_cost(const std::vector<BucketSequences>& buckets) {
     most = std::max(most, std::accumulate(bucket.cost.begin(), bucket.cost.end(), 0.0));
   return most;
 }
+
+// Moves and exchanges pieces out of the heaviest bucket, padding-aware: a
+// piece moved into another bucket's sequence with room costs that bucket its
+// extra (cost less the linear term over its positions, which the padding
+// paid already), into a new sequence its cost plus that sequence's padding;
+// leaving its sequence empty spares the heaviest bucket the whole sequence.
+// An exchange puts a piece into a light bucket's sequence without room for
+// it, in return for that sequence's pieces of least extra per position that
+// make the room (they fit where it was): a long piece's attention for short
+// pieces' GEMMs, which cost the same wherever they sit. Each round makes the
+// change that leaves the pair's heavier side lowest, if it is below the
+// heaviest bucket: moves to the 64 lightest buckets, exchanges with the 16
+// lightest. No bucket goes over `capacity` positions or `max_sequences`
+// sequences. It stops when no change helps, at the heaviest piece in a
+// sequence of its own (no plan does better), or after min(2 * dp, 512)
+// rounds. For cp = 1 (under CP a sequence's cost depends on where its pieces
+// sit). Deterministic: ties go to the lighter bucket, then the lower index.
+class BucketRefiner {
+ public:
+  BucketRefiner(std::span<const PlacedPiece> pieces, const PackOptions& options, const CostModel& cost,
+                uint64_t capacity, uint32_t max_sequences)
+      : seq_len_(options.seq_len), cost_(cost), capacity_(capacity), max_sequences_(max_sequences), pieces_(pieces) {
+    for (const PlacedPiece& p : pieces) floor_ = std::max(floor_, p.cost + cost.padding(seq_len_ - p.piece.length));
+  }
+
+  void run(std::vector<BucketSequences>& buckets) {
+    if (max_bucket_cost(buckets) <= floor_ * (1.0 + 1e-12)) return;  // already optimal
+    cost_of_.reserve(pieces_.size());
+    for (const PlacedPiece& p : pieces_) cost_of_[key(p.piece)] = p.cost;
+    load(buckets);
+    const size_t rounds = std::min<size_t>(2 * buckets.size(), 512);
+    for (size_t round = 0; round < rounds && step(); ++round) {
+    }
+    store(buckets);
+  }
+
+ private:
+  struct Item {
+    Piece piece;
+    double cost = 0.0;
+    double extra = 0.0;  // cost less the linear term over its positions
+  };
+  struct Sequence {
+    std::vector<Item> pieces;
+    uint32_t used = 0;
+  };
+  struct Bucket {
+    std::vector<Sequence> sequences;
+    double cost = 0.0;
+    uint64_t positions = 0;
+    uint32_t most_free = 0;  // the most room in one of its sequences
+  };
+
+  static uint64_t key(const Piece& piece) { return uint64_t{piece.doc} << 32 | piece.begin; }
+
+  void load(const std::vector<BucketSequences>& buckets) {
+    buckets_.assign(buckets.size(), {});
+    by_cost_.clear();
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      for (const PackedSequence& sequence : buckets[b].sequences) {
+        Sequence& loaded = buckets_[b].sequences.emplace_back();
+        loaded.used = sequence.used;
+        for (const Piece& piece : sequence.pieces) {
+          const double c = cost_of_.at(key(piece));
+          loaded.pieces.push_back({piece, c, c - cost_.padding(piece.length)});
+        }
+      }
+      update(b);
+    }
+  }
+
+  // Recomputes bucket b and its place in by_cost_.
+  void update(size_t b) {
+    Bucket& bucket = buckets_[b];
+    by_cost_.erase({bucket.cost, b});
+    bucket.cost = 0.0;
+    bucket.positions = 0;
+    bucket.most_free = 0;
+    for (const Sequence& sequence : bucket.sequences) {
+      bucket.cost += cost_.padding(seq_len_ - sequence.used);
+      for (const Item& item : sequence.pieces) bucket.cost += item.cost;
+      bucket.positions += sequence.used;
+      bucket.most_free = std::max(bucket.most_free, seq_len_ - sequence.used);
+    }
+    by_cost_.insert({bucket.cost, b});
+  }
+
+  // A change out of the heaviest bucket: piece `piece` of its sequence
+  // `sequence` goes to bucket `to` (into its sequence `into`, or the one with
+  // the least room that fits when `into` is none), and the pieces `back` of
+  // that sequence come into the freed room. `worse`: the pair's heavier side.
+  struct Change {
+    double worse = INFINITY;
+    size_t sequence = 0, piece = 0, to = SIZE_MAX, into = SIZE_MAX;
+    std::vector<size_t> back;
+  };
+
+  // One change; false when none lowers the heaviest bucket.
+  bool step() {
+    const size_t heavy = std::prev(by_cost_.end())->second;  // ties: the higher index
+    if (buckets_[heavy].cost <= floor_ * (1.0 + 1e-12)) return false;
+    Change best;
+    best.worse = buckets_[heavy].cost * (1.0 - 1e-12);
+    find_move(heavy, best);
+    find_exchange(heavy, best);
+    if (best.to == SIZE_MAX) return false;
+    apply(heavy, best);
+    return true;
+  }
+
+  // The best move of one piece to any bucket.
+  void find_move(size_t heavy, Change& best) const {
+    constexpr size_t kMovePartners = 64;
+    const Bucket& from = buckets_[heavy];
+    for (size_t s = 0; s < from.sequences.size(); ++s) {
+      const Sequence& sequence = from.sequences[s];
+      for (size_t i = 0; i < sequence.pieces.size(); ++i) {
+        const Item& item = sequence.pieces[i];
+        const Piece& piece = item.piece;
+        const double alone = item.cost + cost_.padding(seq_len_ - piece.length);
+        const double left = from.cost - (sequence.pieces.size() == 1 ? alone : item.extra);
+        if (left >= best.worse) continue;
+        // Lightest first: past a bucket that the piece's extra alone takes
+        // to the best so far, or past the first with room for it, none
+        // helps; only the kMovePartners lightest are tried (bounded time).
+        size_t tried = 0;
+        for (auto it = by_cost_.begin(); it != by_cost_.end() && tried < kMovePartners; ++it, ++tried) {
+          const auto& [load, b] = *it;
+          if (load + item.extra >= best.worse) break;
+          const Bucket& to = buckets_[b];
+          if (b == heavy || to.positions + piece.length > capacity_) continue;
+          const bool room = to.most_free >= piece.length;
+          if (!room && to.sequences.size() >= max_sequences_) continue;
+          const double worse = std::max(left, load + (room ? item.extra : alone));
+          if (worse < best.worse) best = Change{worse, s, i, b, SIZE_MAX, {}};
+          if (room) break;
+        }
+      }
+    }
+  }
+
+  // The best exchange with the lightest buckets: a piece of the heaviest
+  // bucket into a sequence without room for it, for that sequence's pieces
+  // of least extra per position that make the room (and fit where it was).
+  void find_exchange(size_t heavy, Change& best) {
+    constexpr size_t kPartners = 16;
+    const Bucket& from = buckets_[heavy];
+    size_t partners = 0;
+    for (auto it = by_cost_.begin(); it != by_cost_.end() && partners < kPartners; ++it, ++partners) {
+      const size_t b = it->second;
+      const Bucket& to = buckets_[b];
+      if (to.cost >= best.worse) break;  // lightest first: no later partner helps
+      if (b == heavy) continue;
+      for (size_t t = 0; t < to.sequences.size(); ++t) {
+        const Sequence& target = to.sequences[t];
+        // Its pieces by extra per position; prefix sums of positions and extras.
+        order_.resize(target.pieces.size());
+        std::iota(order_.begin(), order_.end(), size_t{0});
+        std::sort(order_.begin(), order_.end(), [&](size_t x, size_t y) {
+          const double rx = target.pieces[x].extra / target.pieces[x].piece.length;
+          const double ry = target.pieces[y].extra / target.pieces[y].piece.length;
+          return rx != ry ? rx < ry : x < y;
+        });
+        freed_.assign(1, 0);
+        given_.assign(1, 0.0);
+        for (const size_t k : order_) {
+          freed_.push_back(freed_.back() + target.pieces[k].piece.length);
+          given_.push_back(given_.back() + target.pieces[k].extra);
+        }
+        const uint32_t free = seq_len_ - target.used;
+        for (size_t s = 0; s < from.sequences.size(); ++s) {
+          const Sequence& source = from.sequences[s];
+          for (size_t i = 0; i < source.pieces.size(); ++i) {
+            const Item& item = source.pieces[i];
+            const uint32_t length = item.piece.length;
+            if (free >= length) continue;  // a move, not an exchange
+            // The fewest pieces of least extra per position that make room.
+            const size_t k = static_cast<size_t>(
+                std::lower_bound(freed_.begin(), freed_.end(), uint64_t{length - free}) - freed_.begin());
+            if (k >= freed_.size()) continue;
+            const uint64_t freed = freed_[k];
+            if (freed > uint64_t{seq_len_} - source.used + length) continue;
+            if (to.positions + length - freed > capacity_ || from.positions + freed - length > capacity_) continue;
+            const double delta = item.extra - given_[k];
+            if (delta <= 0.0) continue;
+            const double worse = std::max(from.cost - delta, to.cost + delta);
+            if (worse < best.worse)
+              best = Change{worse, s, i, b, t, std::vector<size_t>(order_.begin(), order_.begin() + static_cast<ptrdiff_t>(k))};
+          }
+        }
+      }
+    }
+  }
+
+  void apply(size_t from, const Change& change) {
+    Sequence& source = buckets_[from].sequences[change.sequence];
+    const Item item = source.pieces[change.piece];
+    const uint32_t length = item.piece.length;
+    source.pieces.erase(source.pieces.begin() + static_cast<ptrdiff_t>(change.piece));
+    source.used -= length;
+    std::vector<Sequence>& target = buckets_[change.to].sequences;
+    if (change.into != SIZE_MAX) {
+      Sequence& into = target[change.into];
+      std::vector<size_t> back = change.back;
+      std::sort(back.begin(), back.end(), std::greater<>());
+      for (const size_t k : back) {
+        source.pieces.push_back(into.pieces[k]);
+        source.used += into.pieces[k].piece.length;
+        into.used -= into.pieces[k].piece.length;
+        into.pieces.erase(into.pieces.begin() + static_cast<ptrdiff_t>(k));
+      }
+      into.pieces.push_back(item);
+      into.used += length;
+    } else {
+      // Into the sequence with the least room that fits it (keeps room for
+      // longer pieces), else a new one.
+      Sequence* into = nullptr;
+      for (Sequence& candidate : target)
+        if (seq_len_ - candidate.used >= length && (!into || candidate.used > into->used)) into = &candidate;
+      if (!into) into = &target.emplace_back();
+      into->pieces.push_back(item);
+      into->used += length;
+    }
+    if (source.pieces.empty())
+      buckets_[from].sequences.erase(buckets_[from].sequences.begin() + static_cast<ptrdiff_t>(change.sequence));
+    update(from);
+    update(change.to);
+  }
+
+  void store(std::vector<BucketSequences>& buckets) const {
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      BucketSequences& out = buckets[b];
+      out.sequences.clear();
+      out.cost.clear();
+      for (const Sequence& sequence : buckets_[b].sequences) {
+        PackedSequence packed;
+        packed.used = sequence.used;
+        double c = cost_.padding(seq_len_ - sequence.used);
+        for (const Item& item : sequence.pieces) {
+          packed.pieces.push_back(item.piece);
+          c += item.cost;
+        }
+        std::sort(packed.pieces.begin(), packed.pieces.end(), [](const Piece& x, const Piece& y) {
+          return x.doc != y.doc ? x.doc < y.doc : x.begin < y.begin;
+        });
+        out.sequences.push_back(std::move(packed));
+        out.cost.push_back(c);
+      }
+      sort_sequences(out.sequences, out.cost);
+    }
+  }
+
+  uint32_t seq_len_;
+  const CostModel& cost_;
+  uint64_t capacity_;
+  uint32_t max_sequences_;
+  std::span<const PlacedPiece> pieces_;
+  double floor_ = 0.0;
+  std::unordered_map<uint64_t, double> cost_of_;
+  std::vector<Bucket> buckets_;
+  std::set<std::pair<double, size_t>> by_cost_;  // (cost, bucket), lightest first
+  std::vector<size_t> order_;
+  std::vector<uint64_t> freed_;
+  std::vector<double> given_;
+};
 
 // Cost balance, padding-aware: a sequence costs its pieces plus the linear
 // term over its padding (its GEMMs run over all seq_len positions). Three
@@ -428,6 +697,12 @@ std::vector<BucketPlan> plan_by_cost(const std::vector<PlacedPiece>& pieces, con
       lightest = heaviest;
       kept = std::move(other);
     }
+  }
+  // Whole sequences per micro-batch within the budget: the refiner keeps
+  // each bucket within micro_batches x floor(budget / seq_len) sequences.
+  if (options.cp <= 1 && budget >= options.seq_len) {
+    const uint64_t sequences = std::min<uint64_t>(uint64_t{count} * (budget / options.seq_len), UINT32_MAX);
+    BucketRefiner(pieces, options, cost, capacity, static_cast<uint32_t>(sequences)).run(kept);
   }
   return into_micro_batches(std::move(kept), options, budget);
 }
@@ -579,53 +854,6 @@ class BudgetEnforcer {
   std::vector<double> sequence_cost_;
 };
 
-// The step's lower bound on the heaviest bucket's cost (PlanStats::bound_cost)
-// over the placed pieces (`lengths`, `costs`), when no sequence may hold more
-// than min(seq_len, limit) positions (a sequence sits in one micro-batch).
-struct StepBound {
-  uint64_t min_sequences = 0;
-  double cost = 0.0;
-};
-StepBound step_bound(const std::vector<uint32_t>& lengths, const std::vector<double>& costs,
-                     const PackOptions& options, uint64_t limit, const CostModel& cost) {
-  MSD_CHECK_EQ(lengths.size(), costs.size());
-  const size_t n = lengths.size();
-  uint64_t total = 0;
-  double sum = 0.0, own = 0.0;
-  // A piece's cost beyond the linear term: what no packing shares out.
-  std::vector<std::pair<double, uint32_t>> extra(n);
-  for (size_t i = 0; i < n; ++i) {
-    total += lengths[i];
-    sum += costs[i];
-    own = std::max(own, costs[i] + cost.padding(options.seq_len - lengths[i]));
-    extra[i] = {std::max(0.0, costs[i] - cost.padding(lengths[i])), lengths[i]};
-  }
-  StepBound bound;
-  const uint64_t per_sequence = std::min<uint64_t>(options.seq_len, std::max<uint64_t>(1, limit));
-  bound.min_sequences = (total + per_sequence - 1) / per_sequence;
-  const double mean = (sum + cost.padding(bound.min_sequences * options.seq_len - total)) / options.dp;
-  const uint64_t most = (bound.min_sequences + options.dp - 1) / options.dp;
-  bound.cost = std::max({mean, cost.padding(most * uint64_t{options.seq_len}), own});
-  // Pigeonhole, padding-aware: of the t*dp + 1 pieces with the most extra
-  // cost some bucket holds t + 1, so it costs at least the t + 1 smallest
-  // extras among them plus the sequences the t + 1 shortest of them need.
-  std::sort(extra.begin(), extra.end(), std::greater<>());
-  std::vector<uint32_t> shortest;
-  const size_t dp = options.dp;
-  for (size_t t = 1; t <= 8 && t * dp < n; ++t) {
-    double extras = 0.0;
-    for (size_t i = t * dp - t; i <= t * dp; ++i) extras += extra[i].first;
-    shortest.clear();
-    for (size_t i = 0; i <= t * dp; ++i) shortest.push_back(extra[i].second);
-    std::nth_element(shortest.begin(), shortest.begin() + static_cast<ptrdiff_t>(t), shortest.end());
-    uint64_t positions = 0;
-    for (size_t i = 0; i <= t; ++i) positions += shortest[i];
-    const uint64_t sequences = (positions + per_sequence - 1) / per_sequence;
-    bound.cost = std::max(bound.cost, extras + cost.padding(sequences * uint64_t{options.seq_len}));
-  }
-  return bound;
-}
-
 }  // namespace
 
 PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& options, const CostModel& cost) {
@@ -667,10 +895,12 @@ PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& option
     for (const PlacedPiece& p : pieces) lengths.push_back(p.piece.length);
   const uint64_t slots = uint64_t{options.dp} * options.micro_batches;
   const uint64_t limit = std::max<uint64_t>(budget, (total + slots - 1) / slots);
-  const StepBound bound = step_bound(lengths, costs, options, limit, cost);
-  std::sort(costs.begin(), costs.end(), std::greater<>());  // tokens: sorted by length, not cost
+  std::vector<double> sorted_costs(costs);
+  std::sort(sorted_costs.begin(), sorted_costs.end(), std::greater<>());  // tokens: sorted by length, not cost
   const uint64_t sequences = step.stats.sequences;
-  step.stats = plan_stats(step.buckets, costs);
+  step.stats = plan_stats(step.buckets, sorted_costs);
+  const BoundShape shape{options.seq_len, options.dp, options.micro_batches, limit};
+  const StepBound bound = step_bound(lengths, costs, shape, cost, step.stats.max_cost);
   step.stats.sequences = sequences;
   step.stats.min_sequences = bound.min_sequences;
   step.stats.bound_cost = std::max(step.stats.bound_cost, bound.cost);

@@ -94,28 +94,19 @@ struct PlanStats {
   double worst_micro_batch_imbalance = 1.0;   // the largest of micro_batch_imbalance
   // max(largest_piece_cost, total / (dp * micro_batches)) over the latter.
   double micro_batch_lower_bound = 1.0;
-  // The padding-aware bound. A bucket's cost includes its sequences' padding
-  // (CostModel::padding: the linear term over every position a fixed-shape
-  // sequence computes), so the heaviest bucket costs at least the largest of:
-  //   - the mean over buckets with the fewest sequences any packing needs,
-  //     min_sequences = ceil(positions / min(seq_len, budget)) (a sequence sits
-  //     in one micro-batch, and a micro-batch holds at most the budget):
-  //     (sum of piece costs + padding(min_sequences * seq_len - positions)) / dp;
-  //   - the bucket holding ceil(min_sequences / dp) sequences: that many
-  //     times padding(seq_len);
-  //   - the heaviest piece in a sequence of its own: its cost + padding;
-  //   - pigeonhole, padding-aware: a piece's extra cost is its cost less the
-  //     linear term over its positions; of the t*dp + 1 pieces with the most,
-  //     some bucket holds t + 1, so it costs at least the t + 1 smallest
-  //     extras among them plus padding(seq_len) times the sequences the t + 1
-  //     shortest of them need (t = 1..8).
-  // bound_cost is the largest of those and of the piece pigeonhole sums
-  // above (without the plan's mean: it depends on the plan, the bound does
-  // not); lower_bound and pigeonhole_bound are at least bound_cost over this
-  // plan's mean. The budget here is the one the plan was held to (raised to
-  // the even share when the step exceeds it); it can only raise the optimum,
-  // so the bound stays a lower bound. max_over_bound = max_cost / bound_cost:
-  // 1 is optimal; the bound is not tight, so no plan may reach 1.
+  // The padding-aware bound (plan/bound.h, step_bound): no placement of
+  // these pieces within the budget has a lighter heaviest bucket. The
+  // largest of: the mean over buckets with the fewest sequences any packing
+  // needs (min_sequences = ceil(positions / min(seq_len, budget))), the
+  // bucket holding ceil(min_sequences / dp) of them, the heaviest piece in a
+  // sequence of its own, padding-aware pigeonhole sums, the piece pigeonhole
+  // sums above, and the sequence-class bound (buckets classed by their whole
+  // sequences; an LP dual proves a maximum unreachable). The budget here is
+  // the one the plan was held to (raised to the even share when the step
+  // exceeds it); it can only raise the optimum, so the bound stays a lower
+  // bound. lower_bound and pigeonhole_bound are at least bound_cost over this
+  // plan's mean. max_over_bound = max_cost / bound_cost: 1 is optimal; the
+  // bound is not tight, so no plan may reach 1.
   uint64_t sequences = 0;      // packed sequences placed
   uint64_t min_sequences = 0;  // the fewest any packing of these pieces within the budget needs
   double bound_cost = 0.0;
@@ -167,7 +158,11 @@ struct PackedStep {
 //    c. pieces first by positions: as b, longest first to the bucket with
 //       the fewest positions (the tokens split below), no room cap.
 //    The placement whose heaviest bucket costs least is kept (ties: the
-//    earlier). Each bucket's whole sequences are then balanced by cost over
+//    earlier). With cp = 1 and a budget of at least seq_len, a refiner then
+//    moves pieces out of the heaviest bucket, and exchanges them for short
+//    pieces of light buckets, while that lowers it (padding-aware; no bucket
+//    over micro_batches x floor(budget / seq_len) sequences or micro_batches
+//    x budget positions; bounded rounds). Each bucket's whole sequences are then balanced by cost over
 //    `micro_batches` bins, none over the budget, and the bins ordered
 //    heaviest first (ties: lower bin), so micro-batch i is the i-th heaviest
 //    on every rank. A micro-batch is empty only when its bucket has fewer
@@ -191,8 +186,10 @@ struct PackedStep {
 //
 // O(pieces * log(pieces) * log(dp)) time for karmarkar_karp, O(pieces *
 // log(pieces)) otherwise, plus the swaps' bounded rounds (balance.h); no pass
-// over all buckets per piece. About 3-4 ms a step at 512 DP ranks x 32k
-// (4096 documents) and 6-9 ms at 4096 ranks (8192 documents) on one core.
+// over all buckets per piece; the refiner's rounds each touch at most 64
+// buckets. About 4-5 ms CPU a step at 512 DP ranks x 32k (4096 documents,
+// the statistics' sequence-class bound included) and 6-8 ms at 4096 ranks
+// (8192 documents) on one core.
 // The planner's packing options for a job: seq_len, dp, micro_batches,
 // long_docs and balance from the configuration. The planner and msd-replay
 // both use it, so a replay packs exactly as the run did.

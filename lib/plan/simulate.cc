@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ostream>
 #include <random>
+#include <time.h>
 
 #include "common/error.h"
 #include "common/json_writer.h"
@@ -22,6 +23,12 @@ double median(std::vector<double> values) {
 
 double worst(const std::vector<double>& values) {
   return values.empty() ? 0.0 : *std::max_element(values.begin(), values.end());
+}
+
+double thread_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return 1e3 * static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_nsec);
 }
 
 uint32_t data_parallel(const SimulateOptions& options) {
@@ -90,13 +97,15 @@ SimulateReport simulate(const SimulateOptions& options) {
     pack.micro_batches = options.micro_batches;
     pack.long_docs = options.long_docs;
     pack.balance = method;
-    std::vector<double> ms, imbalance, bound, pigeonhole, over_bound, micro, positions, seconds;
+    std::vector<double> ms, cpu_ms, imbalance, bound, pigeonhole, over_bound, micro, positions, seconds;
     MethodReport line;
     line.method = method;
     uint64_t docs = 0, pieces = 0;
     for (const std::vector<PlanDoc>& step_docs : steps) {
       const auto start = Clock::now();
+      const double cpu_start = thread_cpu_ms();
       const PackedStep step = pack_step(step_docs, pack, cost);
+      cpu_ms.push_back(thread_cpu_ms() - cpu_start);
       ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
       const PlanStats& stats = step.stats;
       imbalance.push_back(stats.imbalance);
@@ -114,6 +123,8 @@ SimulateReport simulate(const SimulateOptions& options) {
     }
     line.ms_median = median(ms);
     line.ms_max = worst(ms);
+    line.cpu_ms_median = median(cpu_ms);
+    line.cpu_ms_max = worst(cpu_ms);
     line.imbalance_median = median(imbalance);
     line.imbalance_worst = worst(imbalance);
     line.lower_bound_median = median(bound);
@@ -144,19 +155,20 @@ void print_report(const SimulateReport& report, std::ostream& out) {
                 o.micro_batches, report.docs_per_step, report.pieces_per_step, o.steps,
                 static_cast<unsigned long long>(o.seed));
   out << line;
-  out << "median and worst over steps of: DP max/mean cost (padding included); lower bound / mean (padding-\n"
-         "aware, pack.h); pigeonhole bound / mean; max over the bound; worst micro-batch index's max/mean cost\n"
+  out << "ms/step: wall time of a plan (median, worst); cpu ms: its thread CPU time (median). Median and\n"
+         "worst over steps of: DP max/mean cost (padding included); lower bound / mean (padding-aware, bound.h);\n"
+         "pigeonhole bound / mean; max over the bound; worst micro-batch index's max/mean cost\n"
          "over DP; DP max/mean positions. step s: the slowest rank's compute (median); on target: max within\n"
          "1% of the bound\n";
-  std::snprintf(line, sizeof line, "%-15s %8s %8s  %15s  %15s  %15s  %15s  %17s  %15s  %8s  %9s\n", "method",
-                "ms/step", "ms max", "DP max/mean", "lower bound", "pigeonhole", "max/bound", "micro-batch",
+  std::snprintf(line, sizeof line, "%-15s %8s %8s %8s  %15s  %15s  %15s  %15s  %17s  %15s  %8s  %9s\n", "method",
+                "ms/step", "ms max", "cpu ms", "DP max/mean", "lower bound", "pigeonhole", "max/bound", "micro-batch",
                 "positions", "step s", "on target");
   out << line;
   for (const MethodReport& m : report.methods) {
     std::snprintf(line, sizeof line,
-                  "%-15s %8.3f %8.3f  %7.4f %7.4f  %7.4f %7.4f  %7.4f %7.4f  %7.4f %7.4f  %8.4f %8.4f  %7.4f %7.4f  "
+                  "%-15s %8.3f %8.3f %8.3f  %7.4f %7.4f  %7.4f %7.4f  %7.4f %7.4f  %7.4f %7.4f  %8.4f %8.4f  %7.4f %7.4f  "
                   "%8.3f  %4u/%-4u\n",
-                  balance_method_name(m.method), m.ms_median, m.ms_max, m.imbalance_median, m.imbalance_worst,
+                  balance_method_name(m.method), m.ms_median, m.ms_max, m.cpu_ms_median, m.imbalance_median, m.imbalance_worst,
                   m.lower_bound_median, m.lower_bound_worst, m.pigeonhole_median, m.pigeonhole_worst,
                   m.over_bound_median, m.over_bound_worst, m.micro_batch_median, m.micro_batch_worst,
                   m.positions_median, m.positions_worst, m.step_seconds_median, m.steps_on_target, o.steps);
@@ -177,6 +189,7 @@ std::string report_json(const SimulateReport& report) {
     json.begin_object();
     json.value("method", balance_method_name(m.method));
     json.value("ms_per_step_median", m.ms_median).value("ms_per_step_max", m.ms_max);
+    json.value("cpu_ms_per_step_median", m.cpu_ms_median).value("cpu_ms_per_step_max", m.cpu_ms_max);
     json.value("dp_imbalance_median", m.imbalance_median).value("dp_imbalance_worst", m.imbalance_worst);
     json.value("lower_bound_median", m.lower_bound_median).value("lower_bound_worst", m.lower_bound_worst);
     json.value("pigeonhole_bound_median", m.pigeonhole_median).value("pigeonhole_bound_worst", m.pigeonhole_worst);

@@ -37,6 +37,9 @@ struct SimulateOptions {
 struct MethodReport {
   BalanceMethod method = BalanceMethod::greedy;
   double ms_median = 0.0, ms_max = 0.0;              // pack_step wall time per step
+  // pack_step's thread CPU time per step: what one core spends, whatever
+  // else shares the machine (wall time counts the waits for a core too).
+  double cpu_ms_median = 0.0, cpu_ms_max = 0.0;
   double imbalance_median = 0.0, imbalance_worst = 0.0;  // DP max/mean cost
   double lower_bound_median = 0.0, lower_bound_worst = 0.0;
   double pigeonhole_median = 0.0, pigeonhole_worst = 0.0;   // PlanStats::pigeonhole_bound

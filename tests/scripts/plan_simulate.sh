@@ -13,7 +13,7 @@ python3 - "$json" <<'PY'
 import json, sys
 report = json.loads(sys.argv[1])
 assert report["dp"] == 16 and report["steps"] == 3, report
-keys = ["method", "ms_per_step_median", "ms_per_step_max", "dp_imbalance_median", "dp_imbalance_worst",
+keys = ["method", "ms_per_step_median", "ms_per_step_max", "cpu_ms_per_step_median", "cpu_ms_per_step_max", "dp_imbalance_median", "dp_imbalance_worst",
         "lower_bound_median", "lower_bound_worst", "pigeonhole_bound_median", "pigeonhole_bound_worst",
         "max_over_bound_median", "max_over_bound_worst",
         "micro_batch_imbalance_median", "micro_batch_imbalance_worst",

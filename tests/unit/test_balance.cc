@@ -135,8 +135,10 @@ TEST_CASE("balance: long-context mix stays near the padding-aware bound", "[bala
     uint32_t dp, samples_per_rank, seq_len;
     double mean_over_bound;  // the most max/bound may average over the steps
   };
-  for (const Shape shape : {Shape{8, 64, 32768, 1.01}, Shape{8, 8, 16384, 1.12}, Shape{16, 16, 32768, 1.10},
-                            Shape{32, 16, 16384, 1.08}, Shape{32, 8, 32768, 1.08}, Shape{16, 4, 16384, 1.06}}) {
+  // Means measured with the sequence-class bound and the refiner: 1.000,
+  // 1.010, 1.020, 1.014-1.019, 1.013, 1.009 (before them 1.05-1.12).
+  for (const Shape shape : {Shape{8, 64, 32768, 1.01}, Shape{8, 8, 16384, 1.03}, Shape{16, 16, 32768, 1.04},
+                            Shape{32, 16, 16384, 1.04}, Shape{32, 8, 32768, 1.03}, Shape{16, 4, 16384, 1.03}}) {
     msd::SimulateOptions options;
     options.dp = shape.dp;
     options.samples_per_gpu = shape.samples_per_rank;
@@ -161,7 +163,7 @@ TEST_CASE("balance: long-context mix stays near the padding-aware bound", "[bala
         // position split's contiguous runs of sequences but not out of ours.
         CHECK(stats.max_cost <= by_positions.max_cost * (1 + 1e-4));
         CHECK(stats.max_over_bound >= 1.0 - 1e-9);
-        CHECK(stats.max_over_bound <= 1.3);
+        CHECK(stats.max_over_bound <= 1.15);
         sum += stats.max_over_bound;
       }
       INFO(msd::balance_method_name(m) << " dp " << shape.dp << " x " << shape.samples_per_rank << " seq_len "
