@@ -154,6 +154,8 @@ ScalingModeResult run_mode(const ScalingModeSpec& spec, const std::string& label
   const JsonValue s = read_json_file(summary);
   r.loader_ranks = parsed.topology.loaders;
   r.loader_memory_bytes = static_cast<uint64_t>(json_number(s, "loader_memory_bytes.total"));
+  r.loader_peak_rss_bytes = static_cast<uint64_t>(json_number(s, "memory_peak_bytes.planner") +
+                                                  json_number(s, "memory_peak_bytes.loader_total"));
   r.source_state_bytes = static_cast<uint64_t>(json_number(s, "loaders.source_state_bytes"));
   r.moves = static_cast<uint64_t>(json_number(s, "moves"));
   if (const JsonValue* digest = s.find("batch_digest"); digest && digest->type == JsonType::string) r.batch_digest = digest->string;
@@ -176,6 +178,7 @@ std::vector<std::string> plan_partition(const std::string& config, double time_s
   report.plan_loader_ranks = static_cast<int>(json_number(doc, "loader_ranks"));
   report.plan_memory_bytes = json_number(doc, "memory_bytes");
   report.plan_worst_margin = json_number(doc, "worst_margin");
+  report.plan_steps_per_s_max = json_number(doc, "steps_per_s_max");
   report.static_plan_memory_bytes = json_number(doc, "static.memory_bytes");
   report.static_worst_margin = json_number(doc, "static.worst_margin");
   if (!(report.plan_loader_ranks >= 1)) throw Error(str("msd-plan partition wrote no loader_ranks to ", plan));
@@ -266,6 +269,7 @@ std::string scaling_json(const ScalingReport& r) {
         .value("tokens_per_s_after", m.tokens_per_s_after)
         .value("loader_ranks", m.loader_ranks)
         .value("loader_memory_bytes", m.loader_memory_bytes)
+        .value("loader_peak_rss_bytes", m.loader_peak_rss_bytes)
         .value("source_state_bytes", m.source_state_bytes)
         .value("moves", m.moves)
         .value("batch_digest", m.batch_digest)
@@ -277,6 +281,7 @@ std::string scaling_json(const ScalingReport& r) {
         .value("loader_ranks", r.plan_loader_ranks)
         .value("memory_bytes", r.plan_memory_bytes)
         .value("worst_margin", r.plan_worst_margin)
+        .value("steps_per_s_max", r.plan_steps_per_s_max)
         .value("static_memory_bytes", r.static_plan_memory_bytes)
         .value("static_worst_margin", r.static_worst_margin)
         .end_object();
@@ -298,18 +303,18 @@ std::string scaling_text(const ScalingReport& r) {
                 1 - kTextWeight, kTextWeight, r.options.global_batch, r.options.loaders, r.seconds_per_image * 1e3,
                 r.seconds_per_text * 1e3, r.pilot_step_s_after * 1e3, r.target_step_s_after * 1e3, r.time_scale);
   out << line;
-  std::snprintf(line, sizeof line, "  %-10s %11s %11s %12s %12s %8s %12s %6s\n", "mode", "wait before", "wait after",
-                "tok/s before", "tok/s after", "loaders", "loader mem", "moves");
+  std::snprintf(line, sizeof line, "  %-10s %11s %11s %12s %12s %8s %12s %12s %6s\n", "mode", "wait before",
+                "wait after", "tok/s before", "tok/s after", "loaders", "loader mem", "peak RSS", "moves");
   out << line;
   for (const ScalingModeResult& m : r.modes) {
     if (!m.available) {
       out << "  " << m.name << std::string(m.name.size() < 10 ? 10 - m.name.size() : 0, ' ') << " " << m.note << '\n';
       continue;
     }
-    std::snprintf(line, sizeof line, "  %-10s %10.1f%% %10.1f%% %12.0f %12.0f %8d %10.1f MB %6llu\n", m.name.c_str(),
-                  100 * m.data_wait_fraction_before, 100 * m.data_wait_fraction_after, m.tokens_per_s_before,
-                  m.tokens_per_s_after, m.loader_ranks, m.loader_memory_bytes / 1e6,
-                  static_cast<unsigned long long>(m.moves));
+    std::snprintf(line, sizeof line, "  %-10s %10.1f%% %10.1f%% %12.0f %12.0f %8d %10.1f MB %10.1f MB %6llu\n",
+                  m.name.c_str(), 100 * m.data_wait_fraction_before, 100 * m.data_wait_fraction_after,
+                  m.tokens_per_s_before, m.tokens_per_s_after, m.loader_ranks, m.loader_memory_bytes / 1e6,
+                  m.loader_peak_rss_bytes / 1e6, static_cast<unsigned long long>(m.moves));
     out << line;
   }
   std::snprintf(line, sizeof line,
@@ -322,12 +327,15 @@ std::string scaling_text(const ScalingReport& r) {
   const ScalingModeResult *partition = find_mode(r, "partition"), *fixed = find_mode(r, "static");
   if (partition && fixed) {
     std::snprintf(line, sizeof line,
-                  "  partition (msd-plan partition: %d loader ranks, worst planned margin %+.0f%%; static's %+.0f%%): "
-                  "data wait after the shift %.1f%%, %d loaders against static's %d, loader memory %.1f MB against "
-                  "static's %.1f MB (target: the rate with no more loaders and less memory)\n",
-                  r.plan_loader_ranks, 100 * r.plan_worst_margin, 100 * r.static_worst_margin,
-                  100 * partition->data_wait_fraction_after, partition->loader_ranks, fixed->loader_ranks,
-                  partition->loader_memory_bytes / 1e6, fixed->loader_memory_bytes / 1e6);
+                  "  partition (msd-plan partition: %d loader ranks for up to %.2f steps/s, the emulated step after "
+                  "the shift %.2f; worst planned margin %+.0f%%, static's %+.0f%%): data wait after the shift "
+                  "%.1f%%, %d loaders against static's %d, loader memory %.1f MB against static's %.1f MB (peak RSS "
+                  "%.1f MB against %.1f MB) (target: the rate with no more loaders and less memory)\n",
+                  r.plan_loader_ranks, r.plan_steps_per_s_max,
+                  r.target_step_s_after > 0 ? 1 / r.target_step_s_after : 0.0, 100 * r.plan_worst_margin,
+                  100 * r.static_worst_margin, 100 * partition->data_wait_fraction_after, partition->loader_ranks,
+                  fixed->loader_ranks, partition->loader_memory_bytes / 1e6, fixed->loader_memory_bytes / 1e6,
+                  partition->loader_peak_rss_bytes / 1e6, fixed->loader_peak_rss_bytes / 1e6);
     out << line;
   }
   return out.str();

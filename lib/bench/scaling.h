@@ -52,6 +52,10 @@ struct ScalingModeResult {
   double tokens_per_s_before = 0, tokens_per_s_after = 0;
   int loader_ranks = 0;
   uint64_t loader_memory_bytes = 0;  // summary's loader_memory_bytes.total (peak RSS over start-up)
+  // Whole processes, start-up included: the planner's and the loaders' peak
+  // RSS (summary memory_peak_bytes.planner + .loader_total), so a loader
+  // rank more or fewer shows (its MPI runtime and libraries).
+  uint64_t loader_peak_rss_bytes = 0;
   uint64_t source_state_bytes = 0;   // open source state at the end, over loaders
   uint64_t moves = 0;
   std::string batch_digest;
@@ -71,6 +75,7 @@ struct ScalingReport {
   // options.loaders evaluated for the same demand.
   int plan_loader_ranks = 0;
   double plan_memory_bytes = 0, plan_worst_margin = 0;
+  double plan_steps_per_s_max = 0;  // the plan's target rate at its fastest point
   double static_plan_memory_bytes = 0, static_worst_margin = 0;
   std::vector<ScalingModeResult> modes;
   bool same_stream = true;  // every mode delivered the same batch digest

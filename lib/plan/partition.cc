@@ -8,8 +8,10 @@
 #include <set>
 
 #include "common/error.h"
+#include "plan/compare.h"
 #include "plan/device_model.h"
 #include "plan/mix.h"
+#include "plan/modes.h"
 
 namespace msd {
 namespace {
@@ -201,36 +203,43 @@ std::vector<uint64_t> schedule_points(const Config& config) {
   return {points.begin(), points.end()};
 }
 
+std::vector<PlanDoc> representative_step(const Config& config, std::span<const double> weights,
+                                         std::span<const SourceProfile> profiles) {
+  const JobConfig& job = config.job;
+  // Each source's share of the batch: floor(batch x weight), the rest by
+  // largest remainder (ties: the first source), as a step's quotas are.
+  std::vector<uint64_t> count(profiles.size(), 0);
+  std::vector<std::pair<double, size_t>> remainders;
+  uint64_t placed = 0;
+  for (size_t s = 0; s < profiles.size(); ++s) {
+    const double share = job.global_batch * std::max(0.0, weights[s]);
+    count[s] = static_cast<uint64_t>(std::floor(share + kEps));
+    placed += count[s];
+    remainders.emplace_back(-(share - static_cast<double>(count[s])), s);
+  }
+  std::stable_sort(remainders.begin(), remainders.end());
+  for (size_t i = 0; placed < job.global_batch && i < remainders.size(); ++i, ++placed) ++count[remainders[i].second];
+  std::vector<PlanDoc> docs;
+  for (size_t s = 0; s < profiles.size(); ++s) {
+    const uint32_t positions = static_cast<uint32_t>(std::max(1.0, std::round(profiles[s].positions_per_sample)));
+    const double patches = std::round(std::max(0.0, profiles[s].patches_per_sample));
+    const uint32_t fixed = static_cast<uint32_t>(std::min<double>(patches, std::min(positions, job.seq_len)));
+    for (uint64_t i = 0; i < count[s]; ++i) docs.push_back({static_cast<uint32_t>(docs.size()), positions, fixed, 0.0});
+  }
+  return docs;
+}
+
 double modelled_step_seconds(const Config& config, std::span<const double> weights,
                              std::span<const SourceProfile> profiles) {
-  const JobConfig& job = config.job;
+  const std::vector<PlanDoc> docs = representative_step(config, weights, profiles);
+  if (docs.empty()) return 0.0;
   const TopologyConfig& t = config.topology;
-  double positions = 0.0, weighted_length = 0.0;
-  for (size_t s = 0; s < profiles.size(); ++s) {
-    const double length = std::max(1.0, profiles[s].positions_per_sample);
-    const double share = job.global_batch * weights[s] * length;
-    positions += share;
-    weighted_length += share * std::min<double>(length, job.seq_len);
-  }
-  const double segment = positions > 0 ? std::max(1.0, weighted_length / positions) : job.seq_len;
-  // One sequence: full seq_len positions of documents `segment` long.
-  SequenceShape sequence;
-  const uint32_t whole = static_cast<uint32_t>(std::max(1.0, std::floor(segment)));
-  for (uint32_t used = 0; used < job.seq_len;) {
-    const uint32_t piece = std::min(whole, job.seq_len - used);
-    sequence.segments.push_back(piece);
-    used += piece;
-  }
-  const double per_rank = positions / std::max(t.dp, 1);
-  const uint64_t sequences = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(per_rank / job.seq_len)));
-  const uint64_t micro = std::min<uint64_t>(std::max<uint32_t>(job.micro_batches, 1), sequences);
-  const uint64_t per_micro = (sequences + micro - 1) / micro;
-  std::vector<MicroBatchShape> micro_batches(micro, MicroBatchShape(per_micro, sequence));
-  const DeviceModel model = make_device_model(config);
   const Parallel parallel{static_cast<uint32_t>(t.dp), static_cast<uint32_t>(t.pp), static_cast<uint32_t>(t.cp),
                           static_cast<uint32_t>(t.tp)};
-  const double seconds = rank_time(model, parallel, micro_batches).seconds + gradient_allreduce_seconds(model, parallel);
-  return seconds * config.emulator.time_scale;
+  const ModeEvaluation placed =
+      evaluate_mode(parse_training_mode(config.job.mode, config.job.balance), {docs}, make_pack_options(config),
+                    make_cost_model(config), make_device_model(config), parallel);
+  return placed.seconds * config.emulator.time_scale;
 }
 
 PartitionDemand make_demand(const Config& config, const std::vector<SourceProfile>& profiles, double steps_per_s) {

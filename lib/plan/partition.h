@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "msd/config.h"
+#include "plan/pack.h"
 #include "plan/profile.h"
 
 namespace msd {
@@ -41,13 +42,21 @@ struct PartitionDemand {
 // positive combination of them is monotone there and peaks at an end.
 std::vector<uint64_t> schedule_points(const Config& config);
 
-// The modelled step time at a mix: the device model (device_model.h; the
-// configuration's model and device presets, emulator.time_scale applied) on
-// one DP rank's share of global_batch samples of `profiles`'
-// positions_per_sample, packed into full seq_len sequences of documents of
-// the position-weighted mean length, over job.micro_batches micro-batches,
-// plus the gradient all-reduce. The vision tower is left out (a shorter step:
-// a higher rate asked of the loaders).
+// One step's representative documents at a mix: each source's share of
+// global_batch (floor of batch x weight, the rest by largest remainder),
+// every document of its profile's mean positions_per_sample (at least 1),
+// the leading patches_per_sample of them image patches (at most seq_len).
+// Ids 0..n-1.
+std::vector<PlanDoc> representative_step(const Config& config, std::span<const double> weights,
+                                         std::span<const SourceProfile> profiles);
+
+// The modelled step time at a mix: the representative step placed as the
+// job's training mode places a step (job.mode, job.balance: the planner's
+// own packing into seq_len sequences, DP buckets and micro-batches, padding
+// and imbalance included) and timed by the device model (device_model.h;
+// the configuration's model, vision tower and device presets) with
+// emulator.time_scale applied: the evaluation the trainer emulator's step
+// follows (compare.h's evaluate_mode). 0 for an empty step.
 double modelled_step_seconds(const Config& config, std::span<const double> weights,
                              std::span<const SourceProfile> profiles);
 

@@ -14,6 +14,7 @@ struct SourceProfile {
   double open_bytes = 0.0;          // memory of the open source: index, buffers, decoder, vocabulary
   uint64_t samples_measured = 0;    // how many samples the averages cover (0: not measured)
   double positions_per_sample = 0.0;  // sequence positions (tokens + patches) of one transformed sample
+  double patches_per_sample = 0.0;    // of those positions, image patches (the vision tower's input)
   // Of open_bytes, what the sources of one loader share (the tokenizer; the
   // image decoders): a loader holds it once, for the source that needs most.
   double shared_bytes = 0.0;

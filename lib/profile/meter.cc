@@ -10,7 +10,8 @@ namespace msd {
 ProfileMeter::ProfileMeter(size_t sources, uint64_t horizon_samples)
     : horizon_(std::max<uint64_t>(horizon_samples, 1)), profiles_(sources) {}
 
-void ProfileMeter::add(uint32_t source, uint64_t samples, double thread_seconds, double bytes, double positions) {
+void ProfileMeter::add(uint32_t source, uint64_t samples, double thread_seconds, double bytes, double positions,
+                       double patches) {
   MSD_CHECK(source < profiles_.size());
   if (samples == 0) return;
   SourceProfile& p = profiles_[source];
@@ -20,6 +21,7 @@ void ProfileMeter::add(uint32_t source, uint64_t samples, double thread_seconds,
   p.seconds_per_sample += weight * (thread_seconds / n - p.seconds_per_sample);
   p.bytes_per_sample += weight * (bytes / n - p.bytes_per_sample);
   p.positions_per_sample += weight * (positions / n - p.positions_per_sample);
+  p.patches_per_sample += weight * (patches / n - p.patches_per_sample);
 }
 
 void ProfileMeter::set_open_bytes(uint32_t source, double bytes, double shared_bytes) {
@@ -75,7 +77,7 @@ void transform_measured(SampleTransform& transform, std::span<const RawSample* c
     const auto start = Clock::now();
     transform.apply_batch(group_raws, group_outs, group_verdicts, group_reasons, threads);
     const double wall = std::chrono::duration<double>(Clock::now() - start).count();
-    double bytes = 0.0, positions = 0.0;
+    double bytes = 0.0, positions = 0.0, patches = 0.0;
     for (size_t k = 0; k < members.size(); ++k) {
       const size_t i = members[k];
       verdicts[i] = group_verdicts[k];
@@ -84,8 +86,10 @@ void transform_measured(SampleTransform& transform, std::span<const RawSample* c
       if (verdicts[i] != BadKind::none) continue;
       bytes += static_cast<double>(slot_bytes(*outs[i]));
       positions += outs[i]->positions();
+      patches += outs[i]->image.patches;
     }
-    meter.add(source, members.size(), per_thread_seconds(read, wall, threads, members.size()), bytes, positions);
+    meter.add(source, members.size(), per_thread_seconds(read, wall, threads, members.size()), bytes, positions,
+              patches);
   }
 }
 

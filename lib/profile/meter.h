@@ -29,8 +29,10 @@ class ProfileMeter {
 
   // `samples` samples of `source` took `thread_seconds` on one thread in all
   // (per_thread_seconds), placed `bytes` bytes in the window and `positions`
-  // sequence positions. REQUIRES source < sources(); nothing for samples == 0.
-  void add(uint32_t source, uint64_t samples, double thread_seconds, double bytes, double positions);
+  // sequence positions, `patches` of them image patches. REQUIRES source <
+  // sources(); nothing for samples == 0.
+  void add(uint32_t source, uint64_t samples, double thread_seconds, double bytes, double positions,
+           double patches = 0.0);
   // The memory the open source holds now, and the part of it shared with
   // the loader's other sources (open_bytes(), shared_open_bytes()).
   void set_open_bytes(uint32_t source, double bytes, double shared_bytes = 0.0);

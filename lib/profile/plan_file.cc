@@ -58,6 +58,7 @@ std::string plan_json(const PartitionPlan& plan, const PartitionDemand& demand, 
         .value("bytes_per_sample", p.bytes_per_sample)
         .value("open_bytes", p.open_bytes)
         .value("positions_per_sample", p.positions_per_sample)
+        .value("patches_per_sample", p.patches_per_sample)
         .end_object();
   }
   w.end_object();

@@ -17,7 +17,8 @@ namespace msd {
 // "steps_per_s_max", "points", "groups": [{"sources": [NAME...], "ranks",
 // "threads", "rank_bytes", "peak_load"}], "sources": {NAME: {"ranks",
 // "threads", "memory_bytes", "peak_load", "group", and the profile's
-// seconds_per_sample, bytes_per_sample, open_bytes, positions_per_sample}}}.
+// seconds_per_sample, bytes_per_sample, open_bytes, positions_per_sample,
+// patches_per_sample}}}.
 // With `baseline` (the static assignment evaluated for the same demand):
 // "static": {"loader_ranks", "memory_bytes", "rate_met", "worst_margin", "worst_step"}.
 std::string plan_json(const PartitionPlan& plan, const PartitionDemand& demand, const PartitionOptions& options,

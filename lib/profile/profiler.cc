@@ -102,6 +102,7 @@ std::string profile_json(const ProfileReport& report) {
         .exact_value("open_bytes", p.open_bytes)
         .value("samples_measured", p.samples_measured)
         .exact_value("positions_per_sample", p.positions_per_sample)
+        .exact_value("patches_per_sample", p.patches_per_sample)
         .exact_value("shared_bytes", p.shared_bytes)
         .end_object();
   }
@@ -175,6 +176,8 @@ ProfileReport read_profile_json(const std::string& path, const Config& config, c
     profile.open_bytes = number_of(*p, "open_bytes", where);
     profile.samples_measured = static_cast<uint64_t>(number_of(*p, "samples_measured", where));
     if (p->find("positions_per_sample")) profile.positions_per_sample = number_of(*p, "positions_per_sample", where);
+    if (p->find("patches_per_sample"))
+      profile.patches_per_sample = std::min(profile.positions_per_sample, number_of(*p, "patches_per_sample", where));
     if (p->find("shared_bytes")) profile.shared_bytes = std::min(profile.open_bytes, number_of(*p, "shared_bytes", where));
     report.names.push_back(sc.name);
     report.profiles.push_back(profile);

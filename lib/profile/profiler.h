@@ -37,7 +37,8 @@ struct ProfileReport {
 ProfileReport profile_sources(const Config& config, const ProfileOptions& options);
 
 // The report as JSON: {"threads", "seconds", "sources": {NAME: {seconds_per_sample,
-// bytes_per_sample, open_bytes, samples_measured, positions_per_sample}}}.
+// bytes_per_sample, open_bytes, samples_measured, positions_per_sample,
+// patches_per_sample, shared_bytes}}}.
 std::string profile_json(const ProfileReport& report);
 void print_profile(const ProfileReport& report, std::ostream& out);
 

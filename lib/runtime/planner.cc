@@ -708,6 +708,7 @@ std::vector<SourceProfile> PlannerRole::profiles() const {
       sum.seconds_per_sample += n * p.seconds_per_sample;
       sum.bytes_per_sample += n * p.bytes_per_sample;
       sum.positions_per_sample += n * p.positions_per_sample;
+      sum.patches_per_sample += n * p.patches_per_sample;
       sum.samples_measured += p.samples_measured;
       sum.open_bytes += p.open_bytes;
       sum.shared_bytes += p.shared_bytes;
@@ -720,6 +721,7 @@ std::vector<SourceProfile> PlannerRole::profiles() const {
       out[s].seconds_per_sample /= n;
       out[s].bytes_per_sample /= n;
       out[s].positions_per_sample /= n;
+      out[s].patches_per_sample /= n;
     }
     if (opened[s] > 0) {
       out[s].open_bytes /= static_cast<double>(opened[s]);

@@ -510,6 +510,7 @@ void write_profiles_json(JsonWriter& w, const Report& r) {
         .value("open_bytes", profiles[s].open_bytes)
         .value("shared_bytes", profiles[s].shared_bytes)
         .value("positions_per_sample", profiles[s].positions_per_sample)
+        .value("patches_per_sample", profiles[s].patches_per_sample)
         .value("samples_measured", profiles[s].samples_measured)
         .end_object();
   w.end_object();

@@ -258,6 +258,7 @@ std::vector<uint8_t> encode(const ProfileMessage& m) {
     w.u64(p.samples_measured);
     w.f64(p.positions_per_sample);
     w.f64(p.shared_bytes);
+    w.f64(p.patches_per_sample);
   }
   return std::move(w.bytes());
 }
@@ -265,7 +266,7 @@ std::vector<uint8_t> encode(const ProfileMessage& m) {
 ProfileMessage decode_profile(std::span<const uint8_t> bytes) {
   WireReader r(bytes, "profile");
   ProfileMessage m;
-  const uint32_t n = r.count(52);
+  const uint32_t n = r.count(60);
   for (uint32_t i = 0; i < n; ++i) {
     const uint32_t source = r.u32();
     SourceProfile p;
@@ -275,6 +276,7 @@ ProfileMessage decode_profile(std::span<const uint8_t> bytes) {
     p.samples_measured = r.u64();
     p.positions_per_sample = r.f64();
     p.shared_bytes = r.f64();
+    p.patches_per_sample = r.f64();
     m.sources.emplace_back(source, p);
   }
   r.finish();

@@ -282,6 +282,38 @@ TEST_CASE("schedule_points: every weight point inside the run, and its ends") {
   CHECK(schedule_points(c) == std::vector<uint64_t>{0, 79});
 }
 
+TEST_CASE("modelled_step_seconds: the step as the planner places it, padding and vision tower included") {
+  Config c;
+  c.job.steps = 10;
+  c.job.global_batch = 16;
+  c.job.seq_len = 1024;
+  c.sources.resize(2);
+  c.sources[0].name = "a";
+  c.sources[1].name = "b";
+  std::vector<SourceProfile> profiles(2);
+  profiles[0].positions_per_sample = 600;
+  profiles[1].positions_per_sample = 512;
+  // Largest remainder: 16 x (0.3, 0.7) = 4.8, 11.2 -> 5, 11.
+  const std::vector<double> mix{0.3, 0.7};
+  const std::vector<PlanDoc> docs = representative_step(c, mix, profiles);
+  REQUIRE(docs.size() == 16);
+  CHECK(std::count_if(docs.begin(), docs.end(), [](const PlanDoc& d) { return d.positions == 600; }) == 5);
+  for (uint32_t i = 0; i < docs.size(); ++i) CHECK(docs[i].id == i);
+  // Sixteen documents of 512 positions fill 8 sequences; of 600, two no
+  // longer fit one sequence, so 16 sequences run, 41% of them padding: a
+  // perfect packing (9600 positions in 9.4 sequences) would model 1.2x the
+  // 512 step, the placement about 2x.
+  const std::vector<double> only_a{1.0, 0.0}, only_b{0.0, 1.0};
+  const double padded = modelled_step_seconds(c, only_a, profiles);
+  const double full = modelled_step_seconds(c, only_b, profiles);
+  CHECK(padded > 1.6 * full);
+  // The same positions with image patches run the vision tower too.
+  profiles[1].patches_per_sample = 256;
+  CHECK(modelled_step_seconds(c, only_b, profiles) > 1.05 * full);
+  c.model.vision_layers = 0;
+  CHECK(modelled_step_seconds(c, only_b, profiles) == Approx(full));
+}
+
 TEST_CASE("make_demand: the device model's rate, or the one given") {
   Config c;
   c.job.steps = 10;

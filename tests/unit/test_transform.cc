@@ -361,7 +361,7 @@ TEST_CASE("transform_measured: apply_batch's results, each source's samples in i
   auto slot_bytes = [](const TransformedSample& s) { return 32 + 4 * s.tokens.size() + s.image.pixels.size(); };
   msd::transform_measured(transform, raws, sources, reads, out_pointers, verdicts, reasons, 2, slot_bytes, meter);
   std::vector<uint64_t> count(4, 0);
-  std::vector<double> positions(4, 0.0), bytes(4, 0.0);
+  std::vector<double> positions(4, 0.0), patches(4, 0.0), bytes(4, 0.0);
   for (size_t i = 0; i < n; ++i) {
     INFO("sample " << i << " (" << expected_reasons[i] << ")");
     CHECK(verdicts[i] == expected_verdicts[i]);
@@ -370,6 +370,7 @@ TEST_CASE("transform_measured: apply_batch's results, each source's samples in i
     ++count[sources[i]];
     if (expected_verdicts[i] == BadKind::none) {
       positions[sources[i]] += expected[i].positions();
+      patches[sources[i]] += expected[i].image.patches;
       bytes[sources[i]] += static_cast<double>(slot_bytes(expected[i]));
     }
   }
@@ -380,6 +381,7 @@ TEST_CASE("transform_measured: apply_batch's results, each source's samples in i
     if (count[s] == 0) continue;
     CHECK(p.seconds_per_sample >= 0.001);  // the read, plus the transform's share
     CHECK(p.positions_per_sample == Approx(positions[s] / count[s]));
+    CHECK(p.patches_per_sample == Approx(patches[s] / count[s]));
     CHECK(p.bytes_per_sample == Approx(bytes[s] / count[s]));
   }
 }

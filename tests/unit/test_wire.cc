@@ -100,9 +100,10 @@ TEST_CASE("profile round trip, little-endian, and its truncation") {
   p.samples_measured = 0x0102030405060708ULL;
   p.positions_per_sample = 700.5;
   p.shared_bytes = 4096;
+  p.patches_per_sample = 640.25;
   m.sources = {{3, p}, {0, SourceProfile{}}};
   const auto bytes = encode(m);
-  REQUIRE(bytes.size() == 1 + 4 + 2 * 52);
+  REQUIRE(bytes.size() == 1 + 4 + 2 * 60);
   CHECK(bytes[1] == 2);  // count, low byte first
   CHECK(bytes[5] == 3);  // first source id
   CHECK(bytes[5 + 4 + 24] == 0x08);  // samples_measured, low byte first
@@ -115,6 +116,7 @@ TEST_CASE("profile round trip, little-endian, and its truncation") {
   CHECK(back.sources[0].second.samples_measured == p.samples_measured);
   CHECK(back.sources[0].second.positions_per_sample == p.positions_per_sample);
   CHECK(back.sources[0].second.shared_bytes == p.shared_bytes);
+  CHECK(back.sources[0].second.patches_per_sample == p.patches_per_sample);
   auto cut = bytes;
   cut.pop_back();
   CHECK_THROWS_AS(decode_profile(cut), ProtocolError);
