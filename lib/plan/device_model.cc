@@ -269,7 +269,8 @@ RankTime rank_time(const DeviceModel& model, const Parallel& parallel,
   }
   result.seconds = one_f_one_b_seconds(result.micro_batch_seconds, hops, pp);
   const double busy = std::accumulate(result.micro_batch_seconds.begin(), result.micro_batch_seconds.end(), 0.0);
-  result.bubble_fraction = result.seconds > 0 ? 1.0 - busy / result.seconds : 0.0;
+  // Clamped: with pp = 1 busy equals seconds, and rounding may leave -1e-17.
+  result.bubble_fraction = result.seconds > 0 ? std::max(0.0, 1.0 - busy / result.seconds) : 0.0;
   return result;
 }
 
