@@ -321,7 +321,8 @@ int fanout_main(int argc, char** argv) {
       "handling (CPU time less placement) per step = base + a x groups + b x clients and\n"
       "extrapolates it to --gpus GPUs in data groups of each --extrapolate-tps; the\n"
       "placement at that size is measured (pack_step on steps of the same documents), not\n"
-      "extrapolated: balancing does not grow linearly (docs/planner-scaling.md).\n\n"
+      "extrapolated: balancing does not grow linearly (docs/planner-scaling.md). The\n"
+      "clients run at --client-nice, as the planner has a core of its own on a cluster.\n\n"
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")
@@ -336,6 +337,9 @@ int fanout_main(int argc, char** argv) {
       ("gpus", po::value(&options.gpus)->default_value(options.gpus), "the extrapolation's GPUs")
       ("extrapolate-tps", po::value(&extrapolate)->default_value(extrapolate), "data-group sizes to extrapolate to")
       ("target-ms", po::value(&options.target_ms)->default_value(options.target_ms), "target CPU ms per step")
+      ("client-nice", po::value(&options.client_nice)->default_value(options.client_nice),
+       "client ranks run at this nice (0..19; the planner and loaders at 0), so the planner gets a core when it has "
+       "work; 0: every rank at one priority")
       ("work-dir", po::value(&options.work_dir)->default_value(options.work_dir), "where the runs' files go")
       ("json", po::bool_switch(&json), "print one JSON object instead of text");
   if (!parse_or_help(argc, argv, described)) return 0;

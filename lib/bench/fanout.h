@@ -29,6 +29,11 @@ struct FanoutOptions {
   int gpus = 4096;                          // the extrapolation's job size
   std::vector<int> extrapolate_tps = {8, 1};  // data groups of this many GPUs at `gpus`
   double target_ms = 10.0;
+  // The client ranks run under `nice -n client_nice` (mpirun MPMD: the
+  // planner and loaders first, at normal priority), so that on a node of
+  // more ranks than cores the planner gets a core when it has work, as it
+  // has one of its own on a cluster node. 0: every rank at one priority.
+  int client_nice = 19;
   std::string work_dir;                     // data, configurations, summaries, logs; default: a temp dir
 };
 
@@ -54,11 +59,12 @@ struct FanoutFit {
 // At a large job: the handling (the planner's CPU time apart from packing
 // and balancing) from its fit over the rows, which grows linearly with the
 // groups and clients; the placement (pack_step) measured at that size on
-// synthetic steps of the rows' documents, since balancing is not linear in
-// the groups; cpu = their sum. linear_cpu: the fit of the whole CPU time.
+// synthetic steps of the rows' documents (median of 7, the planner's pack
+// options), since balancing is not linear in the groups; cpu = their sum. linear_cpu: the fit of the whole CPU time.
 struct FanoutPoint {
   int gpus = 0, tp = 0, groups = 0;
   double handling_cpu_ms_per_step = 0, placement_cpu_ms_per_step = 0;
+  double placement_with_bound_cpu_ms_per_step = 0;  // pack_step with PackOptions::lower_bound, for comparison
   double cpu_ms_per_step = 0, linear_cpu_ms_per_step = 0, messages_per_step = 0;
   bool meets_target = false;
 };
@@ -69,6 +75,7 @@ struct FanoutReport {
   std::vector<FanoutPoint> extrapolated;
   double target_ms = 0;
   uint32_t samples_per_group = 0;
+  int client_nice = 0;
 };
 
 FanoutFit fit_fanout(const std::vector<double>& groups, const std::vector<double>& clients,

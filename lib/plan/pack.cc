@@ -899,9 +899,16 @@ PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& option
   std::sort(sorted_costs.begin(), sorted_costs.end(), std::greater<>());  // tokens: sorted by length, not cost
   const uint64_t sequences = step.stats.sequences;
   step.stats = plan_stats(step.buckets, sorted_costs);
+  step.stats.sequences = sequences;
+  step.stats.positions_budget = budget;
+  step.stats.budget_binding = binding;
+  step.stats.budget_exceeded = exceeded;
+  if (!options.lower_bound) {  // the piece bounds of plan_stats only
+    if (step.stats.bound_cost > 0.0) step.stats.max_over_bound = step.stats.max_cost / step.stats.bound_cost;
+    return step;
+  }
   const BoundShape shape{options.seq_len, options.dp, options.micro_batches, limit};
   const StepBound bound = step_bound(lengths, costs, shape, cost, step.stats.max_cost);
-  step.stats.sequences = sequences;
   step.stats.min_sequences = bound.min_sequences;
   step.stats.bound_cost = std::max(step.stats.bound_cost, bound.cost);
   if (step.stats.mean_cost > 0.0) {
@@ -909,9 +916,6 @@ PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& option
     step.stats.pigeonhole_bound = std::max(step.stats.pigeonhole_bound, step.stats.bound_cost / step.stats.mean_cost);
   }
   step.stats.max_over_bound = step.stats.bound_cost > 0.0 ? step.stats.max_cost / step.stats.bound_cost : 1.0;
-  step.stats.positions_budget = budget;
-  step.stats.budget_binding = binding;
-  step.stats.budget_exceeded = exceeded;
   return step;
 }
 

@@ -11,6 +11,15 @@
 
 namespace msd {
 
+namespace {
+// The planner reads only the budget flags of a step's PlanStats: it places
+// without the reporting-only lower bound (PackOptions::lower_bound).
+PackOptions planner_pack_options(const Config& config) {
+  PackOptions pack = make_pack_options(config);
+  pack.lower_bound = false;
+  return pack;
+}
+}  // namespace
 
 PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources,
                          const std::optional<PlannerCheckpoint>& resume, DataFingerprint data)
@@ -18,7 +27,7 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
       out_(job.world.get()),
       mixer_(make_schedule(job.config), job.config.job.global_batch),
       cost_(make_cost_model(job.config)),
-      pack_(make_pack_options(job.config)),
+      pack_(planner_pack_options(job.config)),
       mode_(parse_training_mode(job.config.job.mode, job.config.job.balance)),
       window_(job.config.loader.window_mb << 20, job.config.job.max_sample_bytes),
       acks_(job.planner_peers(), job.config.job.stall_timeout_s),

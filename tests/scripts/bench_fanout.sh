@@ -13,6 +13,8 @@ cat "$WORK/out.json"
 import json, math, sys
 report = json.load(open(sys.argv[1]))
 rows = report["rows"]
+# The clients ran at low priority (mpirun MPMD, nice) by default.
+assert report["client_nice"] == 19, report["client_nice"]
 assert [(r["clients"], r["tp"]) for r in rows] == [(2, 1), (2, 2), (4, 1), (4, 2)], rows
 for r in rows:
     assert r["groups"] == r["clients"] // r["tp"] and r["samples_per_step"] == 4 * r["groups"], r
@@ -45,4 +47,9 @@ set +e
 rc=$?
 set -e
 [ $rc -ne 0 ] && grep -q -- "--tps" "$WORK/err" || { echo "FAIL: --tps dividing no --clients not reported"; cat "$WORK/err"; exit 1; }
+set +e
+"$MSD_BUILD/app/msd-bench" fanout --clients 2 --tps 1 --client-nice 20 >"$WORK/err" 2>&1
+rc=$?
+set -e
+[ $rc -ne 0 ] && grep -q -- "--client-nice" "$WORK/err" || { echo "FAIL: --client-nice 20 not reported"; cat "$WORK/err"; exit 1; }
 echo "bench_fanout: ok"

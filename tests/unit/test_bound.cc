@@ -165,3 +165,34 @@ TEST_CASE("bound: the sequence classes tighten the 4096-GPU bound", "[bound]") {
     CHECK(plan.stats.max_over_bound <= 1.07);
   }
 }
+
+// The planner places without the bound (PackOptions::lower_bound = false):
+// the same buckets, the budget flags and the piece bounds kept, the padding-
+// aware terms left out.
+TEST_CASE("bound: leaving it out changes no plan", "[bound]") {
+  msd::SimulateOptions options;
+  const msd::CostModel cost = msd::CostModel::from(options.model);
+  msd::PackOptions pack;
+  pack.seq_len = options.seq_len;
+  pack.dp = 64;
+  pack.micro_batches = options.micro_batches;
+  msd::PackOptions without = pack;
+  without.lower_bound = false;
+  for (uint64_t step = 0; step < 3; ++step) {
+    const std::vector<msd::PlanDoc> docs = msd::synthetic_step(options, cost, step);
+    const msd::PackedStep full = msd::pack_step(docs, pack, cost);
+    const msd::PackedStep bare = msd::pack_step(docs, without, cost);
+    REQUIRE(full.buckets.size() == bare.buckets.size());
+    for (size_t b = 0; b < full.buckets.size(); ++b) {
+      CHECK(full.buckets[b].cost == bare.buckets[b].cost);
+      CHECK(full.buckets[b].positions == bare.buckets[b].positions);
+    }
+    CHECK(full.stats.max_cost == bare.stats.max_cost);
+    CHECK(full.stats.sequences == bare.stats.sequences);
+    CHECK(full.stats.budget_binding == bare.stats.budget_binding);
+    CHECK(full.stats.positions_budget == bare.stats.positions_budget);
+    CHECK(bare.stats.min_sequences == 0);
+    CHECK(bare.stats.bound_cost <= full.stats.bound_cost);
+    CHECK(full.stats.min_sequences > 0);
+  }
+}
