@@ -161,10 +161,6 @@ FanoutFit fit_fanout(const std::vector<double>& groups, const std::vector<double
   return fit;
 }
 
-// The median thread CPU time of pack_step over `reps` synthetic steps of
-// `groups` data groups (the median: other processes' bursts on a shared node
-// inflate single steps); with the planner's options (no lower bound) unless
-// `lower_bound`.
 double placement_cpu_ms(const FanoutOptions& options, int groups, int reps, bool lower_bound) {
   Config config;
   config.job.seq_len = options.seq_len;

@@ -82,8 +82,10 @@ FanoutFit fit_fanout(const std::vector<double>& groups, const std::vector<double
                      const std::vector<double>& y);
 FanoutReport run_fanout_bench(const FanoutOptions& options);
 // Thread CPU ms per step of pack_step for `groups` data groups of the bench's
-// steps (samples_per_group documents of 32..543 tokens each), mean of `reps`.
-double placement_cpu_ms(const FanoutOptions& options, int groups, int reps);
+// steps (samples_per_group documents of 32..543 tokens each), median of
+// `reps`; with the planner's pack options (PackOptions::lower_bound off)
+// unless `lower_bound`.
+double placement_cpu_ms(const FanoutOptions& options, int groups, int reps, bool lower_bound);
 std::string fanout_json(const FanoutReport& report);
 std::string fanout_text(const FanoutReport& report);
 

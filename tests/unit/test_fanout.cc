@@ -33,5 +33,6 @@ TEST_CASE("fanout fit with one data-group size fits clients alone") {
 TEST_CASE("fanout placement is measured at the asked size") {
   msd::bench::FanoutOptions options;
   // A step of 16 groups x 8 documents, packed and balanced for real.
-  CHECK(msd::bench::placement_cpu_ms(options, 16, 2) > 0.0);
+  CHECK(msd::bench::placement_cpu_ms(options, 16, 2, false) > 0.0);
+  CHECK(msd::bench::placement_cpu_ms(options, 16, 3, true) > 0.0);
 }
