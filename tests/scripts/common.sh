@@ -77,6 +77,15 @@ run_job() {
   timeout "${TIMEOUT:-120}" $MSD_MPIEXEC -n "$n" "$MSD_RUN" --config "$config" "$@"
 }
 
+# run_reference CONFIG SUMMARY [msd-run options]: the clean run a test
+# compares with; if it fails, the tail of its output says why.
+run_reference() {
+  local config=$1 summary=$2
+  shift 2
+  run_job "$config" "$@" --summary-json "$summary" >"$summary.out" 2>&1 ||
+    { echo "FAIL: the clean reference run failed"; grep -v "bad sample" "$summary.out" | tail -20; exit 1; }
+}
+
 # json_field FILE KEY: a top-level string or number field.
 json_field() {
   grep -o "\"$2\":\"\?[^,\"}]*" "$1" | head -1 | sed 's/.*:"\?//'

@@ -13,7 +13,7 @@ write_tiny_config "$WORK/job.ini" "[topology]" "shadow_loaders = 2"
 sed -i "s/^steps = 8/steps = 600/" "$WORK/job.ini"
 args=(--loader.window_mb=1 --job.max_sample_bytes=65536 --job.prefetch_steps=8 --loader.deadline_ms=1500
       --checkpoint.loader_every=200)
-run_job "$WORK/job.ini" "${args[@]}" --checkpoint.dir="$WORK/ref" --summary-json "$WORK/ref.json" >/dev/null 2>&1
+run_reference "$WORK/job.ini" "$WORK/ref.json" "${args[@]}" --checkpoint.dir="$WORK/ref"
 ref=$(json_field "$WORK/ref.json" batch_digest)
 
 TIMEOUT=240 run_job "$WORK/job.ini" "${args[@]}" --checkpoint.dir="$WORK/soak" --summary-json "$WORK/soak.json" \

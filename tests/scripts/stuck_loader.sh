@@ -7,8 +7,8 @@
 source "$(dirname "$0")/common.sh"
 write_tiny_config "$WORK/job.ini" "[topology]" "shadow_loaders = 1"
 sed -i 's/^steps = 8/steps = 150/' "$WORK/job.ini"
-args=(--loader.deadline_ms=1000 --checkpoint.loader_every=20 --checkpoint.keep=100)
-run_job "$WORK/job.ini" "${args[@]}" --checkpoint.dir="$WORK/ref" --summary-json "$WORK/ref.json" >/dev/null 2>&1
+args=(--loader.deadline_ms=2000 --checkpoint.loader_every=20 --checkpoint.keep=100)
+run_reference "$WORK/job.ini" "$WORK/ref.json" "${args[@]}" --checkpoint.dir="$WORK/ref"
 ref=$(json_field "$WORK/ref.json" batch_digest)
 
 run_job "$WORK/job.ini" "${args[@]}" --checkpoint.dir="$WORK/ckpt" --summary-json "$WORK/stop.json" \
