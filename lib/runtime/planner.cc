@@ -559,22 +559,24 @@ void PlannerRole::on_checkpoint_ready(int loader_rank, uint64_t step) {
 }
 
 void PlannerRole::on_checkpoint_present(int loader_rank, uint64_t step) {
+  loaders_.at(loader_rank).last_heard = std::chrono::steady_clock::now();
   if (!loader_checkpoint_ || loader_checkpoint_->step != step || loader_checkpoint_->decided) return;
   if (loader_checkpoint_->writing.count(loader_rank)) loader_checkpoint_->present.insert(loader_rank);
 }
 
-// Tells every writer told to start what to do (u64 step, u8 write).
+// Tells every writer told to start what to do (u64 step, u8 write). On
+// "skip" the ones that reported in are still waited for (they answer
+// "skipped" at once; until then they are not serving), the late ones no
+// longer: the usual deadlines apply to them again.
 void PlannerRole::decide_loader_checkpoint(bool write) {
   PendingCheckpoint& pending = *loader_checkpoint_;
   WireWriter w;
   w.u64(pending.step);
   w.u8(write ? 1 : 0);
   for (int rank : pending.writing) out_.send(rank, kTagCheckpointJoin, w.bytes(), "deciding a loader checkpoint");
-  if (!write) {
-    loader_checkpoint_.reset();
-    return;
-  }
+  if (!write) pending.writing = pending.present;
   pending.decided = true;
+  pending.write = write;
   pending.go_at = std::chrono::steady_clock::now();
 }
 
@@ -584,9 +586,9 @@ void PlannerRole::advance_loader_checkpoint() {
   const auto now = std::chrono::steady_clock::now();
   const auto deadline = std::chrono::milliseconds(job_.config.loader.deadline_ms);
   if (pending.decided) {
-    if (pending.writing.empty()) {
-      loader_checkpoint_.reset();
-    } else if (now - pending.go_at > checkpoint_write_bound()) {
+    if (pending.writing.empty() || (!pending.write && now - pending.go_at > deadline)) {
+      loader_checkpoint_.reset();  // a skip's late answers: the deadlines apply again
+    } else if (pending.write && now - pending.go_at > checkpoint_write_bound()) {
       // A writer stopped inside the collective write: the others cannot
       // leave it, so the job cannot go on.
       throw Error(str("the loader checkpoint of step ", pending.step, " did not complete within ",
@@ -637,9 +639,9 @@ std::chrono::milliseconds PlannerRole::checkpoint_write_bound() const {
 }
 
 void PlannerRole::on_checkpoint_written(int loader_rank, uint64_t step) {
+  loaders_.at(loader_rank).last_heard = std::chrono::steady_clock::now();
   if (!loader_checkpoint_ || loader_checkpoint_->step != step || !loader_checkpoint_->decided) return;
   loader_checkpoint_->writing.erase(loader_rank);
-  loaders_.at(loader_rank).last_heard = std::chrono::steady_clock::now();
 }
 
 // Stops every loader and waits, bounded, for each to confirm; those that do

@@ -172,7 +172,8 @@ class PlannerRole {
     bool go_sent = false;
     std::set<int> writing;  // told to start (from go until written or skipped)
     std::set<int> present;  // writers that reported in after go
-    bool decided = false;   // "write" sent; go_at is then when
+    bool decided = false;   // the decision sent; go_at is then when
+    bool write = false;     // the decision
   };
   std::optional<PendingCheckpoint> loader_checkpoint_;
   PlannerReport report_;
