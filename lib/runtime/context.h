@@ -2,6 +2,8 @@
 // world communicator and the loader windows. Built by Job (job.cc).
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -40,6 +42,11 @@ struct JobContext {
   // the planner's messages per step grow with the clients divided by tp.
   bool talks_to_planner(int client) const {
     return tree.dim(Axis::tp) == 1 || config.topology.broadcast_at != "tp" || tree.is_tp_leader(client);
+  }
+  // How long a loader checkpoint's collective write may take before the
+  // planner takes a writer to have stopped inside it.
+  std::chrono::milliseconds checkpoint_write_bound() const {
+    return std::chrono::milliseconds(std::max<uint64_t>(10000, 4 * config.loader.deadline_ms));
   }
   // The world ranks of those clients, ascending by client index.
   std::vector<int> planner_peers() const {

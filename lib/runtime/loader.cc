@@ -182,7 +182,9 @@ bool LoaderRole::planner_says_write(const RanksMessage& go) {
   WireWriter here;
   here.u64(go.step);
   send_bytes(job_.world.get(), planner, kTagCheckpointJoin, here.bytes(), "reporting in for a loader checkpoint");
-  const uint64_t bound_ms = std::max<uint64_t>(10000, 4 * job_.config.loader.deadline_ms) + 10000;
+  // The planner decides within loader.deadline_ms; the 10 s past its own
+  // write bound let its detectors name a stuck writer first.
+  const uint64_t bound_ms = static_cast<uint64_t>(job_.checkpoint_write_bound().count()) + 10000;
   for (;;) {
     auto message = receive_for(job_.world.get(), planner, kTagCheckpointJoin, bound_ms,
                                "waiting for the planner's loader checkpoint decision");

@@ -588,11 +588,11 @@ void PlannerRole::advance_loader_checkpoint() {
   if (pending.decided) {
     if (pending.writing.empty() || (!pending.write && now - pending.go_at > deadline)) {
       loader_checkpoint_.reset();  // a skip's late answers: the deadlines apply again
-    } else if (pending.write && now - pending.go_at > checkpoint_write_bound()) {
+    } else if (pending.write && now - pending.go_at > job_.checkpoint_write_bound()) {
       // A writer stopped inside the collective write: the others cannot
       // leave it, so the job cannot go on.
       throw Error(str("the loader checkpoint of step ", pending.step, " did not complete within ",
-                      checkpoint_write_bound().count(), " ms: loader ",
+                      job_.checkpoint_write_bound().count(), " ms: loader ",
                       job_.layout.loader_index(*pending.writing.begin()), " (world rank ", *pending.writing.begin(),
                       ") or another writer stopped while writing it"));
     }
@@ -630,12 +630,6 @@ void PlannerRole::advance_loader_checkpoint() {
   pending.writing.insert(go.ranks.begin(), go.ranks.end());
   pending.go_sent = true;
   pending.go_at = now;
-}
-
-// How long a loader checkpoint's collective write may take before a writer
-// is taken to have stopped inside it.
-std::chrono::milliseconds PlannerRole::checkpoint_write_bound() const {
-  return std::chrono::milliseconds(std::max<uint64_t>(10000, 4 * job_.config.loader.deadline_ms));
 }
 
 void PlannerRole::on_checkpoint_written(int loader_rank, uint64_t step) {

@@ -117,7 +117,6 @@ class PlannerRole {
   void on_checkpoint_written(int loader_rank, uint64_t step);
   void on_checkpoint_present(int loader_rank, uint64_t step);
   void decide_loader_checkpoint(bool write);
-  std::chrono::milliseconds checkpoint_write_bound() const;
   void stop_loaders();
   // Online scaling (planner_scaling.cc, docs/scaling.md).
   void scale_online();
