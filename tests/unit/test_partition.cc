@@ -282,7 +282,9 @@ TEST_CASE("schedule_points: every weight point inside the run, and its ends") {
   CHECK(schedule_points(c) == std::vector<uint64_t>{0, 79});
 }
 
-TEST_CASE("modelled_step_seconds: the step as the planner places it, padding and vision tower included") {
+namespace {
+// Ten steps of 16 samples of 1024 positions from sources "a" and "b".
+Config two_source_job() {
   Config c;
   c.job.steps = 10;
   c.job.global_batch = 16;
@@ -290,6 +292,12 @@ TEST_CASE("modelled_step_seconds: the step as the planner places it, padding and
   c.sources.resize(2);
   c.sources[0].name = "a";
   c.sources[1].name = "b";
+  return c;
+}
+}  // namespace
+
+TEST_CASE("modelled_step_seconds: the step as the planner places it, padding and vision tower included") {
+  Config c = two_source_job();
   std::vector<SourceProfile> profiles(2);
   profiles[0].positions_per_sample = 600;
   profiles[1].positions_per_sample = 512;
@@ -315,13 +323,7 @@ TEST_CASE("modelled_step_seconds: the step as the planner places it, padding and
 }
 
 TEST_CASE("make_demand: the device model's rate, or the one given") {
-  Config c;
-  c.job.steps = 10;
-  c.job.global_batch = 16;
-  c.job.seq_len = 1024;
-  c.sources.resize(2);
-  c.sources[0].name = "a";
-  c.sources[1].name = "b";
+  Config c = two_source_job();
   c.sources[0].weight = {{0, 1.0}, {9, 0.0}};
   c.sources[1].weight = {{0, 0.0}, {9, 1.0}};
   c.schedule = ScheduleKind::linear;
