@@ -322,7 +322,8 @@ int fanout_main(int argc, char** argv) {
       "extrapolates it to --gpus GPUs in data groups of each --extrapolate-tps; the\n"
       "placement at that size is measured (pack_step on steps of the same documents), not\n"
       "extrapolated: balancing does not grow linearly (docs/planner-scaling.md). The\n"
-      "clients run at --client-nice, as the planner has a core of its own on a cluster.\n\n"
+      "planner has a core of its own, as on a cluster (--planner-core), and the clients\n"
+      "run at --client-nice.\n\n"
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")
@@ -331,8 +332,7 @@ int fanout_main(int argc, char** argv) {
       ("steps", po::value(&options.steps)->default_value(options.steps), "steps per run")
       ("samples-per-group", po::value(&options.samples_per_group)->default_value(options.samples_per_group),
        "samples per data group per step (global_batch = this x groups)")
-      ("loaders", po::value(&options.loaders)->default_value(options.loaders),
-       "loader ranks of static and online (partition: its plan's)")
+      ("loaders", po::value(&options.loaders)->default_value(options.loaders), "loader ranks per run")
       ("documents", po::value(&options.documents)->default_value(options.documents), "documents per generated corpus")
       ("gpus", po::value(&options.gpus)->default_value(options.gpus), "the extrapolation's GPUs")
       ("extrapolate-tps", po::value(&extrapolate)->default_value(extrapolate), "data-group sizes to extrapolate to")
@@ -340,6 +340,11 @@ int fanout_main(int argc, char** argv) {
       ("client-nice", po::value(&options.client_nice)->default_value(options.client_nice),
        "client ranks run at this nice (0..19; the planner and loaders at 0), so the planner gets a core when it has "
        "work; 0: every rank at one priority")
+      ("planner-core", po::value(&options.planner_core)->default_value(options.planner_core),
+       "1: the planner rank alone on the first CPU (taskset, its MPI polls not yielding), every other rank on the "
+       "rest, as on a cluster node where it has a core of its own; 0: no pinning")
+      ("repeats", po::value(&options.repeats)->default_value(options.repeats),
+       "runs per row; the row of median planner CPU time is kept")
       ("work-dir", po::value(&options.work_dir)->default_value(options.work_dir), "where the runs' files go")
       ("json", po::bool_switch(&json), "print one JSON object instead of text");
   if (!parse_or_help(argc, argv, described)) return 0;

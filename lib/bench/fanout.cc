@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <tuple>
+
+#include <sched.h>
 
 #include "bench/launch.h"
 #include "common/digest.h"
@@ -52,27 +55,67 @@ std::string write_config(const FanoutOptions& options, const std::string& work, 
   return path;
 }
 
-FanoutRow run_row(const FanoutOptions& options, const std::string& work, const std::vector<std::string>& paths,
-                  int clients, int tp) {
+// The CPUs of the planner rank and of every other rank (taskset lists):
+// the first CPU this process may use, and the rest; both empty when it may
+// use only one, or when `options.planner_core` is off.
+std::pair<std::string, std::string> cpu_split(const FanoutOptions& options) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (!options.planner_core || ::sched_getaffinity(0, sizeof set, &set) != 0) return {};
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  if (cpus.size() < 2) return {};
+  std::string others;
+  for (size_t i = 1; i < cpus.size(); ++i) others += str(i > 1 ? "," : "", cpus[i]);
+  return {std::to_string(cpus[0]), others};
+}
+
+// mpirun with three program contexts (MPMD): the planner (rank 0), the
+// loaders (ranks 1..loaders), the clients; each under taskset where CPUs
+// are given, the clients under nice, the pinned planner with
+// mpi_yield_when_idle off.
+std::vector<std::string> row_command(const FanoutOptions& options, const FanoutReport& report, int clients,
+                                     const std::vector<std::string>& args) {
+  const std::string program = executable_dir() + "/msd-run";
+  auto context = [&](const std::string& cpus, std::vector<std::string> prefix) {
+    std::vector<std::string> words;
+    if (!cpus.empty()) words = {"taskset", "-c", cpus};
+    words.insert(words.end(), prefix.begin(), prefix.end());
+    words.push_back(program);
+    return words;
+  };
+  std::vector<std::string> planner =
+      context(report.planner_cpus, report.planner_cpus.empty() ? std::vector<std::string>{}
+                                                               : std::vector<std::string>{"env", "OMPI_MCA_mpi_yield_when_idle=0"});
+  planner.insert(planner.end(), args.begin(), args.end());
+  std::vector<std::string> command = mpirun_command(1, planner[0], {planner.begin() + 1, planner.end()});
+  auto append = [&](int ranks, std::vector<std::string> words) {
+    command.insert(command.end(), {":", "-n", std::to_string(ranks)});
+    command.insert(command.end(), words.begin(), words.end());
+    command.insert(command.end(), args.begin(), args.end());
+  };
+  append(options.loaders, context(report.other_cpus, {}));
+  std::vector<std::string> nice;
+  if (options.client_nice != 0) nice = {"nice", "-n", std::to_string(options.client_nice)};
+  append(clients, context(report.other_cpus, nice));
+  return command;
+}
+
+FanoutRow run_row(const FanoutOptions& options, const FanoutReport& report, const std::string& work,
+                  const std::vector<std::string>& paths, int clients, int tp, int repeat) {
   FanoutRow row;
   row.clients = clients;
   row.tp = tp;
   row.groups = clients / tp;
   row.samples_per_step = static_cast<uint64_t>(options.samples_per_group) * static_cast<uint64_t>(row.groups);
   const std::string config = write_config(options, work, paths, clients, tp);
-  const std::string stem = config.substr(0, config.size() - 4);
+  const std::string stem = str(config.substr(0, config.size() - 4), repeat > 0 ? str("-", repeat) : "");
   const int ranks = 1 + options.loaders + clients;
   std::fprintf(stderr, "msd-bench fanout: %d clients in %d data groups of %d, %d ranks (log %s.log)\n", clients,
                row.groups, tp, ranks, stem.c_str());
   const std::vector<std::string> args = {"--config", config, "--summary-json", stem + ".json"};
-  const std::string program = executable_dir() + "/msd-run";
-  std::vector<std::string> command = mpirun_command(ranks, program, args);
-  if (options.client_nice != 0) {  // planner and loaders (ranks 0..loaders) first, then the clients
-    command = mpirun_command(1 + options.loaders, program, args);
-    command.insert(command.end(), {":", "-n", std::to_string(clients), "nice", "-n",
-                                   std::to_string(options.client_nice), program});
-    command.insert(command.end(), args.begin(), args.end());
-  }
+  const std::vector<std::string> command = row_command(options, report, clients, args);
   const int rc = run_command(command, stem + ".log");
   if (rc != 0) throw Error(str("the run of ", clients, " clients failed with exit code ", rc, "; see ", stem, ".log"));
   const JsonValue s = read_json_file(stem + ".json");
@@ -196,6 +239,7 @@ FanoutReport run_fanout_bench(const FanoutOptions& options) {
   if (options.samples_per_group < 1) throw ConfigError("--samples-per-group must be at least 1");
   if (options.loaders < 1) throw ConfigError("--loaders must be at least 1");
   if (options.client_nice < 0 || options.client_nice > 19) throw ConfigError("--client-nice must be in 0..19");
+  if (options.repeats < 1) throw ConfigError("--repeats must be at least 1");
   std::vector<std::pair<int, int>> layouts;
   for (int c : options.clients)
     for (int t : options.tps) {
@@ -217,8 +261,16 @@ FanoutReport run_fanout_bench(const FanoutOptions& options) {
   report.samples_per_group = options.samples_per_group;
   report.client_nice = options.client_nice;
   std::vector<double> groups, clients, cpu, handling, messages;
+  report.repeats = options.repeats;
+  std::tie(report.planner_cpus, report.other_cpus) = cpu_split(options);
+  if (options.planner_core && report.planner_cpus.empty())
+    std::fprintf(stderr, "msd-bench fanout: one CPU only: the planner is not given a core of its own\n");
   for (const auto& [c, t] : layouts) {
-    report.rows.push_back(run_row(options, work, paths, c, t));
+    std::vector<FanoutRow> runs;
+    for (int r = 0; r < options.repeats; ++r) runs.push_back(run_row(options, report, work, paths, c, t, r));
+    std::sort(runs.begin(), runs.end(),
+              [](const FanoutRow& x, const FanoutRow& y) { return x.cpu_ms_per_step < y.cpu_ms_per_step; });
+    report.rows.push_back(runs[runs.size() / 2]);
     const FanoutRow& row = report.rows.back();
     groups.push_back(row.groups);
     clients.push_back(row.clients);
@@ -262,6 +314,9 @@ std::string fanout_json(const FanoutReport& report) {
   w.begin_object();
   w.value("samples_per_group", report.samples_per_group);
   w.value("client_nice", report.client_nice);
+  w.value("planner_cpus", report.planner_cpus);
+  w.value("other_cpus", report.other_cpus);
+  w.value("repeats", report.repeats);
   w.begin_array("rows");
   for (const FanoutRow& row : report.rows)
     w.begin_object()
@@ -305,7 +360,11 @@ std::string fanout_json(const FanoutReport& report) {
 std::string fanout_text(const FanoutReport& report) {
   std::string out = str("msd-bench fanout: the planner's work per step (", report.samples_per_group,
                         " samples per data group; CPU time of its thread, wall time of its busy passes; clients at nice ",
-                        report.client_nice, ")\n");
+                        report.client_nice, "; ",
+                        report.planner_cpus.empty()
+                            ? std::string("no core of its own")
+                            : str("planner on CPU ", report.planner_cpus, ", the other ranks on ", report.other_cpus),
+                        "; median of ", report.repeats, report.repeats == 1 ? " run" : " runs", " per row)\n");
   char line[256];
   std::snprintf(line, sizeof line, "  %7s %3s %6s %8s %10s %9s %10s %9s %9s %7s\n", "clients", "tp", "groups",
                 "samples", "cpu ms", "place ms", "wall ms", "received", "sent", "passes");

@@ -34,6 +34,12 @@ struct FanoutOptions {
   // more ranks than cores the planner gets a core when it has work, as it
   // has one of its own on a cluster node. 0: every rank at one priority.
   int client_nice = 19;
+  // The planner rank runs alone on the first CPU this process may use, its
+  // MPI polls not yielding (nothing else runs there), and every other rank
+  // on the other CPUs: the core of its own it has on a cluster node. Needs
+  // two CPUs or more; on one, nothing is pinned (the report says so).
+  bool planner_core = true;
+  int repeats = 1;                          // runs per row; the row kept is the one of median planner CPU time
   std::string work_dir;                     // data, configurations, summaries, logs; default: a temp dir
 };
 
@@ -76,6 +82,8 @@ struct FanoutReport {
   double target_ms = 0;
   uint32_t samples_per_group = 0;
   int client_nice = 0;
+  std::string planner_cpus, other_cpus;  // taskset CPU lists; empty: not pinned
+  int repeats = 1;
 };
 
 FanoutFit fit_fanout(const std::vector<double>& groups, const std::vector<double>& clients,

@@ -79,8 +79,7 @@ const Batch* DisaggregatedClient::next() {
   batch_.wait_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (planned) {
     const uint64_t rss = job_.config.output.metrics.empty() ? 0 : rss_.bytes();  // for per-step metrics
-    send_bytes(job_.world.get(), planner, kTagAck, encode(AckMessage{next_step_, batch_.wait_seconds, rss}),
-               "acknowledging a step");
+    job_.send_to_planner(kTagAck, encode(AckMessage{next_step_, batch_.wait_seconds, rss}), "acknowledging a step");
   }
   ++next_step_;
   return &batch_;

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
 #include <vector>
 
 #include "msd/config.h"
@@ -22,6 +25,14 @@ struct JobContext {
   SourceAssignment assignment;
   Comm world;      // duplicate of the world given to Job, errors returned
   Comm loaders;    // the loader ranks (shadows included); null elsewhere
+  // The planner and every rank that sends to it (loaders, and the clients
+  // that talk to it), in world order; null elsewhere and when colocated.
+  // Every message to the planner goes here, so the planner's wildcard
+  // receives match over these ranks only and not over every client: TP
+  // followers never send to it (talks_to_planner).
+  Comm to_planner;
+  std::vector<int> to_planner_world;  // rank in to_planner -> world rank
+  int planner_in_to_planner = -1;
   Window windows;  // loader slots; zero bytes on other ranks
   int rank = 0;
   uint64_t first_step = 0;  // the first step this run delivers (> 0 after a resume)
@@ -47,6 +58,17 @@ struct JobContext {
   // planner takes a writer to have stopped inside it.
   std::chrono::milliseconds checkpoint_write_bound() const {
     return std::chrono::milliseconds(std::max<uint64_t>(10000, 4 * config.loader.deadline_ms));
+  }
+  // A message for the planner, over to_planner.
+  void send_to_planner(int tag, std::span<const uint8_t> bytes, std::string_view hint) const {
+    send_bytes(to_planner.get(), planner_in_to_planner, tag, bytes, hint);
+  }
+  // On the planner: the next message of `tag` (any) from anyone, its source
+  // a world rank.
+  std::optional<Message> try_receive_at_planner(std::string_view hint, int tag = MPI_ANY_TAG) const {
+    auto message = try_receive(to_planner.get(), MPI_ANY_SOURCE, tag, hint);
+    if (message) message->source = to_planner_world.at(static_cast<size_t>(message->source));
+    return message;
   }
   // The world ranks of those clients, ascending by client index.
   std::vector<int> planner_peers() const {

@@ -166,6 +166,18 @@ void JobImpl::split_communicators() {
   pp = axis_comm(Axis::pp);
   ctx.loaders = Comm::split(ctx.world.get(), role == Role::loader ? 0 : MPI_UNDEFINED, ctx.rank,
                             "splitting the loader communicator");
+  if (ctx.layout.colocated) return;
+  auto sends_to_planner = [&](int rank) {
+    const Role r = ctx.layout.role(rank);
+    return r != Role::client || ctx.talks_to_planner(ctx.layout.client_index(rank));
+  };
+  ctx.to_planner = Comm::split(ctx.world.get(), sends_to_planner(ctx.rank) ? 0 : MPI_UNDEFINED, ctx.rank,
+                               "splitting the communicator to the planner");
+  for (int rank = 0; rank < ctx.layout.world_size(); ++rank) {
+    if (!sends_to_planner(rank)) continue;
+    if (rank == ctx.layout.planner_rank()) ctx.planner_in_to_planner = static_cast<int>(ctx.to_planner_world.size());
+    ctx.to_planner_world.push_back(rank);
+  }
 }
 
 namespace {
@@ -242,7 +254,7 @@ JobImpl::StartUp JobImpl::start_colocated() {
 JobImpl::StartUp JobImpl::start_loader() {
   StartUp mine;
   loader = std::make_unique<LoaderRole>(ctx);
-  send_bytes(ctx.world.get(), ctx.layout.planner_rank(), kTagHello, encode(loader->hello()), "sending hello");
+  ctx.send_to_planner(kTagHello, encode(loader->hello()), "sending hello");
   mine.failed = !loader->hello().error.empty();
   mine.vocab_size = loader->vocab_size();
   return mine;
@@ -254,7 +266,7 @@ JobImpl::StartUp JobImpl::start_planner() {
   StartUp mine;
   std::vector<HelloMessage> hellos;
   for (int i = 0; i < ctx.layout.loader_ranks(); ++i)
-    hellos.push_back(decode_hello(receive(ctx.world.get(), MPI_ANY_SOURCE, kTagHello, "waiting for loader hellos").bytes));
+    hellos.push_back(decode_hello(receive(ctx.to_planner.get(), MPI_ANY_SOURCE, kTagHello, "waiting for loader hellos").bytes));
   std::set<std::string> errors;
   for (const auto& hello : hellos)
     if (!hello.error.empty()) errors.insert(hello.error);

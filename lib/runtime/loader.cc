@@ -108,7 +108,7 @@ void LoaderRole::reassign(const ReassignMessage& move) {
   }
   log_debug("reassigned: closed ", move.close.size(), ", opened ", move.open.size(), " source(s); open source state ",
             stats_.state_bytes, " bytes");
-  send_bytes(job_.world.get(), job_.layout.planner_rank(), kTagReassign, encode(answer), "answering a reassignment");
+  job_.send_to_planner(kTagReassign, encode(answer), "answering a reassignment");
 }
 
 LoaderRole::~LoaderRole() = default;
@@ -141,11 +141,11 @@ bool LoaderRole::on_control(const Message& message) {
     // The planner waits (bounded) for this before the summary: a loader that
     // does not answer is left out of it. The last profiles go first.
     send_profile();
-    send_bytes(job_.world.get(), planner, kTagStop, {}, "confirming the stop");
+    job_.send_to_planner(kTagStop, {}, "confirming the stop");
     return true;
   } else if (message.tag == kTagCheckpoint) {
     // Ready: the planner starts the collective write once every live loader is.
-    send_bytes(job_.world.get(), planner, kTagCheckpoint, message.bytes, "ready for a loader checkpoint");
+    job_.send_to_planner(kTagCheckpoint, message.bytes, "ready for a loader checkpoint");
     if (checkpoint_stall_ms_ > 0) {  // stopped between "ready" and reporting in to write
       std::this_thread::sleep_for(std::chrono::milliseconds(std::exchange(checkpoint_stall_ms_, 0)));
     }
@@ -181,7 +181,7 @@ bool LoaderRole::planner_says_write(const RanksMessage& go) {
   const int planner = job_.layout.planner_rank();
   WireWriter here;
   here.u64(go.step);
-  send_bytes(job_.world.get(), planner, kTagCheckpointJoin, here.bytes(), "reporting in for a loader checkpoint");
+  job_.send_to_planner(kTagCheckpointJoin, here.bytes(), "reporting in for a loader checkpoint");
   // The planner decides within loader.deadline_ms; the 10 s past its own
   // write bound let its detectors name a stuck writer first.
   const uint64_t bound_ms = static_cast<uint64_t>(job_.checkpoint_write_bound().count()) + 10000;
@@ -206,7 +206,7 @@ void LoaderRole::write_checkpoint(const RanksMessage& go) {
   WireWriter done;
   done.u64(step);
   if (!planner_says_write(go)) {
-    send_bytes(job_.world.get(), job_.layout.planner_rank(), kTagCheckpointGo, done.bytes(), "loader checkpoint skipped");
+    job_.send_to_planner(kTagCheckpointGo, done.bytes(), "loader checkpoint skipped");
     return;
   }
   LoaderCheckpointPart part;
@@ -227,7 +227,7 @@ void LoaderRole::write_checkpoint(const RanksMessage& go) {
   const Comm writers = Comm::create_group(job_.world.get(), go.ranks, kTagCheckpointGo,
                                          str("loader checkpoint of step ", step, ": joining the live loaders"));
   write_loader_checkpoint(writers.get(), job_.config.checkpoint.dir, step, part, job_.config.checkpoint.keep);
-  send_bytes(job_.world.get(), job_.layout.planner_rank(), kTagCheckpointGo, done.bytes(), "loader checkpoint written");
+  job_.send_to_planner(kTagCheckpointGo, done.bytes(), "loader checkpoint written");
 }
 
 void LoaderRole::send_profile() {
@@ -238,7 +238,7 @@ void LoaderRole::send_profile() {
                           shared_open_bytes(*sources_[s], tokenizer_.get(), *transform_));
     message.sources.emplace_back(s, meter_.profiles()[s]);
   }
-  send_bytes(job_.world.get(), job_.layout.planner_rank(), kTagProfile, encode(message), "sending source profiles");
+  job_.send_to_planner(kTagProfile, encode(message), "sending source profiles");
 }
 
 int32_t LoaderRole::vocab_size() const { return tokenizer_ ? tokenizer_->vocab_size() : -1; }
@@ -391,7 +391,7 @@ RoleStats LoaderRole::serve() {
     LoaderStatus status;  // for the planner's per-step metrics
     if (metrics)
       status = {rss.bytes(), stats_.transform_seconds, std::chrono::duration<double>(Clock::now() - start).count()};
-    send_bytes(job_.world.get(), planner, kTagMeta, encode_meta(outbox, status), "sending sample metadata to the planner");
+    job_.send_to_planner(kTagMeta, encode_meta(outbox, status), "sending sample metadata to the planner");
     outbox.clear();
   };
   while (!stop) {

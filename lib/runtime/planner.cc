@@ -652,7 +652,7 @@ void PlannerRole::stop_loaders() {
   const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(bound_ms);
   Backoff backoff;
   while (!waiting.empty() && std::chrono::steady_clock::now() < end) {
-    if (auto message = try_receive(job_.world.get(), MPI_ANY_SOURCE, MPI_ANY_TAG, "waiting for loaders to stop")) {
+    if (auto message = job_.try_receive_at_planner("waiting for loaders to stop")) {
       if (message->tag == kTagStop) waiting.erase(message->source);  // late metadata and readiness are moot now
       if (message->tag == kTagProfile) loader_profiles_[message->source] = decode_profile(message->bytes).sources;
       backoff.reset();
@@ -774,7 +774,7 @@ PlannerReport PlannerRole::serve() {
     // Messages first, then whatever they made possible (requests into freed
     // room, the next step once its samples are in), in the same pass: a step
     // acknowledged or loaded costs one busy pass, not two.
-    while (auto message = try_receive(job_.world.get(), MPI_ANY_SOURCE, MPI_ANY_TAG, "waiting for loaders and clients")) {
+    while (auto message = job_.try_receive_at_planner("waiting for loaders and clients")) {
       progressed = true;
       report_.messages_received++;
       handle(*message);
