@@ -131,7 +131,6 @@ void LoaderRole::resume(uint64_t first_step) {
 
 // Releases, stop, checkpoint requests and injected faults; true on stop.
 bool LoaderRole::on_control(const Message& message) {
-  const int planner = job_.layout.planner_rank();
   if (message.tag == kTagRelease) {
     for (uint64_t offset : decode_release(message.bytes)) {
       slots_->release(offset);

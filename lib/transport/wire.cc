@@ -6,7 +6,7 @@ namespace msd {
 
 void WireWriter::string(const std::string& s) {
   u32(checked_cast<uint32_t>(s.size()));
-  bytes_.insert(bytes_.end(), s.begin(), s.end());
+  write(s.data(), s.size());
 }
 
 WireReader::WireReader(std::span<const uint8_t> bytes, const char* what) : bytes_(bytes), what_(what) {

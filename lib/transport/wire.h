@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <vector>
@@ -39,7 +40,7 @@ enum Tag : int {
 class WireWriter {
  public:
   WireWriter() { u8(kWireVersion); }
-  void u8(uint8_t v) { bytes_.push_back(v); }
+  void u8(uint8_t v) { put(v); }
   void u16(uint16_t v) { put(v); }
   void u32(uint32_t v) { put(v); }
   void u64(uint64_t v) { put(v); }
@@ -47,18 +48,33 @@ class WireWriter {
   void string(const std::string& s);
   // Room for `more` bytes beyond those written: a message of many items
   // grows once, not by doubling.
-  void reserve(size_t more) { bytes_.reserve(bytes_.size() + more); }
-  std::vector<uint8_t>& bytes() { return bytes_; }
+  void reserve(size_t more) {
+    if (at_ + more > bytes_.size()) bytes_.resize(at_ + more);
+  }
+  // The bytes written (the room reserved beyond them given back).
+  std::vector<uint8_t>& bytes() {
+    bytes_.resize(at_);
+    return bytes_;
+  }
 
  private:
+  // Writes into room made ahead (bytes_ is sized past at_): a field costs a
+  // copy, not a vector insert.
+  void write(const void* p, size_t n) {
+    if (at_ + n > bytes_.size()) bytes_.resize(std::max(2 * bytes_.size(), at_ + n));
+    std::memcpy(bytes_.data() + at_, p, n);
+    at_ += n;
+  }
   template <typename T>
   void put(T v) {
-    const auto* p = reinterpret_cast<const uint8_t*>(&v);
-    const size_t at = bytes_.size();
-    bytes_.insert(bytes_.end(), p, p + sizeof v);
-    if constexpr (std::endian::native == std::endian::big) std::reverse(bytes_.begin() + at, bytes_.end());
+    if constexpr (std::endian::native == std::endian::big) {
+      auto* p = reinterpret_cast<uint8_t*>(&v);
+      std::reverse(p, p + sizeof v);
+    }
+    write(&v, sizeof v);
   }
   std::vector<uint8_t> bytes_;
+  size_t at_ = 0;  // bytes written; bytes_ may be larger (room)
 };
 
 // Throws ProtocolError on a short or malformed message.

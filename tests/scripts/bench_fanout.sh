@@ -5,9 +5,11 @@
 # extrapolation is the handling fit's value plus the placement measured at
 # that size; and every client's acknowledgement
 # reaches the planner (at least one message received per client per step).
+# Each row runs twice (--repeats 2) and the planner has a core of its own
+# where this machine has two or more.
 source "$(dirname "$0")/common.sh"
 timeout 240 "$MSD_BUILD/app/msd-bench" fanout --clients 2,4 --tps 1,2,3 --steps 3 --samples-per-group 4 \
-  --documents 2000 --gpus 64 --extrapolate-tps 8,1 --work-dir "$WORK/runs" --json >"$WORK/out.json"
+  --documents 2000 --gpus 64 --extrapolate-tps 8,1 --repeats 2 --work-dir "$WORK/runs" --json >"$WORK/out.json"
 cat "$WORK/out.json"
 /usr/bin/python3 - "$WORK/out.json" <<'PY'
 import json, math, sys
@@ -15,6 +17,14 @@ report = json.load(open(sys.argv[1]))
 rows = report["rows"]
 # The clients ran at low priority (mpirun MPMD, nice) by default.
 assert report["client_nice"] == 19, report["client_nice"]
+import os
+cpus = sorted(os.sched_getaffinity(0))
+assert report["repeats"] == 2, report["repeats"]
+if len(cpus) >= 2:
+    assert report["planner_cpus"] == str(cpus[0]), report
+    assert report["other_cpus"] == ",".join(map(str, cpus[1:])), report
+else:
+    assert report["planner_cpus"] == "" and report["other_cpus"] == "", report
 assert [(r["clients"], r["tp"]) for r in rows] == [(2, 1), (2, 2), (4, 1), (4, 2)], rows
 for r in rows:
     assert r["groups"] == r["clients"] // r["tp"] and r["samples_per_step"] == 4 * r["groups"], r
@@ -52,4 +62,9 @@ set +e
 rc=$?
 set -e
 [ $rc -ne 0 ] && grep -q -- "--client-nice" "$WORK/err" || { echo "FAIL: --client-nice 20 not reported"; cat "$WORK/err"; exit 1; }
+set +e
+"$MSD_BUILD/app/msd-bench" fanout --clients 2 --tps 1 --repeats 0 >"$WORK/err" 2>&1
+rc=$?
+set -e
+[ $rc -ne 0 ] && grep -q -- "--repeats" "$WORK/err" || { echo "FAIL: --repeats 0 not reported"; cat "$WORK/err"; exit 1; }
 echo "bench_fanout: ok"
