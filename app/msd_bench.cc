@@ -369,8 +369,10 @@ int scaling_main(int argc, char** argv) {
       "(static; partition, with the plan of msd-plan partition and its loader ranks;\n"
       "online) on a generated dataset, with the trainer emulator's step time set from\n"
       "a pilot run of static so that loaders bound the rate (docs/scaling.md). Per mode: data wait as a share of\n"
-      "step time and tokens/s before and after the shift, loader ranks, loader memory\n"
-      "and moves.\n\n"
+      "step time and tokens/s before and after the shift, loader ranks, loader rank\n"
+      "memory (each planner and loader rank's own memory from start-up on: what\n"
+      "partition's memory target is read on), loader memory (growth over start-up),\n"
+      "peak RSS and moves.\n\n"
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")

@@ -156,6 +156,7 @@ ScalingModeResult run_mode(const ScalingModeSpec& spec, const std::string& label
   r.loader_memory_bytes = static_cast<uint64_t>(json_number(s, "loader_memory_bytes.total"));
   r.loader_peak_rss_bytes = static_cast<uint64_t>(json_number(s, "memory_peak_bytes.planner") +
                                                   json_number(s, "memory_peak_bytes.loader_total"));
+  r.loader_rank_memory_bytes = static_cast<uint64_t>(json_number(s, "loader_rank_memory_bytes.total"));
   r.source_state_bytes = static_cast<uint64_t>(json_number(s, "loaders.source_state_bytes"));
   r.moves = static_cast<uint64_t>(json_number(s, "moves"));
   if (const JsonValue* digest = s.find("batch_digest"); digest && digest->type == JsonType::string) r.batch_digest = digest->string;
@@ -270,6 +271,7 @@ std::string scaling_json(const ScalingReport& r) {
         .value("loader_ranks", m.loader_ranks)
         .value("loader_memory_bytes", m.loader_memory_bytes)
         .value("loader_peak_rss_bytes", m.loader_peak_rss_bytes)
+        .value("loader_rank_memory_bytes", m.loader_rank_memory_bytes)
         .value("source_state_bytes", m.source_state_bytes)
         .value("moves", m.moves)
         .value("batch_digest", m.batch_digest)
@@ -294,7 +296,7 @@ std::string scaling_json(const ScalingReport& r) {
 
 std::string scaling_text(const ScalingReport& r) {
   std::ostringstream out;
-  char line[512];
+  char line[768];
   std::snprintf(line, sizeof line,
                 "msd-bench scaling: text -> images at step %llu of %llu (weight %.1f -> %.1f), %u samples per step, "
                 "%d loaders\n  measured here: %.2f ms per image, %.3f ms per text document; static without compute: "
@@ -303,18 +305,18 @@ std::string scaling_text(const ScalingReport& r) {
                 1 - kTextWeight, kTextWeight, r.options.global_batch, r.options.loaders, r.seconds_per_image * 1e3,
                 r.seconds_per_text * 1e3, r.pilot_step_s_after * 1e3, r.target_step_s_after * 1e3, r.time_scale);
   out << line;
-  std::snprintf(line, sizeof line, "  %-10s %11s %11s %12s %12s %8s %12s %12s %6s\n", "mode", "wait before",
-                "wait after", "tok/s before", "tok/s after", "loaders", "loader mem", "peak RSS", "moves");
+  std::snprintf(line, sizeof line, "  %-10s %11s %11s %12s %12s %8s %12s %12s %12s %6s\n", "mode", "wait before",
+                "wait after", "tok/s before", "tok/s after", "loaders", "rank mem", "loader mem", "peak RSS", "moves");
   out << line;
   for (const ScalingModeResult& m : r.modes) {
     if (!m.available) {
       out << "  " << m.name << std::string(m.name.size() < 10 ? 10 - m.name.size() : 0, ' ') << " " << m.note << '\n';
       continue;
     }
-    std::snprintf(line, sizeof line, "  %-10s %10.1f%% %10.1f%% %12.0f %12.0f %8d %10.1f MB %10.1f MB %6llu\n",
+    std::snprintf(line, sizeof line, "  %-10s %10.1f%% %10.1f%% %12.0f %12.0f %8d %10.1f MB %10.1f MB %10.1f MB %6llu\n",
                   m.name.c_str(), 100 * m.data_wait_fraction_before, 100 * m.data_wait_fraction_after,
-                  m.tokens_per_s_before, m.tokens_per_s_after, m.loader_ranks, m.loader_memory_bytes / 1e6,
-                  m.loader_peak_rss_bytes / 1e6, static_cast<unsigned long long>(m.moves));
+                  m.tokens_per_s_before, m.tokens_per_s_after, m.loader_ranks, m.loader_rank_memory_bytes / 1e6,
+                  m.loader_memory_bytes / 1e6, m.loader_peak_rss_bytes / 1e6, static_cast<unsigned long long>(m.moves));
     out << line;
   }
   std::snprintf(line, sizeof line,
@@ -329,12 +331,19 @@ std::string scaling_text(const ScalingReport& r) {
     std::snprintf(line, sizeof line,
                   "  partition (msd-plan partition: %d loader ranks for up to %.2f steps/s, the emulated step after "
                   "the shift %.2f; worst planned margin %+.0f%%, static's %+.0f%%): data wait after the shift "
-                  "%.1f%%, %d loaders against static's %d, loader memory %.1f MB against static's %.1f MB (peak RSS "
-                  "%.1f MB against %.1f MB) (target: the rate with no more loaders and less memory)\n",
+                  "%.1f%%, %d loaders against static's %d, loader rank memory %.1f MB against static's %.1f MB "
+                  "(target: the rate with no more loaders and less memory)\n",
                   r.plan_loader_ranks, r.plan_steps_per_s_max,
                   r.target_step_s_after > 0 ? 1 / r.target_step_s_after : 0.0, 100 * r.plan_worst_margin,
                   100 * r.static_worst_margin, 100 * partition->data_wait_fraction_after, partition->loader_ranks,
-                  fixed->loader_ranks, partition->loader_memory_bytes / 1e6, fixed->loader_memory_bytes / 1e6,
+                  fixed->loader_ranks, partition->loader_rank_memory_bytes / 1e6, fixed->loader_rank_memory_bytes / 1e6);
+    out << line;
+    std::snprintf(line, sizeof line,
+                  "    memory is judged on rank mem: each loader rank's (and the planner's) own memory from start-up "
+                  "on, file-backed pages left out, so a rank fewer counts as the memory it gives back; loader mem "
+                  "(%.1f MB against %.1f MB) counts only what ranks grow by after start-up, and peak RSS (%.1f MB "
+                  "against %.1f MB) also the library pages every process of the node shares\n",
+                  partition->loader_memory_bytes / 1e6, fixed->loader_memory_bytes / 1e6,
                   partition->loader_peak_rss_bytes / 1e6, fixed->loader_peak_rss_bytes / 1e6);
     out << line;
   }

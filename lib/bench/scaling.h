@@ -56,6 +56,11 @@ struct ScalingModeResult {
   // RSS (summary memory_peak_bytes.planner + .loader_total), so a loader
   // rank more or fewer shows (its MPI runtime and libraries).
   uint64_t loader_peak_rss_bytes = 0;
+  // The planner's and the loaders' own memory, start-up included, without
+  // the file-backed pages every process of the node shares (summary
+  // loader_rank_memory_bytes.total): what a loader rank fewer gives back, and
+  // the figure partition's memory target is read on.
+  uint64_t loader_rank_memory_bytes = 0;
   uint64_t source_state_bytes = 0;   // open source state at the end, over loaders
   uint64_t moves = 0;
   std::string batch_digest;

@@ -91,6 +91,7 @@ uint64_t Client::steps() const { return impl_->steps(); }
 
 const Batch* Client::next() {
   const Batch* batch = impl_->next();
+  sample_anon_shmem();  // colocated, the loader state is here (docs/summary.md)
   if (batch == nullptr) return nullptr;
   const CostModel cost = make_cost_model(config_);
   double largest = 0.0;

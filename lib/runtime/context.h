@@ -95,10 +95,21 @@ struct RoleStats {
   double transform_seconds = 0.0;
   uint64_t state_bytes = 0;  // loader: open source state (at the end: after any move)
   uint64_t open_sources = 0;  // loader: sources open at the end
+  uint64_t peak_anon_shmem_bytes = 0;  // see peak_anon_shmem_bytes()
 };
 
 uint64_t peak_rss_bytes();
 uint64_t current_rss_bytes();
+
+// The most resident memory this process held outside file-backed pages, over
+// the samples taken so far: RssAnon + RssShmem of /proc/self/status (heap,
+// stacks, MPI's buffers, and the node-shared window pages it touched), so a
+// rank's own start-up cost counts but the program and library pages that
+// every process of the node maps do not (docs/summary.md). The kernel keeps
+// no peak of these, so roles sample from their loops: sample_anon_shmem()
+// reads /proc at most every 100 ms, or now with `now`. Thread-safe.
+void sample_anon_shmem(bool now = false);
+uint64_t peak_anon_shmem_bytes();
 
 // A shadow loader taking over a loader that missed its deadline.
 struct Takeover {

@@ -436,6 +436,7 @@ RoleStats LoaderRole::serve() {
       send_profile();
       profile_sent = Clock::now();
     }
+    sample_anon_shmem();  // the window's pages and the decoders' buffers at their peak
     if (progressed) backoff.reset();
     else backoff.idle();
   }

@@ -799,6 +799,7 @@ PlannerReport PlannerRole::serve() {
     advance_loader_checkpoint();
     out_.progress();
     work_.end(progressed);
+    sample_anon_shmem();
     if (progressed) {
       report_.busy_passes++;
       backoff.reset();

@@ -204,6 +204,8 @@ struct RoleTotals {
   int clients = 0;
   uint64_t grown[3] = {0, 0, 0};  // peak RSS over start-up, by Role
   uint64_t loader_memory = 0;
+  uint64_t rank_memory[3] = {0, 0, 0};  // peak RssAnon + RssShmem, start-up included, by Role
+  uint64_t loader_rank_memory = 0;
 };
 
 RoleTotals role_totals(const JobContext& job, const std::vector<RoleStats>& all) {
@@ -241,6 +243,13 @@ RoleTotals role_totals(const JobContext& job, const std::vector<RoleStats>& all)
   r.loader_memory = job.layout.colocated
                         ? r.grown[static_cast<int>(Role::client)]
                         : r.grown[static_cast<int>(Role::planner)] + r.grown[static_cast<int>(Role::loader)];
+  // The same ranks' whole memory but file-backed pages: what a rank fewer
+  // gives back to the node, which the growth above leaves out.
+  for (const RoleStats& s : all)
+    if (s.role >= 0 && s.role < 3) r.rank_memory[s.role] += s.peak_anon_shmem_bytes;
+  r.loader_rank_memory = job.layout.colocated ? r.rank_memory[static_cast<int>(Role::client)]
+                                              : r.rank_memory[static_cast<int>(Role::planner)] +
+                                                    r.rank_memory[static_cast<int>(Role::loader)];
   return r;
 }
 
@@ -479,6 +488,12 @@ void write_resources_json(JsonWriter& w, const Report& r) {
       .value("client", roles.grown[static_cast<int>(Role::client)])
       .value("total", roles.loader_memory)
       .end_object();
+  w.begin_object("loader_rank_memory_bytes")
+      .value("planner", roles.rank_memory[static_cast<int>(Role::planner)])
+      .value("loader", roles.rank_memory[static_cast<int>(Role::loader)])
+      .value("client", roles.rank_memory[static_cast<int>(Role::client)])
+      .value("total", roles.loader_rank_memory)
+      .end_object();
   const Traffic& traffic = r.traffic;
   w.begin_array("bytes_fetched");
   for (uint64_t b : traffic.step_fetched) w.value("", b);
@@ -600,6 +615,8 @@ std::string data_text(const Report& r) {
             format_bytes(roles.mem_loader_max) + " (max), client " + format_bytes(roles.mem_client_max) + " (max)\n";
   text += "  loader memory (peak RSS over start-up): " + format_bytes(roles.loader_memory) +
           (colocated ? " over all clients\n" : " (planner and loaders)\n");
+  text += "  loader rank memory (peak anonymous + shared memory, start-up included): " +
+          format_bytes(roles.loader_rank_memory) + (colocated ? " over all clients\n" : " (planner and loaders)\n");
   text += line("  sample bytes per step fetched/needed over clients: %.3f\n", r.traffic.redundancy);
   if (!r.input.profiles.empty()) text += "  source profiles (loaders' moving averages; seconds on one thread):\n";
   for (size_t s = 0; s < r.input.profiles.size() && s < config.sources.size(); ++s) {

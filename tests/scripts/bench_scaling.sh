@@ -22,13 +22,15 @@ modes = r["modes"]
 for name in ["static", "partition", "online"]:
     m = modes[name]
     for key in ["data_wait_fraction_before", "data_wait_fraction_after", "tokens_per_s_before", "tokens_per_s_after",
-                "loader_ranks", "loader_memory_bytes", "loader_peak_rss_bytes", "moves"]:
+                "loader_ranks", "loader_memory_bytes", "loader_peak_rss_bytes", "loader_rank_memory_bytes", "moves"]:
         assert key in m, (name, key)
     ranks = r["partition_plan"]["loader_ranks"] if name == "partition" else 3
     assert m["available"] is True and m["loader_ranks"] == ranks, m
     assert m["tokens_per_s_before"] > 0 and m["tokens_per_s_after"] > 0, m
     assert 0 <= m["data_wait_fraction_after"] <= 1, m
     assert m["loader_peak_rss_bytes"] > m["loader_memory_bytes"], m  # start-up included
+    # start-up included, file-backed pages not: within the whole processes' peak RSS
+    assert 0 < m["loader_rank_memory_bytes"] < m["loader_peak_rss_bytes"], m
 plan = r["partition_plan"]
 for key in ["loader_ranks", "memory_bytes", "worst_margin", "steps_per_s_max", "static_memory_bytes",
             "static_worst_margin"]:

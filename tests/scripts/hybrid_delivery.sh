@@ -17,12 +17,18 @@ run_job "$WORK/job.ini" "${hybrid[@]}" --mode=colocated --summary-json "$WORK/co
 for f in tp none colocated; do
   echo "$f: fetch_redundancy $(json_field "$WORK/$f.json" fetch_redundancy)," \
        "fetched $(json_field "$WORK/$f.json" bytes_fetched_total), needed $(json_field "$WORK/$f.json" bytes_needed_total)"
-  for key in loader_memory_bytes bytes_fetched bytes_needed; do
+  for key in loader_memory_bytes loader_rank_memory_bytes bytes_fetched bytes_needed; do
     grep -q "\"$key\"" "$WORK/$f.json" || { echo "FAIL: no $key in the $f summary"; exit 1; }
   done
 done
 grep -q '"loader_memory_bytes":{"planner":[0-9]*,"loader":[0-9]*,"client":[0-9]*,"total":[1-9]' "$WORK/tp.json" ||
   { echo "FAIL: loader_memory_bytes lacks a role or is empty"; exit 1; }
+# Each rank's memory from start-up on (no file-backed pages) is never zero,
+# and in every role, colocated too, where the clients hold the loader state.
+for f in tp colocated; do
+  grep -q '"loader_rank_memory_bytes":{"planner":[0-9]*,"loader":[0-9]*,"client":[1-9][0-9]*,"total":[1-9]' "$WORK/$f.json" ||
+    { echo "FAIL: loader_rank_memory_bytes lacks a role or is empty in the $f summary"; exit 1; }
+done
 needed=$(json_field "$WORK/tp.json" bytes_needed_total)
 [ "$needed" -gt 0 ] || { echo "FAIL: no bytes needed"; exit 1; }
 [ "$(json_field "$WORK/tp.json" bytes_fetched_total)" = "$needed" ] || { echo "FAIL: msd fetched other bytes than it used"; exit 1; }
