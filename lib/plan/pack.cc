@@ -392,6 +392,151 @@ std::vector<BucketSequences> pieces_first(const std::vector<PlacedPiece>& pieces
   return buckets;
 }
 
+// Pieces into sequences, by cost: the pieces, heaviest first, each go where
+// they leave their bucket lightest. Into a sequence with room a piece costs
+// its bucket only its extra (cost less the linear term over its positions:
+// the padding it fills was paid already); into a new sequence its cost plus
+// that sequence's padding. So a long piece opens a sequence in the lightest
+// bucket, and a mid-length one fills a light bucket's room rather than open
+// a sequence beside a long piece: a bucket's sequences, not only its pieces,
+// are balanced. Within a bucket, the sequence with the least room that fits
+// (keeps room for longer pieces). No bucket over `capacity` positions or
+// `max_sequences` sequences. Buckets with room for the piece are kept apart
+// from the rest (pieces come about longest first, so a bucket only rejoins
+// them when the pieces get shorter than its room): O(log dp) a piece.
+// Deterministic: ties go to a sequence with room, then the lighter bucket,
+// then the lower index. Empty when some piece fits nowhere (the placement
+// is then not used).
+class SequencePlacer {
+ public:
+  SequencePlacer(const PackOptions& options, const CostModel& cost, uint64_t capacity, uint32_t max_sequences)
+      : seq_len_(options.seq_len), cost_(cost), capacity_(capacity), max_sequences_(max_sequences),
+        buckets_(options.dp), in_room_(options.dp, false) {
+    for (uint32_t b = 0; b < options.dp; ++b) {
+      by_cost_.insert({0.0, b});
+      short_of_room_.push({0, b});
+    }
+  }
+
+  std::vector<BucketSequences> place(const std::vector<PlacedPiece>& pieces, const PackOptions& options,
+                                     ZigzagCost& zigzag) {
+    std::vector<PlacedPiece> ordered(pieces);
+    sort_heaviest_first(ordered);
+    for (const PlacedPiece& placed : ordered)
+      if (!add(placed)) return {};
+    std::vector<BucketSequences> out(buckets_.size());
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      for (PackedSequence& sequence : buckets_[b].sequences)
+        std::sort(sequence.pieces.begin(), sequence.pieces.end(), [](const Piece& x, const Piece& y) {
+          return x.doc != y.doc ? x.doc < y.doc : x.begin < y.begin;
+        });
+      out[b].sequences = std::move(buckets_[b].sequences);
+      out[b].cost = std::move(buckets_[b].cost);
+      if (options.cp > 1) {
+        zigzag.apply(out[b].sequences, out[b].cost);
+        add_padding_cost(out[b].sequences, out[b].cost, seq_len_, cost_);
+      }
+      sort_sequences(out[b].sequences, out[b].cost);
+    }
+    return out;
+  }
+
+ private:
+  static constexpr size_t kCandidates = 64;
+  struct Open {
+    std::vector<PackedSequence> sequences;
+    std::vector<double> cost;  // pieces plus padding, per sequence
+    double total = 0.0;
+    uint64_t positions = 0;
+    uint32_t most_free = 0;  // the most room in one of its sequences
+  };
+
+  bool add(const PlacedPiece& placed) {
+    const uint32_t length = placed.piece.length;
+    while (!short_of_room_.empty() && short_of_room_.top().first >= length) {
+      const uint32_t b = short_of_room_.top().second;
+      short_of_room_.pop();
+      in_room_[b] = true;
+      room_.insert({buckets_[b].total, b});
+    }
+    const double extra = placed.cost - cost_.padding(length);
+    const double alone = placed.cost + cost_.padding(seq_len_ - length);
+    double best = INFINITY;
+    uint32_t chosen = UINT32_MAX;
+    bool into_room = false;
+    size_t tried = 0;
+    for (auto it = room_.begin(); it != room_.end() && tried < kCandidates; ++tried) {
+      const uint32_t b = it->second;
+      if (buckets_[b].most_free < length) {  // no longer has room for pieces this long
+        it = room_.erase(it);
+        in_room_[b] = false;
+        short_of_room_.push({buckets_[b].most_free, b});
+        continue;
+      }
+      if (buckets_[b].positions + length <= capacity_) {
+        best = it->first + extra, chosen = b, into_room = true;
+        break;
+      }
+      ++it;
+    }
+    tried = 0;
+    for (auto it = by_cost_.begin(); it != by_cost_.end() && tried < kCandidates; ++it, ++tried) {
+      const auto& [load, b] = *it;
+      if (load + alone >= best) break;
+      const Open& bucket = buckets_[b];
+      if (bucket.sequences.size() < max_sequences_ && bucket.positions + length <= capacity_) {
+        best = load + alone, chosen = b, into_room = false;
+        break;
+      }
+    }
+    if (chosen == UINT32_MAX) return false;
+    put(placed, chosen, into_room, best);
+    return true;
+  }
+
+  void put(const PlacedPiece& placed, uint32_t b, bool into_room, double total) {
+    Open& bucket = buckets_[b];
+    const uint32_t length = placed.piece.length;
+    by_cost_.erase({bucket.total, b});
+    if (in_room_[b]) room_.erase({bucket.total, b});
+    size_t into = bucket.sequences.size();
+    if (into_room) {
+      for (size_t s = 0; s < bucket.sequences.size(); ++s)
+        if (seq_len_ - bucket.sequences[s].used >= length && (into == bucket.sequences.size() ||
+                                                              bucket.sequences[s].used > bucket.sequences[into].used))
+          into = s;
+    } else {
+      bucket.sequences.emplace_back();
+      bucket.cost.push_back(cost_.padding(seq_len_));
+    }
+    bucket.sequences[into].pieces.push_back(placed.piece);
+    bucket.sequences[into].used += length;
+    bucket.cost[into] += placed.cost - cost_.padding(length);
+    bucket.total = total;
+    bucket.positions += length;
+    bucket.most_free = 0;
+    for (const PackedSequence& sequence : bucket.sequences)
+      bucket.most_free = std::max(bucket.most_free, seq_len_ - sequence.used);
+    by_cost_.insert({total, b});
+    if (in_room_[b] && bucket.most_free >= length) {
+      room_.insert({total, b});
+    } else {
+      in_room_[b] = false;
+      short_of_room_.push({bucket.most_free, b});
+    }
+  }
+
+  uint32_t seq_len_;
+  const CostModel& cost_;
+  uint64_t capacity_;
+  uint32_t max_sequences_;
+  std::vector<Open> buckets_;
+  std::vector<bool> in_room_;                         // whether in room_ (else in short_of_room_)
+  std::set<std::pair<double, uint32_t>> by_cost_;     // (cost, bucket), every bucket, lightest first
+  std::set<std::pair<double, uint32_t>> room_;        // the same, of the buckets with room for the current piece
+  std::priority_queue<std::pair<uint32_t, uint32_t>> short_of_room_;  // (most room, bucket) of the others
+};
+
 // Each bucket's sequences into its micro-batches (none over the budget).
 std::vector<BucketPlan> into_micro_batches(std::vector<BucketSequences> buckets, const PackOptions& options,
                                            uint64_t budget) {
@@ -687,10 +832,16 @@ std::vector<BucketPlan> plan_by_cost(const std::vector<PlacedPiece>& pieces, con
                                      const CostModel& cost, uint64_t budget) {
   const uint32_t count = options.micro_batches;
   const uint64_t capacity = budget > UINT64_MAX / count ? UINT64_MAX : budget * count;
+  // No plan is lighter than the heaviest piece in a sequence of its own: a
+  // placement that reaches it is kept as it is.
+  double floor = 0.0;
+  for (const PlacedPiece& p : pieces) floor = std::max(floor, p.cost + cost.padding(options.seq_len - p.piece.length));
   ZigzagCost zigzag(pieces, options, cost);
   std::vector<BucketSequences> kept = sequences_first(pieces, options, cost, zigzag, capacity);
   double lightest = max_bucket_cost(kept);
+  const auto optimal = [&] { return lightest <= floor * (1.0 + 1e-12); };
   for (bool by_positions : {false, true}) {
+    if (optimal()) break;
     std::vector<BucketSequences> other = pieces_first(pieces, options, cost, zigzag, capacity, by_positions);
     const double heaviest = max_bucket_cost(other);
     if (heaviest < lightest) {
@@ -698,11 +849,22 @@ std::vector<BucketPlan> plan_by_cost(const std::vector<PlacedPiece>& pieces, con
       kept = std::move(other);
     }
   }
-  // Whole sequences per micro-batch within the budget: the refiner keeps
-  // each bucket within micro_batches x floor(budget / seq_len) sequences.
-  if (options.cp <= 1 && budget >= options.seq_len) {
-    const uint64_t sequences = std::min<uint64_t>(uint64_t{count} * (budget / options.seq_len), UINT32_MAX);
-    BucketRefiner(pieces, options, cost, capacity, static_cast<uint32_t>(sequences)).run(kept);
+  // Whole sequences per micro-batch within the budget: no bucket over
+  // micro_batches x floor(budget / seq_len) sequences.
+  const uint32_t sequences =
+      static_cast<uint32_t>(std::min<uint64_t>(uint64_t{count} * (budget / options.seq_len), UINT32_MAX));
+  if (optimal() || sequences == 0) return into_micro_batches(std::move(kept), options, budget);
+  std::vector<BucketSequences> placed = SequencePlacer(options, cost, capacity, sequences).place(pieces, options, zigzag);
+  if (options.cp <= 1) {
+    // The refiner on the lightest of the three and on the sequence
+    // placement; the lighter result is kept (ties: the former).
+    BucketRefiner(pieces, options, cost, capacity, sequences).run(kept);
+    if (!placed.empty()) {
+      BucketRefiner(pieces, options, cost, capacity, sequences).run(placed);
+      if (max_bucket_cost(placed) < max_bucket_cost(kept)) kept = std::move(placed);
+    }
+  } else if (!placed.empty() && max_bucket_cost(placed) < lightest) {
+    kept = std::move(placed);
   }
   return into_micro_batches(std::move(kept), options, budget);
 }
