@@ -22,6 +22,15 @@ namespace {
 // its positions times the lowest line it may use. Weights summing over dp
 // prove c unreachable. Pieces are grouped by (classes they may use, r
 // rounded down): rounding down only lowers the weights, so the proof holds.
+//
+// With `huge`, the pieces of extra over (c - 1) / 2 (no bucket under c holds
+// two: each needs a sequence, which costs 1) are kept whole: classes (j, 0)
+// hold none of them, classes (j, 1) one, which leaves them at most
+// C_j - p_min positions and c - j - e_min extras for the other pieces
+// (p_min, e_min: the least positions and extra of a huge piece). A huge piece
+// weighs mu, and the lines of the classes (j, 1) are scaled by 1 - mu, so a
+// bucket still weighs at most 1: the fractional relaxation can no longer
+// spread a huge piece's extra over several buckets.
 class SequenceClasses {
  public:
   static constexpr size_t kBins = 2048;
@@ -44,18 +53,24 @@ class SequenceClasses {
     }
   }
 
-  // True when weights prove that no plan's heaviest bucket is <= c.
-  bool unreachable(double c) {
+  // True when weights prove that no plan's heaviest bucket is <= c; with
+  // `huge`, the huge pieces kept whole (above).
+  bool unreachable(double c, bool huge) {
     const uint32_t classes = static_cast<uint32_t>(std::min<double>(most_classes_, std::ceil(c) - 1.0));
     if (classes < 1) return true;  // every piece needs a sequence, which costs 1
-    group(c, classes);
-    if (groups_.empty()) return false;
-    if (theta_.size() != classes) theta_.assign(classes, 0.5);
+    if (!group(c, classes, huge)) return true;  // a piece no bucket under c holds
+    // Lines (j, 0) for j = 1..classes, then (j, 1); the weights found for
+    // one maximum start the search for the next.
+    const size_t lines = huge_count_ > 0 ? 2 * size_t{classes} : classes;
+    if (theta_.size() != lines) theta_.resize(lines, 0.5);
+    if (huge_count_ == 0) mu_ = 0.0;
     double best = weight(c);
     const double target = static_cast<double>(dp_) * (1.0 + 1e-9);
     for (int sweep = 0; sweep < 3 && best <= target; ++sweep) {
       const double before = best;
-      for (uint32_t j = 0; j < classes && best <= target; ++j) best = std::max(best, line_search(c, j));
+      for (size_t j = 0; j < lines && best <= target; ++j)
+        if (j < classes || j - classes + 1 >= first_with_) best = std::max(best, line_search(c, theta_[j]));
+      if (huge_count_ > 0 && best <= target) best = std::max(best, line_search(c, mu_));
       if (best <= before * (1.0 + 1e-6)) break;
     }
     return best > target;
@@ -65,59 +80,87 @@ class SequenceClasses {
 
  private:
   struct Group {
-    uint32_t classes;  // classes 1..classes may hold it
+    uint32_t classes;  // classes (j, 0) for j in 1..classes may hold it
+    uint32_t with;     // classes (j, 1) for j in first_with_..with may hold it
     double ratio;      // extra per position, rounded down
     double positions;  // in sequences
   };
 
-  // Groups the pieces for maximum c; sums[k * kBins + bin].
-  void group(double c, uint32_t classes) {
-    sums_.assign(static_cast<size_t>(classes + 1) * kBins, 0.0);
+  // Groups the pieces for maximum c; false when some piece fits no class
+  // (alone in a sequence it costs more than c).
+  bool group(double c, uint32_t classes, bool huge) {
+    classes_ = classes;
+    huge_count_ = 0;
+    huge_p_ = huge_e_ = INFINITY;
+    const double threshold = 0.5 * (c - 1.0);
+    if (huge)
+      for (const auto& [p, e] : pieces_)
+        if (e > threshold) ++huge_count_, huge_p_ = std::min(huge_p_, p), huge_e_ = std::min(huge_e_, e);
+    if (huge_count_ > 0 && huge_e_ > c - 1.0) return false;
+    // Classes (j, 1) leave room for other pieces from the first j whose
+    // positions exceed a huge piece's.
+    first_with_ = 1;
+    while (first_with_ <= classes && std::min(first_with_ * sigma_, cap_) <= huge_p_) ++first_with_;
+    const size_t withs = huge_count_ > 0 ? size_t{classes} + 1 : 1;
+    sums_.assign((size_t{classes} + 1) * withs * kBins, 0.0);
     for (const auto& [p, e] : pieces_) {
+      if (huge_count_ > 0 && e > threshold) continue;
       const double room = std::floor(c - e + 1e-9);
       const uint32_t k = room < 1.0 ? 0 : static_cast<uint32_t>(std::min<double>(classes, room));
+      if (k == 0) return false;  // alone in a sequence it costs more than c
+      uint32_t with = 0;
+      if (huge_count_ > 0) {
+        const double left = std::floor(c - huge_e_ - e + 1e-9);
+        with = left < first_with_ ? 0 : static_cast<uint32_t>(std::min<double>(classes, left));
+      }
       const size_t bin = std::min(kBins - 1, static_cast<size_t>(e / p / max_ratio_ * kBins));
-      sums_[k * kBins + bin] += p;
+      sums_[(k * withs + with) * kBins + bin] += p;
     }
     groups_.clear();
-    for (uint32_t k = 0; k <= classes; ++k)
-      for (size_t bin = 0; bin < kBins; ++bin)
-        if (sums_[k * kBins + bin] > 0.0)
-          groups_.push_back({k, max_ratio_ * static_cast<double>(bin) / kBins * (1.0 - 1e-12), sums_[k * kBins + bin]});
+    for (size_t key = 0; key < sums_.size(); ++key) {
+      if (sums_[key] <= 0.0) continue;
+      const size_t bin = key % kBins, with = key / kBins % withs, k = key / kBins / withs;
+      groups_.push_back({static_cast<uint32_t>(k), static_cast<uint32_t>(with),
+                         max_ratio_ * static_cast<double>(bin) / kBins * (1.0 - 1e-12), sums_[key]});
+    }
+    return true;
   }
 
-  // The pieces' total weight under theta_ (a piece no class holds weighs
-  // more than any bucket can: infinity).
+  // The pieces' total weight under theta_ and mu_.
   double weight(double c) {
-    const size_t classes = theta_.size();
-    slope_.resize(classes);
-    level_.resize(classes);
-    for (size_t j = 0; j < classes; ++j) {
-      const double sequences = static_cast<double>(j + 1);
-      level_[j] = theta_[j] / std::min(sequences * sigma_, cap_);
-      slope_[j] = (1.0 - theta_[j]) / (c - sequences);
+    const size_t lines = theta_.size();
+    slope_.resize(lines);
+    level_.resize(lines);
+    for (size_t i = 0; i < lines; ++i) {
+      const bool with = i >= classes_;
+      const double j = static_cast<double>((with ? i - classes_ : i) + 1);
+      const double scale = with ? 1.0 - mu_ : 1.0;
+      const double positions = std::min(j * sigma_, cap_) - (with ? huge_p_ : 0.0);
+      const double extras = c - j - (with ? huge_e_ : 0.0);
+      level_[i] = positions > 0.0 ? scale * theta_[i] / positions : INFINITY;
+      slope_[i] = extras > 0.0 ? scale * (1.0 - theta_[i]) / extras : 1e300;  // finite: 0 * slope is 0
     }
-    double total = 0.0;
+    double total = mu_ * static_cast<double>(huge_count_);
     for (const Group& g : groups_) {
-      if (g.classes == 0) return INFINITY;
       double lowest = INFINITY;
       for (uint32_t j = 0; j < g.classes; ++j) lowest = std::min(lowest, level_[j] + slope_[j] * g.ratio);
+      for (uint32_t j = first_with_; j <= g.with; ++j)
+        lowest = std::min(lowest, level_[classes_ + j - 1] + slope_[classes_ + j - 1] * g.ratio);
       total += g.positions * lowest;
     }
     return total;
   }
 
-  // Golden-section search of theta_[j] (the weight is concave in it); keeps
-  // the best and returns its weight.
-  double line_search(double c, uint32_t j) {
+  // Golden-section search of one weight in [0, 1] (the total is concave in
+  // it); keeps the best and returns its weight.
+  double line_search(double c, double& x) {
     const double golden = 0.5 * (std::sqrt(5.0) - 1.0);
     double lo = 0.0, hi = 1.0;
-    const double start = theta_[j];
-    double best_theta = start, best = weight(c);
+    double best_x = x, best = weight(c);
     const auto at = [&](double t) {
-      theta_[j] = t;
+      x = t;
       const double w = weight(c);
-      if (w > best) best = w, best_theta = t;
+      if (w > best) best = w, best_x = t;
       return w;
     };
     double x1 = hi - golden * (hi - lo), x2 = lo + golden * (hi - lo);
@@ -131,13 +174,15 @@ class SequenceClasses {
     }
     at(0.0);
     at(1.0);
-    theta_[j] = best_theta;
+    x = best_x;
     return best;
   }
 
   uint32_t dp_;
   double sigma_ = 1.0, cap_ = 1.0, max_ratio_ = 0.0;
-  uint32_t most_classes_ = 0;
+  uint32_t most_classes_ = 0, classes_ = 0, first_with_ = 1;
+  size_t huge_count_ = 0;
+  double huge_p_ = INFINITY, huge_e_ = INFINITY, mu_ = 0.0;
   std::vector<std::pair<double, double>> pieces_;  // (positions, extra) in sequences
   std::vector<double> sums_, theta_, slope_, level_;
   std::vector<Group> groups_;
@@ -186,19 +231,24 @@ StepBound step_bound(std::span<const uint32_t> lengths, std::span<const double> 
     const uint64_t sequences = (positions + per_sequence - 1) / per_sequence;
     bound.cost = std::max(bound.cost, extras + cost.padding(sequences * uint64_t{shape.seq_len}));
   }
-  // The sequence classes, bisected between what is proven and the plan.
+  // The sequence classes, bisected between what is proven and the plan;
+  // then with the huge pieces kept whole, from what that proved.
   const double unit = cost.padding(shape.seq_len);
   if (n == 0 || unit <= 0.0 || high <= bound.cost) return bound;
   SequenceClasses classes(lengths, costs, shape, cost);
   if (!classes.usable()) return bound;
-  double lo = bound.cost / unit * (1.0 + 1e-9), hi = high / unit;
-  if (!classes.unreachable(lo)) return bound;  // adds nothing to the other terms
-  for (int it = 0; it < 14 && hi - lo > 1e-4 * lo; ++it) {
-    const double mid = 0.5 * (lo + hi);
-    (classes.unreachable(mid) ? lo : hi) = mid;
+  double proven = bound.cost / unit;
+  for (const bool huge : {false, true}) {
+    double lo = proven * (1.0 + 1e-9), hi = high / unit;
+    if (hi <= lo || !classes.unreachable(lo, huge)) continue;  // adds nothing to the other terms
+    for (int it = 0; it < 14 && hi - lo > 1e-4 * lo; ++it) {
+      const double mid = 0.5 * (lo + hi);
+      (classes.unreachable(mid, huge) ? lo : hi) = mid;
+    }
+    (huge ? bound.whole_cost : bound.class_cost) = lo * unit;
+    proven = lo;
   }
-  bound.class_cost = lo * unit;
-  bound.cost = std::max(bound.cost, bound.class_cost);
+  bound.cost = std::max(bound.cost, proven * unit);
   return bound;
 }
 

@@ -27,6 +27,7 @@ struct StepBound {
   uint64_t min_sequences = 0;  // the fewest sequences any packing within the limit needs
   double cost = 0.0;           // no plan's heaviest bucket costs less
   double class_cost = 0.0;     // the sequence-class term alone (below); 0 when it adds nothing
+  double whole_cost = 0.0;     // the classes with the huge pieces kept whole (below); 0 when it adds nothing
 };
 
 // The bound over pieces of `lengths` positions costing `costs` (each
