@@ -50,7 +50,10 @@ class SequenceClasses {
       const double e = std::max(0.0, costs[i] - cost.padding(lengths[i])) / unit;
       pieces_.push_back({p, e});
       max_ratio_ = std::max(max_ratio_, e / p);
+      max_extra_ = std::max(max_extra_, e);
     }
+    for (const auto& [p, e] : pieces_)
+      if (e >= max_extra_ * (1.0 - 1e-9)) top_positions_ = std::min(top_positions_, p);
   }
 
   // True when weights prove that no plan's heaviest bucket is <= c; with
@@ -92,10 +95,12 @@ class SequenceClasses {
     classes_ = classes;
     huge_count_ = 0;
     huge_p_ = huge_e_ = INFINITY;
-    const double threshold = 0.5 * (c - 1.0);
-    if (huge)
+    // The huge pieces: those of the most extra, if two of them cost more
+    // than c together (their extras and the sequences they fill).
+    const double threshold = max_extra_ * (1.0 - 1e-9);
+    if (huge && 2.0 * threshold + std::ceil(2.0 * top_positions_ / sigma_ - 1e-9) > c)
       for (const auto& [p, e] : pieces_)
-        if (e > threshold) ++huge_count_, huge_p_ = std::min(huge_p_, p), huge_e_ = std::min(huge_e_, e);
+        if (e >= threshold) ++huge_count_, huge_p_ = std::min(huge_p_, p), huge_e_ = std::min(huge_e_, e);
     if (huge_count_ > 0 && huge_e_ > c - 1.0) return false;
     // Classes (j, 1) leave room for other pieces from the first j whose
     // positions exceed a huge piece's.
@@ -104,7 +109,7 @@ class SequenceClasses {
     const size_t withs = huge_count_ > 0 ? size_t{classes} + 1 : 1;
     sums_.assign((size_t{classes} + 1) * withs * kBins, 0.0);
     for (const auto& [p, e] : pieces_) {
-      if (huge_count_ > 0 && e > threshold) continue;
+      if (huge_count_ > 0 && e >= threshold) continue;
       const double room = std::floor(c - e + 1e-9);
       const uint32_t k = room < 1.0 ? 0 : static_cast<uint32_t>(std::min<double>(classes, room));
       if (k == 0) return false;  // alone in a sequence it costs more than c
@@ -179,7 +184,7 @@ class SequenceClasses {
   }
 
   uint32_t dp_;
-  double sigma_ = 1.0, cap_ = 1.0, max_ratio_ = 0.0;
+  double sigma_ = 1.0, cap_ = 1.0, max_ratio_ = 0.0, max_extra_ = 0.0, top_positions_ = INFINITY;
   uint32_t most_classes_ = 0, classes_ = 0, first_with_ = 1;
   size_t huge_count_ = 0;
   double huge_p_ = INFINITY, huge_e_ = INFINITY, mu_ = 0.0;
