@@ -23,14 +23,17 @@ namespace {
 // prove c unreachable. Pieces are grouped by (classes they may use, r
 // rounded down): rounding down only lowers the weights, so the proof holds.
 //
-// With `huge`, the pieces of extra over (c - 1) / 2 (no bucket under c holds
-// two: each needs a sequence, which costs 1) are kept whole: classes (j, 0)
-// hold none of them, classes (j, 1) one, which leaves them at most
-// C_j - p_min positions and c - j - e_min extras for the other pieces
-// (p_min, e_min: the least positions and extra of a huge piece). A huge piece
-// weighs mu, and the lines of the classes (j, 1) are scaled by 1 - mu, so a
-// bucket still weighs at most 1: the fractional relaxation can no longer
-// spread a huge piece's extra over several buckets.
+// Huge pieces kept whole: the pieces of the most extra (e_max, within
+// rounding), when two of them cost more than c together (2 e_max plus the
+// sequences their positions fill), so no bucket under c holds two. Classes
+// (j, 0) then hold none of them and classes (j, 1) one, which leaves the
+// others at most C_j - p_min positions and c - j - e_min extras (p_min,
+// e_min: the least positions and extra of a huge piece). A huge piece weighs
+// mu, and the lines of the classes (j, 1) are scaled by 1 - mu, so a bucket
+// still weighs at most 1. The fractional relaxation can then no longer
+// spread a huge piece's extra over several buckets: at 512 DP ranks x 32k,
+// about 400 pieces of a full sequence each, and the ranks that hold one
+// have room only for pieces of little extra.
 class SequenceClasses {
  public:
   static constexpr size_t kBins = 2048;
@@ -56,12 +59,15 @@ class SequenceClasses {
       if (e >= max_extra_ * (1.0 - 1e-9)) top_positions_ = std::min(top_positions_, p);
   }
 
-  // True when weights prove that no plan's heaviest bucket is <= c; with
-  // `huge`, the huge pieces kept whole (above).
-  bool unreachable(double c, bool huge) {
+  // True when weights prove that no plan's heaviest bucket is <= c, the
+  // huge pieces kept whole when there are (above).
+  bool unreachable(double c) {
     const uint32_t classes = static_cast<uint32_t>(std::min<double>(most_classes_, std::ceil(c) - 1.0));
-    if (classes < 1) return true;  // every piece needs a sequence, which costs 1
-    if (!group(c, classes, huge)) return true;  // a piece no bucket under c holds
+    if (classes < 1) {  // every piece needs a sequence, which costs 1
+      huge_count_ = 0;
+      return true;
+    }
+    if (!group(c, classes)) return true;  // a piece no bucket under c holds
     // Lines (j, 0) for j = 1..classes, then (j, 1); the weights found for
     // one maximum start the search for the next.
     const size_t lines = huge_count_ > 0 ? 2 * size_t{classes} : classes;
@@ -80,6 +86,8 @@ class SequenceClasses {
   }
 
   bool usable() const { return most_classes_ >= 1 && max_ratio_ > 0.0; }
+  // Whether the last call to unreachable kept huge pieces whole.
+  bool kept_whole() const { return huge_count_ > 0; }
 
  private:
   struct Group {
@@ -91,14 +99,14 @@ class SequenceClasses {
 
   // Groups the pieces for maximum c; false when some piece fits no class
   // (alone in a sequence it costs more than c).
-  bool group(double c, uint32_t classes, bool huge) {
+  bool group(double c, uint32_t classes) {
     classes_ = classes;
     huge_count_ = 0;
     huge_p_ = huge_e_ = INFINITY;
     // The huge pieces: those of the most extra, if two of them cost more
     // than c together (their extras and the sequences they fill).
     const double threshold = max_extra_ * (1.0 - 1e-9);
-    if (huge && 2.0 * threshold + std::ceil(2.0 * top_positions_ / sigma_ - 1e-9) > c)
+    if (2.0 * threshold + std::ceil(2.0 * top_positions_ / sigma_ - 1e-9) > c)
       for (const auto& [p, e] : pieces_)
         if (e >= threshold) ++huge_count_, huge_p_ = std::min(huge_p_, p), huge_e_ = std::min(huge_e_, e);
     if (huge_count_ > 0 && huge_e_ > c - 1.0) return false;
@@ -236,24 +244,25 @@ StepBound step_bound(std::span<const uint32_t> lengths, std::span<const double> 
     const uint64_t sequences = (positions + per_sequence - 1) / per_sequence;
     bound.cost = std::max(bound.cost, extras + cost.padding(sequences * uint64_t{shape.seq_len}));
   }
-  // The sequence classes, bisected between what is proven and the plan;
-  // then with the huge pieces kept whole, from what that proved.
+  // The sequence classes (the huge pieces kept whole where they qualify),
+  // bisected between what is proven and the plan.
   const double unit = cost.padding(shape.seq_len);
   if (n == 0 || unit <= 0.0 || high <= bound.cost) return bound;
   SequenceClasses classes(lengths, costs, shape, cost);
   if (!classes.usable()) return bound;
-  double proven = bound.cost / unit;
-  for (const bool huge : {false, true}) {
-    double lo = proven * (1.0 + 1e-9), hi = high / unit;
-    if (hi <= lo || !classes.unreachable(lo, huge)) continue;  // adds nothing to the other terms
-    for (int it = 0; it < 14 && hi - lo > 1e-4 * lo; ++it) {
-      const double mid = 0.5 * (lo + hi);
-      (classes.unreachable(mid, huge) ? lo : hi) = mid;
-    }
-    (huge ? bound.whole_cost : bound.class_cost) = lo * unit;
-    proven = lo;
+  double lo = bound.cost / unit * (1.0 + 1e-9), hi = high / unit;
+  if (!classes.unreachable(lo)) return bound;  // adds nothing to the other terms
+  bool whole = classes.kept_whole();
+  for (int it = 0; it < 14 && hi - lo > 1e-4 * lo; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    if (classes.unreachable(mid))
+      lo = mid, whole = classes.kept_whole();
+    else
+      hi = mid;
   }
-  bound.cost = std::max(bound.cost, proven * unit);
+  bound.class_cost = lo * unit;
+  if (whole) bound.whole_cost = bound.class_cost;
+  bound.cost = std::max(bound.cost, bound.class_cost);
   return bound;
 }
 

@@ -154,7 +154,8 @@ TEST_CASE("bound: never above the exhaustive optimum on small random steps", "[b
 // At 512 DP ranks x 32k the sequence classes are what the bound rests on:
 // most ranks must hold whole sequences that the mean over the fewest
 // sequences spreads thinly. The planner's heaviest bucket never goes below
-// the bound, and the refined plan sits within 7% of it (the old bound: 16%).
+// the bound, and the refined plan sits within 4% of it (the old bound: 16%;
+// before the full-sequence pieces were kept whole: 7%).
 TEST_CASE("bound: the sequence classes tighten the 4096-GPU bound", "[bound]") {
   msd::SimulateOptions options;  // 4096 GPUs, tp 8: dp 512, 8 samples a rank, 32k
   const msd::CostModel cost = msd::CostModel::from(options.model);
@@ -166,7 +167,7 @@ TEST_CASE("bound: the sequence classes tighten the 4096-GPU bound", "[bound]") {
     const msd::PackedStep plan = msd::pack_step(msd::synthetic_step(options, cost, step), pack, cost);
     INFO("step " << step << ": max " << plan.stats.max_cost << ", bound " << plan.stats.bound_cost);
     CHECK(plan.stats.max_cost >= plan.stats.bound_cost * (1 - 1e-9));
-    CHECK(plan.stats.max_over_bound <= 1.07);
+    CHECK(plan.stats.max_over_bound <= 1.04);
   }
 }
 
