@@ -353,6 +353,7 @@ std::vector<BucketSequences> sequences_first(const std::vector<PlacedPiece>& pie
 // By positions instead (`by_positions`), the pieces go longest first to the
 // bucket with the fewest positions (the msd_tokens split) and are packed the
 // same way: a third placement, for steps where even positions do best.
+// `pieces` come longest first for by_positions, heaviest first otherwise.
 std::vector<BucketSequences> pieces_first(const std::vector<PlacedPiece>& pieces, const PackOptions& options,
                                           const CostModel& cost, ZigzagCost& zigzag, uint64_t capacity,
                                           bool by_positions) {
@@ -360,8 +361,7 @@ std::vector<BucketSequences> pieces_first(const std::vector<PlacedPiece>& pieces
   for (const PlacedPiece& p : pieces) total += p.piece.length;
   const uint64_t sequences = std::max<uint64_t>(1, (total + options.seq_len - 1) / options.seq_len);
   const uint64_t slots = (sequences + options.dp - 1) / options.dp;
-  std::vector<PlacedPiece> ordered(pieces);  // longest first
-  if (!by_positions) sort_heaviest_first(ordered);
+  const std::vector<PlacedPiece>& ordered = pieces;
   std::vector<double> weights(ordered.size());
   std::vector<uint64_t> sizes(ordered.size());
   for (size_t i = 0; i < ordered.size(); ++i) {
@@ -418,11 +418,10 @@ class SequencePlacer {
     }
   }
 
-  std::vector<BucketSequences> place(const std::vector<PlacedPiece>& pieces, const PackOptions& options,
+  // `heaviest`: the step's pieces, heaviest first (sort_heaviest_first).
+  std::vector<BucketSequences> place(const std::vector<PlacedPiece>& heaviest, const PackOptions& options,
                                      ZigzagCost& zigzag) {
-    std::vector<PlacedPiece> ordered(pieces);
-    sort_heaviest_first(ordered);
-    for (const PlacedPiece& placed : ordered)
+    for (const PlacedPiece& placed : heaviest)
       if (!add(placed)) return {};
     std::vector<BucketSequences> out(buckets_.size());
     for (size_t b = 0; b < buckets_.size(); ++b) {
@@ -582,8 +581,10 @@ class BucketRefiner {
 
   void run(std::vector<BucketSequences>& buckets) {
     if (max_bucket_cost(buckets) <= floor_ * (1.0 + 1e-12)) return;  // already optimal
-    cost_of_.reserve(pieces_.size());
-    for (const PlacedPiece& p : pieces_) cost_of_[key(p.piece)] = p.cost;
+    if (cost_of_.empty()) {  // once for every run
+      cost_of_.reserve(pieces_.size());
+      for (const PlacedPiece& p : pieces_) cost_of_[key(p.piece)] = p.cost;
+    }
     load(buckets);
     const size_t rounds = std::min<size_t>(2 * buckets.size(), 512);
     for (size_t round = 0; round < rounds && step(); ++round) {
@@ -840,12 +841,16 @@ std::vector<BucketPlan> plan_by_cost(const std::vector<PlacedPiece>& pieces, con
   std::vector<BucketSequences> kept = sequences_first(pieces, options, cost, zigzag, capacity);
   double lightest = max_bucket_cost(kept);
   const auto optimal = [&] { return lightest <= floor * (1.0 + 1e-12); };
+  if (optimal()) return into_micro_batches(std::move(kept), options, budget);
+  std::vector<PlacedPiece> heaviest(pieces);
+  sort_heaviest_first(heaviest);
   for (bool by_positions : {false, true}) {
     if (optimal()) break;
-    std::vector<BucketSequences> other = pieces_first(pieces, options, cost, zigzag, capacity, by_positions);
-    const double heaviest = max_bucket_cost(other);
-    if (heaviest < lightest) {
-      lightest = heaviest;
+    std::vector<BucketSequences> other =
+        pieces_first(by_positions ? pieces : heaviest, options, cost, zigzag, capacity, by_positions);
+    const double most = max_bucket_cost(other);
+    if (most < lightest) {
+      lightest = most;
       kept = std::move(other);
     }
   }
@@ -854,13 +859,14 @@ std::vector<BucketPlan> plan_by_cost(const std::vector<PlacedPiece>& pieces, con
   const uint32_t sequences =
       static_cast<uint32_t>(std::min<uint64_t>(uint64_t{count} * (budget / options.seq_len), UINT32_MAX));
   if (optimal() || sequences == 0) return into_micro_batches(std::move(kept), options, budget);
-  std::vector<BucketSequences> placed = SequencePlacer(options, cost, capacity, sequences).place(pieces, options, zigzag);
+  std::vector<BucketSequences> placed = SequencePlacer(options, cost, capacity, sequences).place(heaviest, options, zigzag);
   if (options.cp <= 1) {
     // The refiner on the lightest of the three and on the sequence
     // placement; the lighter result is kept (ties: the former).
-    BucketRefiner(pieces, options, cost, capacity, sequences).run(kept);
+    BucketRefiner refiner(pieces, options, cost, capacity, sequences);
+    refiner.run(kept);
     if (!placed.empty()) {
-      BucketRefiner(pieces, options, cost, capacity, sequences).run(placed);
+      refiner.run(placed);
       if (max_bucket_cost(placed) < max_bucket_cost(kept)) kept = std::move(placed);
     }
   } else if (!placed.empty() && max_bucket_cost(placed) < lightest) {

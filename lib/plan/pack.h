@@ -167,11 +167,18 @@ struct PackedStep {
 //    c. pieces first by positions: as b, longest first to the bucket with
 //       the fewest positions (the tokens split below), no room cap.
 //    The placement whose heaviest bucket costs least is kept (ties: the
-//    earlier). With cp = 1 and a budget of at least seq_len, a refiner then
-//    moves pieces out of the heaviest bucket, and exchanges them for short
-//    pieces of light buckets, while that lowers it (padding-aware; no bucket
-//    over micro_batches x floor(budget / seq_len) sequences or micro_batches
-//    x budget positions; bounded rounds). Each bucket's whole sequences are then balanced by cost over
+//    earlier). A fourth, the sequence placement, is made beside it: pieces,
+//    heaviest first, each where they leave their bucket lightest (into a
+//    sequence with room for their extra, or a new sequence for their cost
+//    plus its padding), no bucket over micro_batches x floor(budget /
+//    seq_len) sequences. With cp = 1 and a budget of at least seq_len, a
+//    refiner then moves pieces out of the heaviest bucket of each of the
+//    two, and exchanges them for short pieces of light buckets, while that
+//    lowers it (padding-aware; no bucket over micro_batches x floor(budget /
+//    seq_len) sequences or micro_batches x budget positions; bounded
+//    rounds), and the lighter result is kept (ties: the former; under CP
+//    the sequence placement is kept when lighter). Once a placement reaches
+//    the heaviest piece in a sequence of its own, no later one is made. Each bucket's whole sequences are then balanced by cost over
 //    `micro_batches` bins, none over the budget, and the bins ordered
 //    heaviest first (ties: lower bin), so micro-batch i is the i-th heaviest
 //    on every rank. A micro-batch is empty only when its bucket has fewer
