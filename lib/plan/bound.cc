@@ -36,7 +36,7 @@ namespace {
 // have room only for pieces of little extra.
 class SequenceClasses {
  public:
-  static constexpr size_t kBins = 1024;
+  static constexpr size_t kBins = 2048;
   static constexpr uint32_t kMaxClasses = 48;
 
   SequenceClasses(std::span<const uint32_t> lengths, std::span<const double> costs, const BoundShape& shape,

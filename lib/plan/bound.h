@@ -49,7 +49,7 @@ struct StepBound {
 //    whether they hold one.
 // REQUIRES lengths.size() == costs.size(), lengths within seq_len.
 // O(pieces * log(pieces)) plus O(groups * classes) per dual evaluation
-// (groups: pieces bucketed by extra cost per position, at most 1024 per class).
+// (groups: pieces bucketed by extra cost per position, at most 2048 per class).
 StepBound step_bound(std::span<const uint32_t> lengths, std::span<const double> costs, const BoundShape& shape,
                      const CostModel& cost, double high);
 
