@@ -71,7 +71,7 @@ struct PackOptions {
   // Whether pack_step computes the padding-aware lower bound (plan/bound.h,
   // step_bound; PlanStats::min_sequences, bound_cost, max_over_bound and
   // what it adds to lower_bound and pigeonhole_bound). It changes no plan;
-  // about 1.3 ms CPU a step at 512 DP ranks. The planner places without it
+  // about 2.5-3 ms CPU a step at 512 DP ranks. The planner places without it
   // (it reads only the budget flags of PlanStats); msd-plan simulate, the
   // benchmarks and the tests keep it. Off: those fields hold plan_stats'
   // piece bounds (largest piece, mean, piece pigeonhole), min_sequences 0,
@@ -203,10 +203,10 @@ struct PackedStep {
 // O(pieces * log(pieces) * log(dp)) time for karmarkar_karp, O(pieces *
 // log(pieces)) otherwise, plus the swaps' bounded rounds (balance.h); no pass
 // over all buckets per piece; the refiner's rounds each touch at most 64
-// buckets. About 4-5 ms CPU a step at 512 DP ranks x 32k (4096 documents,
-// the statistics' sequence-class bound included; about 1.3 ms less without
-// it, PackOptions::lower_bound) and 6-8 ms at 4096 ranks
-// (8192 documents) on one core.
+// buckets. About 5-7 ms CPU a step at 512 DP ranks x 32k (4096 documents,
+// the statistics' sequence-class bound included; about 2.5-3 ms less
+// without it, PackOptions::lower_bound) and about 3 ms at 4096 ranks (8192
+// documents: the first placement is already optimal) on one core.
 // The planner's packing options for a job: seq_len, dp, micro_batches,
 // long_docs and balance from the configuration. The planner and msd-replay
 // both use it, so a replay packs exactly as the run did.
