@@ -178,10 +178,13 @@ struct PackedStep {
 //    seq_len) sequences or micro_batches x budget positions; bounded
 //    rounds), and the lighter result is kept (ties: the former; under CP
 //    the sequence placement is kept when lighter). Once a placement reaches
-//    the heaviest piece in a sequence of its own, no later one is made. Each bucket's whole sequences are then balanced by cost over
-//    `micro_batches` bins, none over the budget, and the bins ordered
-//    heaviest first (ties: lower bin), so micro-batch i is the i-th heaviest
-//    on every rank. A micro-batch is empty only when its bucket has fewer
+//    the heaviest piece in a sequence of its own, no later one is made; with
+//    cp = 1 the sequence placement is not made when the refined plan is
+//    flat (its heaviest bucket within 0.1% of its mean: a plan lighter by
+//    more needs fewer sequences). Each bucket's whole sequences are then
+//    balanced by cost over `micro_batches` bins, none over the budget, and
+//    the bins ordered heaviest first (ties: lower bin), so micro-batch i is
+//    the i-th heaviest on every rank. A micro-batch is empty only when its bucket has fewer
 //    sequences than micro-batches; a micro-batch never adds a sequence.
 //    tokens (the position-count split, for comparison):
 //    a. Pieces go to buckets longest first, each to the bucket with the
