@@ -216,16 +216,20 @@ void refine(std::span<const double> weights, std::vector<uint32_t>& bin_of, uint
     held[bin_of[i]] += size(i);
     members[bin_of[i]].push_back(i);
   }
-  // Many bins (DP buckets): the bins ordered by (load, index) find the
-  // heaviest (the first of the highest load) and the lightest in O(log bins)
-  // a round instead of two passes over every bin; the same bins either way.
-  const bool ordered = bins > 64;
+  // Many bins (DP buckets) and more than a few rounds: the bins ordered by
+  // (load, index) find the heaviest (the first of the highest load) and the
+  // lightest in O(log bins) a round instead of two passes over every bin;
+  // the same bins either way.
+  constexpr size_t kPassRounds = 8;
+  bool ordered = false;
   std::set<std::pair<double, uint32_t>> by_load;
-  if (ordered)
-    for (uint32_t b = 0; b < bins; ++b) by_load.insert({load[b], b});
   std::vector<uint32_t> partners;
   partners.reserve(kPartners + 1);
   for (size_t round = 0; round < max_rounds; ++round) {
+    if (!ordered && bins > 64 && round == kPassRounds) {
+      ordered = true;
+      for (uint32_t b = 0; b < bins; ++b) by_load.insert({load[b], b});
+    }
     // The `count` lightest bins in order.
     const size_t count = std::min<size_t>(kPartners, bins);
     const auto lighter = [&](uint32_t x, uint32_t y) { return load[x] != load[y] ? load[x] < load[y] : x < y; };
