@@ -106,7 +106,8 @@ std::vector<PlacedPiece> group(std::span<const PlacedPiece> pieces, const std::v
 // the free space of every bin that could be opened (one per piece at most)
 // finds the first bin with room in O(log n); unopened bins have seq_len free,
 // so "first with room" opens a new bin exactly when no open one fits.
-// sequence_cost[i] is the cost of sequence i.
+// sequence_cost[i] is the cost of sequence i. The pieces are assigned
+// first and each sequence's list allocated once, at its size.
 std::vector<PackedSequence> pack(std::span<const PlacedPiece> pieces, uint32_t seq_len,
                                  std::vector<uint32_t>& free_space, std::vector<double>& sequence_cost) {
   sequence_cost.clear();
@@ -114,28 +115,35 @@ std::vector<PackedSequence> pack(std::span<const PlacedPiece> pieces, uint32_t s
   if (n == 0) return {};
   size_t leaves = 1;
   while (leaves < n) leaves *= 2;
-  free_space.assign(2 * leaves, 0);
+  free_space.assign(2 * leaves + n, 0);  // the tree, then each piece's sequence
   for (size_t i = 0; i < n; ++i) free_space[leaves + i] = seq_len;
   for (size_t i = leaves - 1; i >= 1; --i) free_space[i] = std::max(free_space[2 * i], free_space[2 * i + 1]);
+  uint32_t* const sequence_of = free_space.data() + 2 * leaves;
 
-  std::vector<PackedSequence> sequences;
-  for (const PlacedPiece& placed : pieces) {
-    const uint32_t length = placed.piece.length;
+  size_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t length = pieces[i].piece.length;
     MSD_CHECK_LE(length, free_space[1]);
     size_t node = 1;
     while (node < leaves) node = free_space[2 * node] >= length ? 2 * node : 2 * node + 1;
     const size_t bin = node - leaves;
-    if (bin >= sequences.size()) {
-      MSD_CHECK_EQ(bin, sequences.size());
-      sequences.emplace_back();
+    MSD_CHECK_LE(bin, count);
+    if (bin == count) {
+      ++count;
       sequence_cost.push_back(0.0);
     }
-    sequence_cost[bin] += placed.cost;
-    sequences[bin].pieces.push_back(placed.piece);
-    sequences[bin].used += length;
+    sequence_cost[bin] += pieces[i].cost;
+    sequence_of[i] = static_cast<uint32_t>(bin);
     free_space[node] -= length;
     for (node /= 2; node >= 1; node /= 2) free_space[node] = std::max(free_space[2 * node], free_space[2 * node + 1]);
   }
+  std::vector<PackedSequence> sequences(count);
+  for (size_t i = 0; i < n; ++i) ++sequences[sequence_of[i]].used;  // its pieces, for now
+  for (size_t b = 0; b < count; ++b) {
+    sequences[b].pieces.reserve(sequences[b].used);
+    sequences[b].used = seq_len - free_space[leaves + b];
+  }
+  for (size_t i = 0; i < n; ++i) sequences[sequence_of[i]].pieces.push_back(pieces[i].piece);
   for (PackedSequence& sequence : sequences) {
     std::sort(sequence.pieces.begin(), sequence.pieces.end(), [](const Piece& a, const Piece& b) {
       return a.doc != b.doc ? a.doc < b.doc : a.begin < b.begin;
@@ -310,7 +318,7 @@ std::vector<MicroBatchPlan> sequences_into_micro_batches(std::vector<PackedSeque
   std::vector<uint32_t> mb_of(sequences.size());
   if (one_each)
     for (uint32_t i = 0; i < mb_of.size(); ++i) mb_of[i] = i;
-  else
+  else if (count > 1)  // one micro-batch takes them all, as balance_within would put them
     mb_of = balance_within(sequence_cost, used, budget, count, method);
   std::vector<MicroBatchPlan> micro_batches(count);
   for (size_t i = 0; i < sequences.size(); ++i) {
