@@ -41,7 +41,8 @@ const char* balance_method_name(BalanceMethod method);
 // tokens: plain LPT (pass positions as weights). greedy and karmarkar_karp
 // then improve their partition by moves and swaps out of the heaviest bin
 // against the 8 lightest (at most min(4 * bins, 2048) rounds, each lowering
-// the heaviest bin or the number of bins at its load), which makes coarse
+// the heaviest bin or the number of bins at its load; O(log bins) a round to
+// find those bins when there are more than 64), which makes coarse
 // steps (few pieces per bin) reach the pigeonhole bound far more often.
 //
 // greedy: O(n log k). karmarkar_karp: each partial partition keeps only its

@@ -22,6 +22,18 @@ namespace {
 // its positions times the lowest line it may use. Weights summing over dp
 // prove c unreachable. Pieces are grouped by (classes they may use, r
 // rounded down): rounding down only lowers the weights, so the proof holds.
+//
+// Huge pieces kept whole: the pieces of the most extra (e_max, within
+// rounding), when two of them cost more than c together (2 e_max plus the
+// sequences their positions fill), so no bucket under c holds two. Classes
+// (j, 0) then hold none of them and classes (j, 1) one, which leaves the
+// others at most C_j - p_min positions and c - j - e_min extras (p_min,
+// e_min: the least positions and extra of a huge piece). A huge piece weighs
+// mu, and the lines of the classes (j, 1) are scaled by 1 - mu, so a bucket
+// still weighs at most 1. The fractional relaxation can then no longer
+// spread a huge piece's extra over several buckets: at 512 DP ranks x 32k,
+// about 400 pieces of a full sequence each, and the ranks that hold one
+// have room only for pieces of little extra.
 class SequenceClasses {
  public:
   static constexpr size_t kBins = 2048;
@@ -41,88 +53,132 @@ class SequenceClasses {
       const double e = std::max(0.0, costs[i] - cost.padding(lengths[i])) / unit;
       pieces_.push_back({p, e});
       max_ratio_ = std::max(max_ratio_, e / p);
+      max_extra_ = std::max(max_extra_, e);
     }
+    for (const auto& [p, e] : pieces_)
+      if (e >= max_extra_ * (1.0 - 1e-9)) top_positions_ = std::min(top_positions_, p);
   }
 
-  // True when weights prove that no plan's heaviest bucket is <= c.
+  // True when weights prove that no plan's heaviest bucket is <= c, the
+  // huge pieces kept whole when there are (above).
   bool unreachable(double c) {
     const uint32_t classes = static_cast<uint32_t>(std::min<double>(most_classes_, std::ceil(c) - 1.0));
-    if (classes < 1) return true;  // every piece needs a sequence, which costs 1
-    group(c, classes);
-    if (groups_.empty()) return false;
-    if (theta_.size() != classes) theta_.assign(classes, 0.5);
+    if (classes < 1) {  // every piece needs a sequence, which costs 1
+      huge_count_ = 0;
+      return true;
+    }
+    if (!group(c, classes)) return true;  // a piece no bucket under c holds
+    // Lines (j, 0) for j = 1..classes, then (j, 1); the weights found for
+    // one maximum start the search for the next.
+    const size_t lines = huge_count_ > 0 ? 2 * size_t{classes} : classes;
+    if (theta_.size() != lines) theta_.resize(lines, 0.5);
+    if (huge_count_ == 0) mu_ = 0.0;
     double best = weight(c);
     const double target = static_cast<double>(dp_) * (1.0 + 1e-9);
     for (int sweep = 0; sweep < 3 && best <= target; ++sweep) {
       const double before = best;
-      for (uint32_t j = 0; j < classes && best <= target; ++j) best = std::max(best, line_search(c, j));
+      for (size_t j = 0; j < lines && best <= target; ++j)
+        if (j < classes || j - classes + 1 >= first_with_) best = std::max(best, line_search(c, theta_[j]));
+      if (huge_count_ > 0 && best <= target) best = std::max(best, line_search(c, mu_));
       if (best <= before * (1.0 + 1e-6)) break;
     }
     return best > target;
   }
 
   bool usable() const { return most_classes_ >= 1 && max_ratio_ > 0.0; }
+  // Whether the last call to unreachable kept huge pieces whole.
+  bool kept_whole() const { return huge_count_ > 0; }
 
  private:
   struct Group {
-    uint32_t classes;  // classes 1..classes may hold it
+    uint32_t classes;  // classes (j, 0) for j in 1..classes may hold it
+    uint32_t with;     // classes (j, 1) for j in first_with_..with may hold it
     double ratio;      // extra per position, rounded down
     double positions;  // in sequences
   };
 
-  // Groups the pieces for maximum c; sums[k * kBins + bin].
-  void group(double c, uint32_t classes) {
-    sums_.assign(static_cast<size_t>(classes + 1) * kBins, 0.0);
+  // Groups the pieces for maximum c; false when some piece fits no class
+  // (alone in a sequence it costs more than c).
+  bool group(double c, uint32_t classes) {
+    classes_ = classes;
+    huge_count_ = 0;
+    huge_p_ = huge_e_ = INFINITY;
+    // The huge pieces: those of the most extra, if two of them cost more
+    // than c together (their extras and the sequences they fill).
+    const double threshold = max_extra_ * (1.0 - 1e-9);
+    if (2.0 * threshold + std::ceil(2.0 * top_positions_ / sigma_ - 1e-9) > c)
+      for (const auto& [p, e] : pieces_)
+        if (e >= threshold) ++huge_count_, huge_p_ = std::min(huge_p_, p), huge_e_ = std::min(huge_e_, e);
+    if (huge_count_ > 0 && huge_e_ > c - 1.0) return false;
+    // Classes (j, 1) leave room for other pieces from the first j whose
+    // positions exceed a huge piece's.
+    first_with_ = 1;
+    while (first_with_ <= classes && std::min(first_with_ * sigma_, cap_) <= huge_p_) ++first_with_;
+    const size_t withs = huge_count_ > 0 ? size_t{classes} + 1 : 1;
+    sums_.assign((size_t{classes} + 1) * withs * kBins, 0.0);
     for (const auto& [p, e] : pieces_) {
+      if (huge_count_ > 0 && e >= threshold) continue;
       const double room = std::floor(c - e + 1e-9);
       const uint32_t k = room < 1.0 ? 0 : static_cast<uint32_t>(std::min<double>(classes, room));
+      if (k == 0) return false;  // alone in a sequence it costs more than c
+      uint32_t with = 0;
+      if (huge_count_ > 0) {
+        const double left = std::floor(c - huge_e_ - e + 1e-9);
+        with = left < first_with_ ? 0 : static_cast<uint32_t>(std::min<double>(classes, left));
+      }
       const size_t bin = std::min(kBins - 1, static_cast<size_t>(e / p / max_ratio_ * kBins));
-      sums_[k * kBins + bin] += p;
+      sums_[(k * withs + with) * kBins + bin] += p;
     }
     groups_.clear();
-    for (uint32_t k = 0; k <= classes; ++k)
-      for (size_t bin = 0; bin < kBins; ++bin)
-        if (sums_[k * kBins + bin] > 0.0)
-          groups_.push_back({k, max_ratio_ * static_cast<double>(bin) / kBins * (1.0 - 1e-12), sums_[k * kBins + bin]});
+    for (size_t key = 0; key < sums_.size(); ++key) {
+      if (sums_[key] <= 0.0) continue;
+      const size_t bin = key % kBins, with = key / kBins % withs, k = key / kBins / withs;
+      groups_.push_back({static_cast<uint32_t>(k), static_cast<uint32_t>(with),
+                         max_ratio_ * static_cast<double>(bin) / kBins * (1.0 - 1e-12), sums_[key]});
+    }
+    return true;
   }
 
-  // The pieces' total weight under theta_ (a piece no class holds weighs
-  // more than any bucket can: infinity).
+  // The pieces' total weight under theta_ and mu_.
   double weight(double c) {
-    const size_t classes = theta_.size();
-    slope_.resize(classes);
-    level_.resize(classes);
-    for (size_t j = 0; j < classes; ++j) {
-      const double sequences = static_cast<double>(j + 1);
-      level_[j] = theta_[j] / std::min(sequences * sigma_, cap_);
-      slope_[j] = (1.0 - theta_[j]) / (c - sequences);
+    const size_t lines = theta_.size();
+    slope_.resize(lines);
+    level_.resize(lines);
+    for (size_t i = 0; i < lines; ++i) {
+      const bool with = i >= classes_;
+      const double j = static_cast<double>((with ? i - classes_ : i) + 1);
+      const double scale = with ? 1.0 - mu_ : 1.0;
+      const double positions = std::min(j * sigma_, cap_) - (with ? huge_p_ : 0.0);
+      const double extras = c - j - (with ? huge_e_ : 0.0);
+      level_[i] = positions > 0.0 ? scale * theta_[i] / positions : INFINITY;
+      slope_[i] = extras > 0.0 ? scale * (1.0 - theta_[i]) / extras : 1e300;  // finite: 0 * slope is 0
     }
-    double total = 0.0;
+    double total = mu_ * static_cast<double>(huge_count_);
     for (const Group& g : groups_) {
-      if (g.classes == 0) return INFINITY;
       double lowest = INFINITY;
       for (uint32_t j = 0; j < g.classes; ++j) lowest = std::min(lowest, level_[j] + slope_[j] * g.ratio);
+      for (uint32_t j = first_with_; j <= g.with; ++j)
+        lowest = std::min(lowest, level_[classes_ + j - 1] + slope_[classes_ + j - 1] * g.ratio);
       total += g.positions * lowest;
     }
     return total;
   }
 
-  // Golden-section search of theta_[j] (the weight is concave in it); keeps
-  // the best and returns its weight.
-  double line_search(double c, uint32_t j) {
+  // Golden-section search of one weight in [0, 1] (the total is concave in
+  // it); keeps the best and returns its weight.
+  double line_search(double c, double& x) {
     const double golden = 0.5 * (std::sqrt(5.0) - 1.0);
     double lo = 0.0, hi = 1.0;
-    const double start = theta_[j];
-    double best_theta = start, best = weight(c);
+    double best_x = x, best = weight(c);
     const auto at = [&](double t) {
-      theta_[j] = t;
+      x = t;
       const double w = weight(c);
-      if (w > best) best = w, best_theta = t;
+      if (w > best) best = w, best_x = t;
       return w;
     };
     double x1 = hi - golden * (hi - lo), x2 = lo + golden * (hi - lo);
     double f1 = at(x1), f2 = at(x2);
-    for (int it = 0; it < 18; ++it) {
+    for (int it = 0; it < 8; ++it) {
       if (f1 < f2) {
         lo = x1, x1 = x2, f1 = f2, x2 = lo + golden * (hi - lo), f2 = at(x2);
       } else {
@@ -131,13 +187,15 @@ class SequenceClasses {
     }
     at(0.0);
     at(1.0);
-    theta_[j] = best_theta;
+    x = best_x;
     return best;
   }
 
   uint32_t dp_;
-  double sigma_ = 1.0, cap_ = 1.0, max_ratio_ = 0.0;
-  uint32_t most_classes_ = 0;
+  double sigma_ = 1.0, cap_ = 1.0, max_ratio_ = 0.0, max_extra_ = 0.0, top_positions_ = INFINITY;
+  uint32_t most_classes_ = 0, classes_ = 0, first_with_ = 1;
+  size_t huge_count_ = 0;
+  double huge_p_ = INFINITY, huge_e_ = INFINITY, mu_ = 0.0;
   std::vector<std::pair<double, double>> pieces_;  // (positions, extra) in sequences
   std::vector<double> sums_, theta_, slope_, level_;
   std::vector<Group> groups_;
@@ -186,18 +244,26 @@ StepBound step_bound(std::span<const uint32_t> lengths, std::span<const double> 
     const uint64_t sequences = (positions + per_sequence - 1) / per_sequence;
     bound.cost = std::max(bound.cost, extras + cost.padding(sequences * uint64_t{shape.seq_len}));
   }
-  // The sequence classes, bisected between what is proven and the plan.
+  // The sequence classes (the huge pieces kept whole where they qualify),
+  // bisected between what is proven and the plan.
   const double unit = cost.padding(shape.seq_len);
   if (n == 0 || unit <= 0.0 || high <= bound.cost) return bound;
   SequenceClasses classes(lengths, costs, shape, cost);
   if (!classes.usable()) return bound;
   double lo = bound.cost / unit * (1.0 + 1e-9), hi = high / unit;
   if (!classes.unreachable(lo)) return bound;  // adds nothing to the other terms
-  for (int it = 0; it < 14 && hi - lo > 1e-4 * lo; ++it) {
-    const double mid = 0.5 * (lo + hi);
-    (classes.unreachable(mid) ? lo : hi) = mid;
+  bool whole = classes.kept_whole();
+  // The bound often lands within a few percent of the plan: the first
+  // probe is 2% below it, then plain bisection to 2e-4.
+  for (int it = 0; it < 16 && hi - lo > 2e-4 * lo; ++it) {
+    const double mid = it == 0 ? std::max(0.5 * (lo + hi), hi * 0.98) : 0.5 * (lo + hi);
+    if (classes.unreachable(mid))
+      lo = mid, whole = classes.kept_whole();
+    else
+      hi = mid;
   }
   bound.class_cost = lo * unit;
+  if (whole) bound.whole_cost = bound.class_cost;
   bound.cost = std::max(bound.cost, bound.class_cost);
   return bound;
 }

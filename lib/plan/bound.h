@@ -27,6 +27,7 @@ struct StepBound {
   uint64_t min_sequences = 0;  // the fewest sequences any packing within the limit needs
   double cost = 0.0;           // no plan's heaviest bucket costs less
   double class_cost = 0.0;     // the sequence-class term alone (below); 0 when it adds nothing
+  double whole_cost = 0.0;     // class_cost when it kept the huge pieces whole (below); else 0
 };
 
 // The bound over pieces of `lengths` positions costing `costs` (each
@@ -42,7 +43,10 @@ struct StepBound {
 //    dp buckets so classed exists, no plan reaches C. A weighting of the
 //    pieces that gives every feasible bucket at most 1 and sums over dp
 //    (the LP's dual) proves it; the bound is the largest C so proven, found by
-//    bisection between `low` and `high` (a plan's heaviest bucket).
+//    bisection between `low` and `high` (a plan's heaviest bucket). The
+//    pieces of the most extra are kept whole (not split over buckets) when
+//    no bucket under C can hold two of them: classes are then also split by
+//    whether they hold one.
 // REQUIRES lengths.size() == costs.size(), lengths within seq_len.
 // O(pieces * log(pieces)) plus O(groups * classes) per dual evaluation
 // (groups: pieces bucketed by extra cost per position, at most 2048 per class).

@@ -71,7 +71,7 @@ struct PackOptions {
   // Whether pack_step computes the padding-aware lower bound (plan/bound.h,
   // step_bound; PlanStats::min_sequences, bound_cost, max_over_bound and
   // what it adds to lower_bound and pigeonhole_bound). It changes no plan;
-  // about 1.3 ms CPU a step at 512 DP ranks. The planner places without it
+  // about 2.5-3 ms CPU a step at 512 DP ranks. The planner places without it
   // (it reads only the budget flags of PlanStats); msd-plan simulate, the
   // benchmarks and the tests keep it. Off: those fields hold plan_stats'
   // piece bounds (largest piece, mean, piece pigeonhole), min_sequences 0,
@@ -167,14 +167,24 @@ struct PackedStep {
 //    c. pieces first by positions: as b, longest first to the bucket with
 //       the fewest positions (the tokens split below), no room cap.
 //    The placement whose heaviest bucket costs least is kept (ties: the
-//    earlier). With cp = 1 and a budget of at least seq_len, a refiner then
-//    moves pieces out of the heaviest bucket, and exchanges them for short
-//    pieces of light buckets, while that lowers it (padding-aware; no bucket
-//    over micro_batches x floor(budget / seq_len) sequences or micro_batches
-//    x budget positions; bounded rounds). Each bucket's whole sequences are then balanced by cost over
-//    `micro_batches` bins, none over the budget, and the bins ordered
-//    heaviest first (ties: lower bin), so micro-batch i is the i-th heaviest
-//    on every rank. A micro-batch is empty only when its bucket has fewer
+//    earlier). A fourth, the sequence placement, is made beside it: pieces,
+//    heaviest first, each where they leave their bucket lightest (into a
+//    sequence with room for their extra, or a new sequence for their cost
+//    plus its padding), no bucket over micro_batches x floor(budget /
+//    seq_len) sequences. With cp = 1 and a budget of at least seq_len, a
+//    refiner then moves pieces out of the heaviest bucket of each of the
+//    two, and exchanges them for short pieces of light buckets, while that
+//    lowers it (padding-aware; no bucket over micro_batches x floor(budget /
+//    seq_len) sequences or micro_batches x budget positions; bounded
+//    rounds), and the lighter result is kept (ties: the former; under CP
+//    the sequence placement is kept when lighter). Once a placement reaches
+//    the heaviest piece in a sequence of its own, no later one is made; with
+//    cp = 1 the sequence placement is not made when the refined plan is
+//    flat (its heaviest bucket within 0.1% of its mean: a plan lighter by
+//    more needs fewer sequences). Each bucket's whole sequences are then
+//    balanced by cost over `micro_batches` bins, none over the budget, and
+//    the bins ordered heaviest first (ties: lower bin), so micro-batch i is
+//    the i-th heaviest on every rank. A micro-batch is empty only when its bucket has fewer
 //    sequences than micro-batches; a micro-batch never adds a sequence.
 //    tokens (the position-count split, for comparison):
 //    a. Pieces go to buckets longest first, each to the bucket with the
@@ -196,10 +206,10 @@ struct PackedStep {
 // O(pieces * log(pieces) * log(dp)) time for karmarkar_karp, O(pieces *
 // log(pieces)) otherwise, plus the swaps' bounded rounds (balance.h); no pass
 // over all buckets per piece; the refiner's rounds each touch at most 64
-// buckets. About 4-5 ms CPU a step at 512 DP ranks x 32k (4096 documents,
-// the statistics' sequence-class bound included; about 1.3 ms less without
-// it, PackOptions::lower_bound) and 6-8 ms at 4096 ranks
-// (8192 documents) on one core.
+// buckets. About 5-7 ms CPU a step at 512 DP ranks x 32k (4096 documents,
+// the statistics' sequence-class bound included; about 2.5-3 ms less
+// without it, PackOptions::lower_bound) and about 3 ms at 4096 ranks (8192
+// documents: the first placement is already optimal) on one core.
 // The planner's packing options for a job: seq_len, dp, micro_batches,
 // long_docs and balance from the configuration. The planner and msd-replay
 // both use it, so a replay packs exactly as the run did.
