@@ -117,7 +117,7 @@ int partition_main(int argc, char** argv) {
       ("samples", po::value(&samples)->default_value(samples), "without --profile: samples measured per source")
       ("steps-per-s", po::value(&steps_per_s), "target steps per second (default: the device model's)")
       ("headroom", po::value(&options.headroom)->default_value(options.headroom),
-       "share of each loader thread kept spare, in [0, 0.9]")
+       "share of each loader rank's time kept spare, in [0, 0.9]")
       ("max-loader-mb", po::value(&max_loader_mb), "most open-source memory one loader rank may hold, MiB")
       ("out", po::value(&out_path), "write the plan (JSON) here, for topology.partition_plan")
       ("json", po::bool_switch(&json), "print the plan as JSON");
