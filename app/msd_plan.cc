@@ -71,16 +71,18 @@ int profile_main(int argc, char** argv) {
       "Usage: msd-plan profile --config FILE [options] [--section.key=value ...]\n\n"
       "Measures what each source of the configuration costs a loader, on --samples\n"
       "samples spread over it, with the real readers and transforms (tokenizer, JPEG\n"
-      "decode) and the loaders' own measurement: seconds per sample of read + transform\n"
-      "on one thread, transformed bytes per sample, positions per sample, and the memory\n"
-      "of the open source (index, buffers, decoder, vocabulary). Progress goes to stderr.\n"
+      "decode) and the loaders' own measurement: seconds per sample of read (on the\n"
+      "loader's thread, one sample after the other) and of transform (on one thread: a\n"
+      "loader's threads shorten only this part), transformed bytes per sample, positions\n"
+      "per sample, and the memory of the open source (index, buffers, decoder,\n"
+      "vocabulary). Progress goes to stderr.\n"
       "docs/scaling.md \"Profiles\".\n\n"
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")
       ("config", po::value(&config_path), "the job's configuration (as msd-run's --config)")
       ("samples", po::value(&samples)->default_value(samples), "samples measured per source (fewer if it holds fewer)")
-      ("threads", po::value(&threads)->default_value(threads), "transform threads (seconds are per thread either way)")
+      ("threads", po::value(&threads)->default_value(threads), "transform threads (transform seconds are per thread either way)")
       ("json", po::bool_switch(&json), "print JSON (msd-plan partition --profile reads it)");
   std::vector<std::string> overrides;
   if (!parse_or_help(argc, argv, described, overrides)) return 0;
@@ -117,7 +119,7 @@ int partition_main(int argc, char** argv) {
       ("samples", po::value(&samples)->default_value(samples), "without --profile: samples measured per source")
       ("steps-per-s", po::value(&steps_per_s), "target steps per second (default: the device model's)")
       ("headroom", po::value(&options.headroom)->default_value(options.headroom),
-       "share of each loader thread kept spare, in [0, 0.9]")
+       "share of each loader rank's time kept spare, in [0, 0.9]")
       ("max-loader-mb", po::value(&max_loader_mb), "most open-source memory one loader rank may hold, MiB")
       ("out", po::value(&out_path), "write the plan (JSON) here, for topology.partition_plan")
       ("json", po::bool_switch(&json), "print the plan as JSON");

@@ -14,32 +14,51 @@ namespace {
 
 using Sources = std::vector<std::vector<uint32_t>>;  // per loader
 
-// Seconds per sample of each source; unmeasured ones cost the mean of the
-// measured ones, or 1 when none is measured (then only weights decide).
-std::vector<double> sample_costs(const std::vector<SourceProfile>& profiles) {
-  double sum = 0.0;
-  size_t measured = 0;
+// What each source asks of its loaders per step sample: seconds of reads
+// (serial on a loader's thread) and seconds of transforms on one thread
+// (spread over a loader's threads), each weight x seconds per sample.
+struct Demand {
+  std::vector<double> read, transform;
+  bool any(uint32_t s) const { return read[s] + transform[s] > 0.0; }
+};
+
+bool measured(const SourceProfile& p) { return p.samples_measured > 0 && p.seconds_per_sample() > 0; }
+
+// Each source's profile for the policy; unmeasured ones cost the mean of
+// the measured ones (read and transform each), or 1 s of read when none is
+// measured (then only weights decide, whatever a loader's threads).
+std::vector<SourceProfile> sample_costs(const std::vector<SourceProfile>& profiles) {
+  SourceProfile fallback;
+  size_t count = 0;
   for (const auto& p : profiles)
-    if (p.samples_measured > 0 && p.seconds_per_sample > 0) {
-      sum += p.seconds_per_sample;
-      ++measured;
+    if (measured(p)) {
+      fallback.read_seconds_per_sample += p.read_seconds_per_sample;
+      fallback.transform_seconds_per_sample += p.transform_seconds_per_sample;
+      ++count;
     }
-  const double fallback = measured > 0 ? sum / static_cast<double>(measured) : 1.0;
-  std::vector<double> costs;
-  for (const auto& p : profiles)
-    costs.push_back(p.samples_measured > 0 && p.seconds_per_sample > 0 ? p.seconds_per_sample : fallback);
+  if (count > 0) {
+    fallback.read_seconds_per_sample /= static_cast<double>(count);
+    fallback.transform_seconds_per_sample /= static_cast<double>(count);
+  } else {
+    fallback.read_seconds_per_sample = 1.0;
+  }
+  std::vector<SourceProfile> costs;
+  for (const auto& p : profiles) costs.push_back(measured(p) ? p : fallback);
   return costs;
 }
 
-// The busiest loader's load: loader seconds per step sample.
-double busiest(const Sources& sources_of_loader, const std::vector<double>& demand) {
-  std::vector<size_t> count(demand.size(), 0);
+// The busiest loader's load: seconds of its time per step sample, its reads
+// plus its transforms over its threads.
+double busiest(const Sources& sources_of_loader, const std::vector<unsigned>& threads, const Demand& demand) {
+  std::vector<size_t> count(demand.read.size(), 0);
   for (const auto& mine : sources_of_loader)
     for (uint32_t s : mine) count[s]++;
   double worst = 0.0;
-  for (const auto& mine : sources_of_loader) {
+  for (size_t l = 0; l < sources_of_loader.size(); ++l) {
+    const double t = static_cast<double>(std::max(threads[l], 1u));
     double load = 0.0;
-    for (uint32_t s : mine) load += demand[s] / static_cast<double>(count[s]);
+    for (uint32_t s : sources_of_loader[l])
+      load += (demand.read[s] + demand.transform[s] / t) / static_cast<double>(count[s]);
     worst = std::max(worst, load);
   }
   return worst;
@@ -61,8 +80,8 @@ Sources apply(Sources sources_of_loader, size_t loader, uint32_t from, uint32_t 
 // The single move that lowers the busiest load most, if any lowers it by
 // the fraction `min_gain`. Candidates in a fixed order (ties: the first).
 std::optional<LoaderMove> best_move(const Sources& current, const std::vector<bool>& movable,
-                                    const std::vector<double>& demand, double min_gain) {
-  const double now = busiest(current, demand);
+                                    const std::vector<unsigned>& threads, const Demand& demand, double min_gain) {
+  const double now = busiest(current, threads, demand);
   if (now <= 0.0) return std::nullopt;
   std::optional<LoaderMove> best;
   double best_load = now * (1.0 - min_gain);
@@ -70,9 +89,9 @@ std::optional<LoaderMove> best_move(const Sources& current, const std::vector<bo
     if (!movable[l]) continue;
     for (uint32_t from : current[l]) {
       if (loaders_of(current, from) < 2) continue;  // every source keeps a loader
-      for (uint32_t to = 0; to < demand.size(); ++to) {
-        if (to == from || demand[to] <= 0.0) continue;
-        const double load = busiest(apply(current, l, from, to), demand);
+      for (uint32_t to = 0; to < demand.read.size(); ++to) {
+        if (to == from || !demand.any(to)) continue;
+        const double load = busiest(apply(current, l, from, to), threads, demand);
         if (load < best_load - 1e-12) {
           best_load = load;
           best = LoaderMove{l, from, to, MoveReason::proactive};
@@ -84,16 +103,17 @@ std::optional<LoaderMove> best_move(const Sources& current, const std::vector<bo
 }
 
 // Greedy moves under `demand`, each loader at most once.
-std::vector<LoaderMove> greedy(const ScalingInput& input, const std::vector<double>& demand, double min_gain,
-                               MoveReason why) {
+std::vector<LoaderMove> greedy(const ScalingInput& input, const Demand& demand, double min_gain, MoveReason why) {
   Sources current;
   std::vector<bool> movable;
+  std::vector<unsigned> threads;
   for (const auto& loader : input.loaders) {
     current.push_back(loader.sources);
     movable.push_back(loader.movable);
+    threads.push_back(loader.threads);
   }
   std::vector<LoaderMove> moves;
-  while (auto move = best_move(current, movable, demand, min_gain)) {
+  while (auto move = best_move(current, movable, threads, demand, min_gain)) {
     move->why = why;
     current = apply(std::move(current), move->loader, move->from, move->to);
     movable[move->loader] = false;
@@ -112,17 +132,21 @@ std::vector<LoaderMove> plan_moves(const ScalingInput& input, const ScalingOptio
   for (const auto& loader : input.loaders)
     for (uint32_t s : loader.sources) MSD_CHECK(s < sources);
   if (input.steps_since_last_move < options.min_interval_steps) return {};
-  const std::vector<double> costs = sample_costs(input.profiles);
-  std::vector<double> demand(sources);
-  for (size_t s = 0; s < sources; ++s)
-    demand[s] = std::max(input.weights_now[s], input.weights_ahead[s]) * costs[s];
+  const std::vector<SourceProfile> costs = sample_costs(input.profiles);
+  Demand demand{std::vector<double>(sources), std::vector<double>(sources)};
+  for (size_t s = 0; s < sources; ++s) {
+    const double weight = std::max(input.weights_now[s], input.weights_ahead[s]);
+    demand.read[s] = weight * costs[s].read_seconds_per_sample;
+    demand.transform[s] = weight * costs[s].transform_seconds_per_sample;
+  }
   std::vector<LoaderMove> moves = greedy(input, demand, options.min_gain, MoveReason::proactive);
   if (!moves.empty()) return moves;
   bool behind = false;
   for (size_t s = 0; s < sources; ++s) {
     const double backlog = input.backlog_steps[s];
     if (backlog > options.backlog_threshold_steps && options.backlog_threshold_steps > 0) {
-      demand[s] *= backlog / options.backlog_threshold_steps;
+      demand.read[s] *= backlog / options.backlog_threshold_steps;
+      demand.transform[s] *= backlog / options.backlog_threshold_steps;
       behind = true;
     }
   }

@@ -32,14 +32,18 @@ struct Cost {
   }
 };
 
-double rank_capacity(const PartitionOptions& options) {
-  return std::max(options.max_threads, 1u) * (1.0 - std::clamp(options.headroom, 0.0, 0.99));
-}
+// What one rank carries: seconds of its time per second, less the headroom.
+double rank_capacity(const PartitionOptions& options) { return 1.0 - std::clamp(options.headroom, 0.0, 0.99); }
 
-uint32_t threads_for(double peak_load, uint32_t ranks, const PartitionOptions& options) {
-  const double spare = 1.0 - std::clamp(options.headroom, 0.0, 0.99);
-  const double needed = std::ceil(peak_load / (ranks * spare) - kEps);
-  return static_cast<uint32_t>(std::clamp(needed, 1.0, static_cast<double>(std::max(options.max_threads, 1u))));
+unsigned max_threads(const PartitionOptions& options) { return std::max(options.max_threads, 1u); }
+
+// The fewest threads (at most max_threads) on which `ranks` ranks carry the
+// group at every point: threads shorten only its transforms.
+uint32_t threads_for(const LoaderGroup& group, uint32_t ranks, const PartitionOptions& options) {
+  const double capacity = ranks * rank_capacity(options);
+  uint32_t threads = 1;
+  while (threads < max_threads(options) && group.peak_on(threads) > capacity * (1 + kEps)) ++threads;
+  return threads;
 }
 
 uint32_t ranks_for(double peak_load, double capacity) {
@@ -82,7 +86,8 @@ std::vector<std::vector<uint32_t>> exact_groups(const PartitionDemand& demand, c
   for (size_t mask = 1; mask < subsets; ++mask) {
     const size_t low = static_cast<size_t>(__builtin_ctzll(mask));
     const size_t rest = mask & (mask - 1);
-    for (size_t p = 0; p < points; ++p) load[mask * points + p] = load[rest * points + p] + demand.load(low, p);
+    for (size_t p = 0; p < points; ++p)
+      load[mask * points + p] = load[rest * points + p] + demand.load(low, p, max_threads(options));
     const SourceProfile& p = demand.profiles[low];
     own[mask] = own[rest] + own_bytes(p);
     shared[mask] = std::max(shared[rest], std::min(p.shared_bytes, p.open_bytes));
@@ -119,7 +124,7 @@ std::vector<std::vector<uint32_t>> exact_groups(const PartitionDemand& demand, c
 Cost cost_of(const std::vector<uint32_t>& group, const PartitionDemand& demand, const PartitionOptions& options) {
   std::vector<double> load(demand.points.size(), 0.0);
   for (uint32_t s : group)
-    for (size_t p = 0; p < load.size(); ++p) load[p] += demand.load(s, p);
+    for (size_t p = 0; p < load.size(); ++p) load[p] += demand.load(s, p, max_threads(options));
   return group_cost(load, rank_bytes_of(group, demand), options);
 }
 
@@ -138,7 +143,7 @@ std::vector<std::vector<uint32_t>> greedy_groups(const PartitionDemand& demand, 
   for (uint32_t s = 0; s < demand.profiles.size(); ++s) {
     const SourceProfile& profile = demand.profiles[s];
     Group g{{s}, std::vector<double>(points), own_bytes(profile), std::min(profile.shared_bytes, profile.open_bytes), {}};
-    for (size_t p = 0; p < points; ++p) g.load[p] = demand.load(s, p);
+    for (size_t p = 0; p < points; ++p) g.load[p] = demand.load(s, p, max_threads(options));
     g.cost = group_cost(g.load, g.own + g.shared, options);
     groups.push_back(std::move(g));
   }
@@ -182,8 +187,24 @@ std::vector<std::vector<uint32_t>> greedy_groups(const PartitionDemand& demand, 
 
 }  // namespace
 
-double PartitionDemand::load(size_t s, size_t p) const {
-  return steps_per_s[p] * global_batch * weights[p][s] * profiles[s].seconds_per_sample;
+double PartitionDemand::load(size_t s, size_t p, unsigned threads) const {
+  return steps_per_s[p] * global_batch * weights[p][s] * profiles[s].seconds_on(threads);
+}
+
+double PartitionDemand::read_load(size_t s, size_t p) const {
+  return steps_per_s[p] * global_batch * weights[p][s] * profiles[s].read_seconds_per_sample;
+}
+
+double PartitionDemand::transform_load(size_t s, size_t p) const {
+  return steps_per_s[p] * global_batch * weights[p][s] * profiles[s].transform_seconds_per_sample;
+}
+
+double LoaderGroup::peak_on(unsigned threads) const {
+  const double t = std::max(threads, 1u);
+  double peak = 0.0;
+  for (size_t p = 0; p < read_load.size() && p < transform_load.size(); ++p)
+    peak = std::max(peak, read_load[p] + transform_load[p] / t);
+  return peak;
 }
 
 std::vector<uint32_t> PartitionPlan::group_of_source(size_t sources) const {
@@ -299,17 +320,21 @@ void evaluate(PartitionPlan& plan, const PartitionDemand& demand, const Partitio
   plan.worst_step = 0;
   for (LoaderGroup& group : plan.groups) {
     group.rank_bytes = rank_bytes_of(group.sources, demand);
-    group.peak_load = 0.0;
-    std::vector<double> load(demand.points.size(), 0.0);
-    for (size_t p = 0; p < load.size(); ++p) {
-      for (uint32_t s : group.sources) load[p] += demand.load(s, p);
-      group.peak_load = std::max(group.peak_load, load[p]);
-    }
-    if (choose_threads) group.threads = threads_for(group.peak_load, group.ranks, options);
-    const double capacity = static_cast<double>(group.ranks) * group.threads;
-    for (size_t p = 0; p < load.size(); ++p) {
-      if (load[p] <= 0) continue;
-      const double margin = capacity / load[p] - 1.0;
+    group.read_load.assign(demand.points.size(), 0.0);
+    group.transform_load.assign(demand.points.size(), 0.0);
+    for (size_t p = 0; p < demand.points.size(); ++p)
+      for (uint32_t s : group.sources) {
+        group.read_load[p] += demand.read_load(s, p);
+        group.transform_load[p] += demand.transform_load(s, p);
+      }
+    if (choose_threads) group.threads = threads_for(group, group.ranks, options);
+    group.peak_load = group.peak_on(group.threads);
+    // Each rank has one second per second: the margin is how much more the
+    // group's ranks could carry at the point, on its threads.
+    for (size_t p = 0; p < demand.points.size(); ++p) {
+      const double load = group.read_load[p] + group.transform_load[p] / std::max(group.threads, 1u);
+      if (load <= 0) continue;
+      const double margin = static_cast<double>(group.ranks) / load - 1.0;
       if (margin < plan.worst_margin) {
         plan.worst_margin = margin;
         plan.worst_step = demand.points[p];
@@ -325,12 +350,13 @@ void add_spare_ranks(PartitionPlan& plan, const PartitionOptions& options, uint3
   if (plan.groups.empty()) return;
   while (plan.loader_ranks < total_ranks) {
     size_t heaviest = 0;
+    const auto per_rank = [&](const LoaderGroup& g) { return g.peak_on(max_threads(options)) / g.ranks; };
     for (size_t g = 1; g < plan.groups.size(); ++g)
-      if (plan.groups[g].peak_load / plan.groups[g].ranks > plan.groups[heaviest].peak_load / plan.groups[heaviest].ranks)
-        heaviest = g;
+      if (per_rank(plan.groups[g]) > per_rank(plan.groups[heaviest])) heaviest = g;
     LoaderGroup& group = plan.groups[heaviest];
     ++group.ranks;
-    group.threads = threads_for(group.peak_load, group.ranks, options);
+    group.threads = threads_for(group, group.ranks, options);
+    group.peak_load = group.peak_on(group.threads);
     ++plan.spare_ranks;
     ++plan.loader_ranks;
     plan.memory_bytes += group.rank_bytes;
@@ -359,13 +385,14 @@ void print_plan(const PartitionPlan& plan, const PartitionDemand& demand, std::o
     for (uint32_t o : group.sources)
       if (o != s) others += (others.empty() ? "" : ", ") + demand.names[o];
     double peak = 0.0;
-    for (size_t p = 0; p < demand.points.size(); ++p) peak = std::max(peak, demand.load(s, p));
+    for (size_t p = 0; p < demand.points.size(); ++p) peak = std::max(peak, demand.load(s, p, group.threads));
     std::snprintf(line, sizeof line, "  %-12s %6u %8u %8.2f MiB %10.3f  %s\n", demand.names[s].c_str(), group.ranks,
                   group.threads, group.ranks * demand.profiles[s].open_bytes / (1024.0 * 1024), peak,
                   others.empty() ? "-" : others.c_str());
     out << line;
   }
-  out << "  (a source's memory: ranks x its open bytes; a rank holds the shared tokenizer and decoders once, as in the total)\n";
+  out << "  (a source's memory: ranks x its open bytes; a rank holds the shared tokenizer and decoders once, as in the total;\n"
+         "   peak load: loader ranks it keeps busy, its reads plus its transforms over the threads)\n";
 }
 
 void print_other(const PartitionPlan& other, const std::string& label, std::ostream& out) {

@@ -29,9 +29,17 @@ struct PartitionDemand {
   std::vector<std::vector<double>> weights;  // per point: normalized weight per source
   std::vector<double> steps_per_s;       // per point: target steps per second
 
-  // Threads source `s` keeps busy at point `p`: steps/s x batch x weight x
-  // seconds per sample (one thread's).
-  double load(size_t s, size_t p) const;
+  // Seconds of one loader rank's time that source `s` asks for each second
+  // at point `p` when the rank transforms on `threads` threads: steps/s x
+  // batch x weight x (read + transform / threads) per sample
+  // (SourceProfile::seconds_on). A loader reads one sample at a time on its
+  // own thread and then transforms the batch on its threads, one after the
+  // other (lib/runtime/loader.cc), so threads shorten only the transform.
+  double load(size_t s, size_t p, unsigned threads) const;
+  // Its parts, all ranks together: seconds of reads, and seconds of
+  // transforms on one thread, asked for each second.
+  double read_load(size_t s, size_t p) const;
+  double transform_load(size_t s, size_t p) const;
 };
 
 // The steps at which the load of any set of sources peaks over the run
@@ -68,7 +76,7 @@ PartitionDemand make_demand(const Config& config, const std::vector<SourceProfil
 
 struct PartitionOptions {
   uint32_t max_threads = 1;    // loader.threads: threads one loader rank may use
-  double headroom = 0.1;       // share of each thread kept spare: a plan loads threads up to 1 - headroom
+  double headroom = 0.1;       // share of each rank's time kept spare: a plan loads ranks up to 1 - headroom
   double max_rank_bytes = 0;   // most open-source memory one loader rank may hold; 0: no limit
   std::string memory_option = "max_rank_bytes";  // the option named when a source alone exceeds it
   size_t exact_up_to = 16;     // sources up to which the search is exact; more: greedy merging
@@ -82,7 +90,19 @@ struct LoaderGroup {
   uint32_t ranks = 1;
   uint32_t threads = 1;        // per rank
   double rank_bytes = 0.0;     // open-source memory of one rank: own bytes of each source + the largest shared part
-  double peak_load = 0.0;      // threads the group keeps busy at its worst point
+  // Seconds of one rank's time per second the group asks for at its worst
+  // point on `threads` threads, all its ranks together (each carries 1 -
+  // headroom of it at most).
+  double peak_load = 0.0;
+  // Per schedule point, all ranks together: seconds of reads and seconds of
+  // transforms on one thread asked for each second (PartitionDemand's
+  // read_load and transform_load summed over the group). Empty for a group
+  // read from a plan file without them.
+  std::vector<double> read_load, transform_load;
+
+  // Seconds of one rank's time per second at the worst point, on `threads`
+  // threads, all ranks together.
+  double peak_on(unsigned threads) const;
 };
 
 struct PartitionPlan {
@@ -112,8 +132,9 @@ void evaluate(PartitionPlan& plan, const PartitionDemand& demand, const Partitio
               bool choose_threads = true);
 
 // Gives `total_ranks - plan.loader_ranks` more ranks, one by one, to the
-// group whose ranks carry the highest peak load each (ties: the first), and
-// recomputes threads (from each group's peak_load), loader_ranks and
+// group whose ranks carry the highest peak load each on
+// options.max_threads (ties: the first), and recomputes threads (the fewest
+// that carry the group's read_load and transform_load), loader_ranks and
 // memory_bytes. A rank more never lowers a group's capacity below its peak
 // load, so the rate stays met; worst_margin keeps the planned value (a lower
 // bound). Nothing when total_ranks <= plan.loader_ranks.

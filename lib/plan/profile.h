@@ -8,8 +8,13 @@
 
 namespace msd {
 
+// A loader reads its samples one at a time on its own thread and then
+// transforms them on loader.threads threads, one after the other
+// (lib/runtime/loader.cc), so the two parts are kept apart: on `t` threads a
+// sample takes read + transform / t of the loader's time (seconds_on).
 struct SourceProfile {
-  double seconds_per_sample = 0.0;  // read + transform of one sample, on one thread
+  double read_seconds_per_sample = 0.0;       // read of one sample on the loader's thread (storage latency included)
+  double transform_seconds_per_sample = 0.0;  // transform of one sample, on one thread
   double bytes_per_sample = 0.0;    // transformed bytes placed in the window
   double open_bytes = 0.0;          // memory of the open source: index, buffers, decoder, vocabulary
   uint64_t samples_measured = 0;    // how many samples the averages cover (0: not measured)
@@ -18,6 +23,14 @@ struct SourceProfile {
   // Of open_bytes, what the sources of one loader share (the tokenizer; the
   // image decoders): a loader holds it once, for the source that needs most.
   double shared_bytes = 0.0;
+
+  // Read + transform on one thread: the figure before the two were split.
+  double seconds_per_sample() const { return read_seconds_per_sample + transform_seconds_per_sample; }
+  // The loader's seconds per sample when it transforms on `threads` threads
+  // (at least 1): the read does not speed up, the transform spreads.
+  double seconds_on(unsigned threads) const {
+    return read_seconds_per_sample + transform_seconds_per_sample / static_cast<double>(threads > 0 ? threads : 1);
+  }
 };
 
 }  // namespace msd

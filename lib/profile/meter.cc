@@ -10,15 +10,16 @@ namespace msd {
 ProfileMeter::ProfileMeter(size_t sources, uint64_t horizon_samples)
     : horizon_(std::max<uint64_t>(horizon_samples, 1)), profiles_(sources) {}
 
-void ProfileMeter::add(uint32_t source, uint64_t samples, double thread_seconds, double bytes, double positions,
-                       double patches) {
+void ProfileMeter::add(uint32_t source, uint64_t samples, double read_seconds, double transform_thread_seconds,
+                       double bytes, double positions, double patches) {
   MSD_CHECK(source < profiles_.size());
   if (samples == 0) return;
   SourceProfile& p = profiles_[source];
   p.samples_measured += samples;
   const double n = static_cast<double>(samples);
   const double weight = std::min(1.0, n / static_cast<double>(std::min(p.samples_measured, horizon_)));
-  p.seconds_per_sample += weight * (thread_seconds / n - p.seconds_per_sample);
+  p.read_seconds_per_sample += weight * (read_seconds / n - p.read_seconds_per_sample);
+  p.transform_seconds_per_sample += weight * (transform_thread_seconds / n - p.transform_seconds_per_sample);
   p.bytes_per_sample += weight * (bytes / n - p.bytes_per_sample);
   p.positions_per_sample += weight * (positions / n - p.positions_per_sample);
   p.patches_per_sample += weight * (patches / n - p.patches_per_sample);
@@ -30,9 +31,9 @@ void ProfileMeter::set_open_bytes(uint32_t source, double bytes, double shared_b
   profiles_[source].shared_bytes = shared_bytes;
 }
 
-double per_thread_seconds(double read_seconds, double transform_wall_seconds, unsigned threads, uint64_t samples) {
+double transform_thread_seconds(double transform_wall_seconds, unsigned threads, uint64_t samples) {
   const uint64_t used = std::min<uint64_t>(std::max(threads, 1u), std::max<uint64_t>(samples, 1));
-  return read_seconds + transform_wall_seconds * static_cast<double>(used);
+  return transform_wall_seconds * static_cast<double>(used);
 }
 
 double open_bytes(const Source& source, const Tokenizer* tokenizer, const SampleTransform& transform) {
@@ -88,7 +89,7 @@ void transform_measured(SampleTransform& transform, std::span<const RawSample* c
       positions += outs[i]->positions();
       patches += outs[i]->image.patches;
     }
-    meter.add(source, members.size(), per_thread_seconds(read, wall, threads, members.size()), bytes, positions,
+    meter.add(source, members.size(), read, transform_thread_seconds(wall, threads, members.size()), bytes, positions,
               patches);
   }
 }

@@ -1,7 +1,8 @@
 // How profiles are measured, the one mechanism shared by the loaders (while
 // they serve) and `msd-plan profile` (offline, profiler.h): samples are read,
 // then transformed together one source at a time, and each source's moving
-// averages take that batch's per-thread seconds, bytes and positions.
+// averages take that batch's read seconds, per-thread transform seconds,
+// bytes and positions.
 // docs/scaling.md "Profiles".
 #pragma once
 
@@ -27,12 +28,14 @@ class ProfileMeter {
   static constexpr uint64_t kDefaultHorizon = 1024;
   explicit ProfileMeter(size_t sources = 0, uint64_t horizon_samples = kDefaultHorizon);
 
-  // `samples` samples of `source` took `thread_seconds` on one thread in all
-  // (per_thread_seconds), placed `bytes` bytes in the window and `positions`
-  // sequence positions, `patches` of them image patches. REQUIRES source <
-  // sources(); nothing for samples == 0.
-  void add(uint32_t source, uint64_t samples, double thread_seconds, double bytes, double positions,
-           double patches = 0.0);
+  // `samples` samples of `source` took `read_seconds` to read on the
+  // loader's thread and `transform_thread_seconds` to transform on one
+  // thread (transform_thread_seconds()), all of them together, placed
+  // `bytes` bytes in the window and `positions` sequence positions,
+  // `patches` of them image patches. REQUIRES source < sources(); nothing
+  // for samples == 0.
+  void add(uint32_t source, uint64_t samples, double read_seconds, double transform_thread_seconds, double bytes,
+           double positions, double patches = 0.0);
   // The memory the open source holds now, and the part of it shared with
   // the loader's other sources (open_bytes(), shared_open_bytes()).
   void set_open_bytes(uint32_t source, double bytes, double shared_bytes = 0.0);
@@ -45,12 +48,13 @@ class ProfileMeter {
   std::vector<SourceProfile> profiles_;
 };
 
-// One thread's seconds for a batch of `samples` read one after the other in
-// `read_seconds` and then transformed together in `transform_wall_seconds` on
-// up to `threads` threads: read + wall x min(threads, samples). It charges
-// every thread the batch could use, so an imperfect parallel speed-up shows
-// as a higher cost per sample, never a lower one.
-double per_thread_seconds(double read_seconds, double transform_wall_seconds, unsigned threads, uint64_t samples);
+// One thread's seconds for transforming a batch of `samples` together in
+// `transform_wall_seconds` on up to `threads` threads: wall x min(threads,
+// samples). It charges every thread the batch could use, so an imperfect
+// parallel speed-up shows as a higher cost per sample, never a lower one.
+// (The reads before it run one after the other on the loader's thread and
+// are counted as they are timed.)
+double transform_thread_seconds(double transform_wall_seconds, unsigned threads, uint64_t samples);
 
 // The memory an open source costs its loader: the reader's state (index,
 // buffers: Source::state_bytes), plus the tokenizer's vocabulary and scratch
@@ -66,8 +70,8 @@ double shared_open_bytes(const Source& source, const Tokenizer* tokenizer, const
 // SampleTransform::apply_batch over a batch of samples of several sources,
 // one call per source (outputs exactly as one call over the whole batch
 // gives), timing each call and adding each source's samples to `meter`:
-// their read seconds (`read_seconds[i]`, from the caller) plus the call's
-// wall time as per_thread_seconds charges it; bytes from `slot_bytes` for a
+// their read seconds (`read_seconds[i]`, from the caller) and the call's
+// wall time as transform_thread_seconds charges it; bytes from `slot_bytes` for a
 // good sample, 0 for a bad one. `sources[i]` is raws[i]'s source. Spans of
 // equal size; throws what apply_batch throws.
 void transform_measured(SampleTransform& transform, std::span<const RawSample* const> raws,

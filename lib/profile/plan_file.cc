@@ -37,8 +37,12 @@ std::string plan_json(const PartitionPlan& plan, const PartitionDemand& demand, 
         .value("ranks", group.ranks)
         .value("threads", group.threads)
         .value("rank_bytes", group.rank_bytes)
-        .value("peak_load", group.peak_load)
-        .end_object();
+        .value("peak_load", group.peak_load);
+    w.begin_array("read_load");
+    for (double load : group.read_load) w.exact_value("", load);
+    w.end_array().begin_array("transform_load");
+    for (double load : group.transform_load) w.exact_value("", load);
+    w.end_array().end_object();
   }
   w.end_array();
   w.begin_object("sources");
@@ -47,14 +51,16 @@ std::string plan_json(const PartitionPlan& plan, const PartitionDemand& demand, 
     const LoaderGroup& group = plan.groups.at(group_of[s]);
     const SourceProfile& p = demand.profiles[s];
     double peak = 0.0;
-    for (size_t k = 0; k < demand.points.size(); ++k) peak = std::max(peak, demand.load(s, k));
+    for (size_t k = 0; k < demand.points.size(); ++k) peak = std::max(peak, demand.load(s, k, group.threads));
     w.begin_object(demand.names[s])
         .value("group", group_of[s])
         .value("ranks", group.ranks)
         .value("threads", group.threads)
         .value("memory_bytes", group.ranks * p.open_bytes)
         .value("peak_load", peak)
-        .value("seconds_per_sample", p.seconds_per_sample)
+        .value("seconds_per_sample", p.seconds_per_sample())
+        .value("read_seconds_per_sample", p.read_seconds_per_sample)
+        .value("transform_seconds_per_sample", p.transform_seconds_per_sample)
         .value("bytes_per_sample", p.bytes_per_sample)
         .value("open_bytes", p.open_bytes)
         .value("positions_per_sample", p.positions_per_sample)
@@ -75,6 +81,33 @@ std::string plan_json(const PartitionPlan& plan, const PartitionDemand& demand, 
 }
 
 namespace {
+// A group's "read_load" and "transform_load" (per point); a plan written
+// before they were kept has only "peak_load", then threads busy at the
+// worst point, which counts as transform on one thread.
+void read_loads(const JsonValue& entry, const std::string& where, LoaderGroup& group) {
+  const JsonValue* read = entry.find("read_load");
+  const JsonValue* transform = entry.find("transform_load");
+  if (read == nullptr && transform == nullptr) {
+    group.read_load = {0.0};
+    group.transform_load = {group.peak_load};
+    return;
+  }
+  const auto numbers = [&](const JsonValue* v, const char* key) {
+    std::vector<double> out;
+    if (v == nullptr || v->type != JsonType::array) throw ConfigError(str(where, ": '", key, "' is missing or not an array"));
+    for (const JsonValue& x : v->array) {
+      if (x.type != JsonType::number || !(x.number >= 0))
+        throw ConfigError(str(where, ": '", key, "' holds something other than non-negative numbers"));
+      out.push_back(x.number);
+    }
+    return out;
+  };
+  group.read_load = numbers(read, "read_load");
+  group.transform_load = numbers(transform, "transform_load");
+  if (group.read_load.size() != group.transform_load.size())
+    throw ConfigError(str(where, ": 'read_load' and 'transform_load' differ in length"));
+}
+
 uint32_t positive_count(const JsonValue& object, const char* key, const std::string& where) {
   const JsonValue* v = object.find(key);
   if (v == nullptr || v->type != JsonType::number || v->number < 1 || v->number > 1e6 || v->number != static_cast<uint32_t>(v->number))
@@ -113,6 +146,7 @@ PartitionPlan parse_plan_json(const std::string& text, const Config& config, con
     group.threads = positive_count(entry, "threads", where);
     if (const JsonValue* v = entry.find("rank_bytes"); v && v->type == JsonType::number) group.rank_bytes = v->number;
     if (const JsonValue* v = entry.find("peak_load"); v && v->type == JsonType::number) group.peak_load = v->number;
+    read_loads(entry, where, group);
     plan.loader_ranks += group.ranks;
     plan.memory_bytes += group.ranks * group.rank_bytes;
     plan.groups.push_back(std::move(group));

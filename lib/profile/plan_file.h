@@ -15,10 +15,11 @@ namespace msd {
 // "rate_met", "worst_margin", "worst_step", "exact", "spare_ranks",
 // "headroom", "max_threads", "global_batch", "steps_per_s_min",
 // "steps_per_s_max", "points", "groups": [{"sources": [NAME...], "ranks",
-// "threads", "rank_bytes", "peak_load"}], "sources": {NAME: {"ranks",
-// "threads", "memory_bytes", "peak_load", "group", and the profile's
-// seconds_per_sample, bytes_per_sample, open_bytes, positions_per_sample,
-// patches_per_sample}}}.
+// "threads", "rank_bytes", "peak_load", "read_load", "transform_load"}],
+// "sources": {NAME: {"ranks", "threads", "memory_bytes", "peak_load",
+// "group", and the profile's seconds_per_sample, read_seconds_per_sample,
+// transform_seconds_per_sample, bytes_per_sample, open_bytes,
+// positions_per_sample, patches_per_sample}}}.
 // With `baseline` (the static assignment evaluated for the same demand):
 // "static": {"loader_ranks", "memory_bytes", "rate_met", "worst_margin", "worst_step"}.
 std::string plan_json(const PartitionPlan& plan, const PartitionDemand& demand, const PartitionOptions& options,
@@ -26,7 +27,8 @@ std::string plan_json(const PartitionPlan& plan, const PartitionDemand& demand, 
 
 // The groups of a plan text (plan_json's), in `config`'s source indices:
 // every source of the configuration in exactly one group, ranks >= 1,
-// threads >= 1. Throws ConfigError naming `option` (and `what`, the file or
+// threads >= 1; each group's read_load and transform_load as written (a
+// plan without them: its peak_load as transform). Throws ConfigError naming `option` (and `what`, the file or
 // "the planner's plan") otherwise.
 PartitionPlan parse_plan_json(const std::string& text, const Config& config, const std::string& option,
                               const std::string& what);

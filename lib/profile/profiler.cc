@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "common/json_writer.h"
+#include "common/log.h"
 #include "profile/meter.h"
 #include "source/jsonl/json.h"
 #include "source/source.h"
@@ -97,7 +98,9 @@ std::string profile_json(const ProfileReport& report) {
   for (size_t s = 0; s < report.names.size(); ++s) {
     const SourceProfile& p = report.profiles[s];
     w.begin_object(report.names[s])
-        .exact_value("seconds_per_sample", p.seconds_per_sample)
+        .exact_value("seconds_per_sample", p.seconds_per_sample())
+        .exact_value("read_seconds_per_sample", p.read_seconds_per_sample)
+        .exact_value("transform_seconds_per_sample", p.transform_seconds_per_sample)
         .exact_value("bytes_per_sample", p.bytes_per_sample)
         .exact_value("open_bytes", p.open_bytes)
         .value("samples_measured", p.samples_measured)
@@ -121,17 +124,19 @@ std::string bytes_text(double bytes) {
 
 void print_profile(const ProfileReport& report, std::ostream& out) {
   char line[256];
-  std::snprintf(line, sizeof line, "source profiles (%u transform thread(s), %.2f s; seconds are per thread)\n",
+  std::snprintf(line, sizeof line,
+                "source profiles (%u transform thread(s), %.2f s; reads on the loader's thread, transforms per thread)\n",
                 report.threads, report.seconds);
   out << line;
-  std::snprintf(line, sizeof line, "  %-12s %10s %14s %12s %12s %10s\n", "source", "samples", "ms/sample", "bytes/sample",
-                "positions", "open");
+  std::snprintf(line, sizeof line, "  %-12s %10s %12s %12s %12s %12s %10s\n", "source", "samples", "read ms", "transform ms",
+                "bytes/sample", "positions", "open");
   out << line;
   for (size_t s = 0; s < report.names.size(); ++s) {
     const SourceProfile& p = report.profiles[s];
-    std::snprintf(line, sizeof line, "  %-12s %10llu %14.4f %12.0f %12.1f %10s\n", report.names[s].c_str(),
-                  static_cast<unsigned long long>(p.samples_measured), p.seconds_per_sample * 1e3, p.bytes_per_sample,
-                  p.positions_per_sample, bytes_text(p.open_bytes).c_str());
+    std::snprintf(line, sizeof line, "  %-12s %10llu %12.4f %12.4f %12.0f %12.1f %10s\n", report.names[s].c_str(),
+                  static_cast<unsigned long long>(p.samples_measured), p.read_seconds_per_sample * 1e3,
+                  p.transform_seconds_per_sample * 1e3, p.bytes_per_sample, p.positions_per_sample,
+                  bytes_text(p.open_bytes).c_str());
     out << line;
   }
 }
@@ -142,6 +147,26 @@ double number_of(const JsonValue& object, const char* key, const std::string& wh
   if (v == nullptr || v->type != JsonType::number || v->number < 0)
     throw ConfigError(str(where, ": '", key, "' is missing or not a non-negative number"));
   return v->number;
+}
+
+// The seconds of a profile: read_seconds_per_sample and
+// transform_seconds_per_sample; a profile written before they were split has
+// only seconds_per_sample, which counts as transform (what the partitioner
+// assumed of all of it then), with a warning: on loader.threads > 1 a plan
+// from it counts on threads speeding up reads they do not.
+void read_seconds(const JsonValue& p, const std::string& where, const std::string& option, SourceProfile& profile) {
+  const bool has_read = p.find("read_seconds_per_sample") != nullptr;
+  const bool has_transform = p.find("transform_seconds_per_sample") != nullptr;
+  if (has_read || has_transform) {
+    profile.read_seconds_per_sample = number_of(p, "read_seconds_per_sample", where);
+    profile.transform_seconds_per_sample = number_of(p, "transform_seconds_per_sample", where);
+    return;
+  }
+  profile.transform_seconds_per_sample = number_of(p, "seconds_per_sample", where);
+  log_warn(where, " has seconds_per_sample but no read_seconds_per_sample and transform_seconds_per_sample "
+           "(a profile from before they were split): all of it counts as transform, so with loader.threads > 1 "
+           "the plan may count on threads to speed up reads; profile again (msd-plan profile --json) for the split (",
+           option, ")");
 }
 }  // namespace
 
@@ -171,7 +196,7 @@ ProfileReport read_profile_json(const std::string& path, const Config& config, c
     if (p == nullptr || p->type != JsonType::object)
       throw ConfigError(str(where, " is not in the profile (profile this configuration with msd-plan profile)"));
     SourceProfile profile;
-    profile.seconds_per_sample = number_of(*p, "seconds_per_sample", where);
+    read_seconds(*p, where, option, profile);
     profile.bytes_per_sample = number_of(*p, "bytes_per_sample", where);
     profile.open_bytes = number_of(*p, "open_bytes", where);
     profile.samples_measured = static_cast<uint64_t>(number_of(*p, "samples_measured", where));

@@ -36,7 +36,8 @@ struct ProfileReport {
 // tokenizer throws (ConfigError naming the option, IoError).
 ProfileReport profile_sources(const Config& config, const ProfileOptions& options);
 
-// The report as JSON: {"threads", "seconds", "sources": {NAME: {seconds_per_sample,
+// The report as JSON: {"threads", "seconds", "sources": {NAME: {seconds_per_sample
+// (read + transform), read_seconds_per_sample, transform_seconds_per_sample,
 // bytes_per_sample, open_bytes, samples_measured, positions_per_sample,
 // patches_per_sample, shared_bytes}}}.
 std::string profile_json(const ProfileReport& report);
@@ -45,7 +46,9 @@ void print_profile(const ProfileReport& report, std::ostream& out);
 // Reads what profile_json wrote (or the "source_profiles" of a msd-run
 // summary, docs/summary.md), in `config`'s source order. Throws
 // ConfigError naming `option` (e.g. "--profile") for an unreadable file,
-// malformed JSON, or a source of `config` it does not have.
+// malformed JSON, or a source of `config` it does not have. A profile
+// written before reads and transforms were measured apart (only
+// seconds_per_sample) loads with all of it as transform, and a warning.
 ProfileReport read_profile_json(const std::string& path, const Config& config, const std::string& option);
 
 // "1.5 MiB": bytes for people.

@@ -718,7 +718,8 @@ std::vector<SourceProfile> PlannerRole::profiles() const {
       if (source >= out.size()) throw ProtocolError(str("loader rank ", rank, " reported a profile of source ", source));
       SourceProfile& sum = out[source];
       const double n = static_cast<double>(p.samples_measured);
-      sum.seconds_per_sample += n * p.seconds_per_sample;
+      sum.read_seconds_per_sample += n * p.read_seconds_per_sample;
+      sum.transform_seconds_per_sample += n * p.transform_seconds_per_sample;
       sum.bytes_per_sample += n * p.bytes_per_sample;
       sum.positions_per_sample += n * p.positions_per_sample;
       sum.patches_per_sample += n * p.patches_per_sample;
@@ -731,7 +732,8 @@ std::vector<SourceProfile> PlannerRole::profiles() const {
   for (size_t s = 0; s < out.size(); ++s) {
     const double n = static_cast<double>(out[s].samples_measured);
     if (n > 0) {
-      out[s].seconds_per_sample /= n;
+      out[s].read_seconds_per_sample /= n;
+      out[s].transform_seconds_per_sample /= n;
       out[s].bytes_per_sample /= n;
       out[s].positions_per_sample /= n;
       out[s].patches_per_sample /= n;

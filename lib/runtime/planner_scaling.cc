@@ -25,7 +25,9 @@ constexpr double kBacklogThresholdSteps = 1.5;
 
 // Moving averages of seconds per sample and transformed bytes per sample:
 // a loader's answer took `seconds` of its time since it was last heard from
-// (or went busy), shared evenly by the samples in it.
+// (or went busy), shared evenly by the samples in it. That is the loader's
+// time at its threads, transforms already spread over them, so it counts as
+// read_seconds_per_sample: the policy does not divide it by threads again.
 void PlannerRole::learn_costs(const std::vector<SampleMeta>& metas, double seconds) {
   if (metas.empty() || profiles_.empty()) return;
   const double per_sample = seconds / static_cast<double>(metas.size());
@@ -33,10 +35,10 @@ void PlannerRole::learn_costs(const std::vector<SampleMeta>& metas, double secon
     SourceProfile& p = profiles_.at(meta.source);
     constexpr double alpha = 0.05;  // about the last 20 samples
     if (p.samples_measured == 0) {
-      p.seconds_per_sample = per_sample;
+      p.read_seconds_per_sample = per_sample;
       p.bytes_per_sample = meta.slot_bytes;
     } else {
-      p.seconds_per_sample += alpha * (per_sample - p.seconds_per_sample);
+      p.read_seconds_per_sample += alpha * (per_sample - p.read_seconds_per_sample);
       if (meta.bad == 0) p.bytes_per_sample += alpha * (meta.slot_bytes - p.bytes_per_sample);
     }
     p.samples_measured++;
@@ -75,7 +77,11 @@ ScalingInput PlannerRole::scaling_input(std::vector<int>& ranks) const {
   for (const auto& [rank, track] : loaders_) {
     if (track.failed || !track.in_use) continue;
     ranks.push_back(rank);
-    in.loaders.push_back({sources_of(rank), !track.shadow});  // a shadow in use keeps every source open
+    // Its transform threads, as LoaderRole chose them: the plan's, else loader.threads (shadows too).
+    const auto index = static_cast<size_t>(job_.layout.loader_index(rank));
+    const auto& planned = job_.assignment.threads_of_loader;
+    const unsigned threads = !track.shadow && index < planned.size() ? planned[index] : job_.config.loader.threads;
+    in.loaders.push_back({sources_of(rank), !track.shadow, threads});  // a shadow in use keeps every source open
   }
   // What the loaders measured (kTagProfile) where they have reported a
   // source, else the planner's own estimate from how fast answers come.

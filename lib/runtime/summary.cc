@@ -520,7 +520,9 @@ void write_profiles_json(JsonWriter& w, const Report& r) {
   const auto& profiles = r.input.profiles;
   for (size_t s = 0; s < profiles.size() && s < r.job.config.sources.size(); ++s)
     w.begin_object(r.job.config.sources[s].name)
-        .value("seconds_per_sample", profiles[s].seconds_per_sample)
+        .value("seconds_per_sample", profiles[s].seconds_per_sample())
+        .value("read_seconds_per_sample", profiles[s].read_seconds_per_sample)
+        .value("transform_seconds_per_sample", profiles[s].transform_seconds_per_sample)
         .value("bytes_per_sample", profiles[s].bytes_per_sample)
         .value("open_bytes", profiles[s].open_bytes)
         .value("shared_bytes", profiles[s].shared_bytes)
@@ -618,11 +620,13 @@ std::string data_text(const Report& r) {
   text += "  loader rank memory (peak anonymous + shared memory, start-up included): " +
           format_bytes(roles.loader_rank_memory) + (colocated ? " over all clients\n" : " (planner and loaders)\n");
   text += line("  sample bytes per step fetched/needed over clients: %.3f\n", r.traffic.redundancy);
-  if (!r.input.profiles.empty()) text += "  source profiles (loaders' moving averages; seconds on one thread):\n";
+  if (!r.input.profiles.empty())
+    text += "  source profiles (loaders' moving averages; read on the loader's thread + transform on one thread):\n";
   for (size_t s = 0; s < r.input.profiles.size() && s < config.sources.size(); ++s) {
     const SourceProfile& p = r.input.profiles[s];
-    text += line("    %-12s %9.4f ms/sample %10.0f bytes/sample  open %s  (%llu samples)\n", config.sources[s].name.c_str(),
-                 p.seconds_per_sample * 1e3, p.bytes_per_sample, format_bytes(static_cast<uint64_t>(p.open_bytes)).c_str(),
+    text += line("    %-12s %9.4f ms/sample (read %.4f + transform %.4f) %10.0f bytes/sample  open %s  (%llu samples)\n",
+                 config.sources[s].name.c_str(), p.seconds_per_sample() * 1e3, p.read_seconds_per_sample * 1e3,
+                 p.transform_seconds_per_sample * 1e3, p.bytes_per_sample, format_bytes(static_cast<uint64_t>(p.open_bytes)).c_str(),
                  static_cast<ull>(p.samples_measured));
   }
   for (const Takeover& t : r.input.takeovers)

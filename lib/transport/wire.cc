@@ -252,7 +252,8 @@ std::vector<uint8_t> encode(const ProfileMessage& m) {
   w.u32(checked_cast<uint32_t>(m.sources.size()));
   for (const auto& [source, p] : m.sources) {
     w.u32(source);
-    w.f64(p.seconds_per_sample);
+    w.f64(p.read_seconds_per_sample);
+    w.f64(p.transform_seconds_per_sample);
     w.f64(p.bytes_per_sample);
     w.f64(p.open_bytes);
     w.u64(p.samples_measured);
@@ -266,11 +267,12 @@ std::vector<uint8_t> encode(const ProfileMessage& m) {
 ProfileMessage decode_profile(std::span<const uint8_t> bytes) {
   WireReader r(bytes, "profile");
   ProfileMessage m;
-  const uint32_t n = r.count(60);
+  const uint32_t n = r.count(68);
   for (uint32_t i = 0; i < n; ++i) {
     const uint32_t source = r.u32();
     SourceProfile p;
-    p.seconds_per_sample = r.f64();
+    p.read_seconds_per_sample = r.f64();
+    p.transform_seconds_per_sample = r.f64();
     p.bytes_per_sample = r.f64();
     p.open_bytes = r.f64();
     p.samples_measured = r.u64();

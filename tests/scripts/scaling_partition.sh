@@ -35,15 +35,48 @@ assert plan["loader_ranks"] == sum(g["ranks"] for g in plan["groups"]), plan
 assert plan["static"]["loader_ranks"] == 2 and plan["loader_ranks"] <= 2, plan
 PY
 # Emulated storage latency is part of a read's cost offline too, as in the
-# loaders: 20 ms per image read shows in the images' seconds per sample.
+# loaders: 20 ms per image read shows in the images' read seconds per sample,
+# not in their transform's.
 "$PLAN" profile --config "$WORK/job.ini" --samples 8 --source.images.read_delay_us=20000 --json >"$WORK/slow.json" \
   2>/dev/null
 python3 - "$WORK/slow.json" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))["sources"]
-assert p["images"]["seconds_per_sample"] >= 0.02, p["images"]
+assert p["images"]["read_seconds_per_sample"] >= 0.02, p["images"]
+assert p["images"]["transform_seconds_per_sample"] < 0.02, p["images"]
+for name, q in p.items():
+    assert abs(q["seconds_per_sample"] - q["read_seconds_per_sample"] - q["transform_seconds_per_sample"]) < 1e-12, q
 assert p["web"]["seconds_per_sample"] < 0.02, p["web"]
 PY
+# Threads shorten only transforms: at 100 steps/s of 16 samples, images (0.2
+# of the mix at step 0) read 320 samples a second of over 20 ms each, more
+# than 6.4 s per second, which only ranks, not threads, can carry (1 - 0.1
+# headroom of each): 8 ranks at least, even on 8 threads a loader.
+"$PLAN" partition --config "$WORK/job.ini" --profile "$WORK/slow.json" --steps-per-s 100 --loader.threads=8 --json \
+  >"$WORK/slow-plan.json"
+python3 - "$WORK/slow.json" "$WORK/slow-plan.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["sources"]["images"]
+plan = json.load(open(sys.argv[2]))
+reads = 100 * 16 * 0.2 * p["read_seconds_per_sample"]
+assert plan["loader_ranks"] >= reads / 0.9 >= 7, (plan["loader_ranks"], reads)
+assert plan["rate_met"] is True, plan
+assert plan["sources"]["images"]["read_seconds_per_sample"] == p["read_seconds_per_sample"], plan["sources"]["images"]
+PY
+# A profile from before reads and transforms were split loads, all of it as
+# transform, with a warning that names the fields.
+python3 - "$WORK/profile.json" "$WORK/old-profile.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for p in doc["sources"].values():
+    del p["read_seconds_per_sample"], p["transform_seconds_per_sample"]
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+"$PLAN" partition --config "$WORK/job.ini" --profile "$WORK/old-profile.json" --steps-per-s 5 --json \
+  >"$WORK/old-plan.json" 2>"$WORK/old-plan.err"
+grep -q '"rate_met":true' "$WORK/old-plan.json"
+grep -q "no read_seconds_per_sample and transform_seconds_per_sample" "$WORK/old-plan.err" \
+  || { echo "FAIL: no warning for an old profile"; cat "$WORK/old-plan.err"; exit 1; }
 ranks=$(json_field "$WORK/plan.json" loader_ranks)
 # A plan that splits the sources over the two loaders, each on two threads.
 cat >"$WORK/split.json" <<'JSON'

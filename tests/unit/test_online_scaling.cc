@@ -12,13 +12,19 @@ using msd::SourceProfile;
 
 namespace {
 
+// A measured profile whose seconds are all transform (threads spread them).
+SourceProfile transform_profile(double seconds, double bytes, double open, uint64_t measured) {
+  return SourceProfile{.transform_seconds_per_sample = seconds, .bytes_per_sample = bytes, .open_bytes = open,
+                       .samples_measured = measured};
+}
+
 // Two sources: 0 cheap text, 1 expensive images (`image_cost` x text), and
 // loaders serving `text` + `image` of them, one source each.
 ScalingInput two_sources(int text, int image, double image_cost = 20.0) {
   ScalingInput in;
   for (int i = 0; i < text; ++i) in.loaders.push_back({{0}, true});
   for (int i = 0; i < image; ++i) in.loaders.push_back({{1}, true});
-  in.profiles = {SourceProfile{0.001, 4096, 1e6, 100}, SourceProfile{0.001 * image_cost, 65536, 1e6, 100}};
+  in.profiles = {transform_profile(0.001, 4096, 1e6, 100), transform_profile(0.001 * image_cost, 65536, 1e6, 100)};
   in.weights_now = {0.9, 0.1};
   in.weights_ahead = {0.9, 0.1};
   in.backlog_steps = {0, 0};
@@ -79,7 +85,7 @@ TEST_CASE("online scaling: reactive move on a growing backlog") {
   // The profiles say the pool is balanced, yet the image loaders fall behind.
   ScalingInput in = two_sources(3, 1, 9.0);
   in.weights_now = in.weights_ahead = {0.5, 0.5};
-  in.profiles[1].seconds_per_sample = 0.0004;  // measured too low: 0.5*0.4 = 0.2 ms vs 0.5*1/3 per text loader
+  in.profiles[1].transform_seconds_per_sample = 0.0004;  // measured too low: 0.5*0.4 = 0.2 ms vs 0.5*1/3 per text loader
   CHECK(msd::plan_moves(in).empty());
   in.backlog_steps = {0.0, 4.0};
   const auto moves = msd::plan_moves(in);
@@ -131,7 +137,7 @@ TEST_CASE("online scaling: immovable loaders stay, every source keeps one") {
   ScalingInput single;
   for (uint32_t s = 0; s < 4; ++s) {
     single.loaders.push_back({{s}, true});
-    single.profiles.push_back({0.001 * (s + 1), 1, 1, 10});
+    single.profiles.push_back(transform_profile(0.001 * (s + 1), 1, 1, 10));
   }
   single.weights_now = single.weights_ahead = {0.1, 0.2, 0.3, 0.4};
   single.backlog_steps = {0, 0, 0, 5};
@@ -141,8 +147,30 @@ TEST_CASE("online scaling: immovable loaders stay, every source keeps one") {
 TEST_CASE("online scaling: unmeasured sources cost the mean of the measured") {
   ScalingInput in = two_sources(3, 1, 1.0);
   in.profiles[1].samples_measured = 0;
-  in.profiles[1].seconds_per_sample = 100.0;  // ignored until measured
+  in.profiles[1].transform_seconds_per_sample = 100.0;  // ignored until measured
   in.weights_now = in.weights_ahead = {0.75, 0.25};  // 0.25 per loader everywhere
+  CHECK(msd::plan_moves(in).empty());
+}
+
+TEST_CASE("online scaling: a loader's threads shorten its transforms, not its reads") {
+  // Four loaders of 4 threads, half the mix each: text costs 4 ms of
+  // transform, images 4 ms of read. Text loaders: 0.5 x 4 / 4 / 2 = 0.25 ms
+  // per step sample; image loaders: 0.5 x 4 / 2 = 1 ms. A text loader moved
+  // to images makes it 0.5 vs 0.67: a third less.
+  ScalingInput in = two_sources(2, 2, 1.0);
+  for (auto& loader : in.loaders) loader.threads = 4;
+  in.weights_now = in.weights_ahead = {0.5, 0.5};
+  in.profiles[0].transform_seconds_per_sample = 0.004;
+  in.profiles[1].transform_seconds_per_sample = 0.0;
+  in.profiles[1].read_seconds_per_sample = 0.004;
+  const auto moves = msd::plan_moves(in);
+  REQUIRE(moves.size() == 1);
+  CHECK(moves[0].from == 0);
+  CHECK(moves[0].to == 1);
+  // Were the images' 4 ms transform too, threads would spread both alike:
+  // the pool is balanced and nothing moves.
+  in.profiles[1].read_seconds_per_sample = 0.0;
+  in.profiles[1].transform_seconds_per_sample = 0.004;
   CHECK(msd::plan_moves(in).empty());
 }
 

@@ -1,7 +1,9 @@
 // The partitioner against brute force on small synthetic cases: no assignment
 // of sources to ranks at all meets the rate with fewer ranks, no grouping
-// uses less memory with as few, and a per-rank memory limit holds. Also the
-// schedule points, the modelled step time, the profile meter and the plan file.
+// uses less memory with as few, and a per-rank memory limit holds. A rank's
+// time is modelled as the loader runs: reads one after the other on its
+// thread, then transforms spread over its threads. Also the schedule points,
+// the modelled step time, the profile meter and the plan file.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -20,8 +22,9 @@ namespace {
 
 constexpr double kTol = 1e-9;
 
-// A random demand: n sources, `points` schedule points, loads of up to
-// `max_load` threads per source, open memory 1..100 units.
+// A random demand: n sources, `points` schedule points, up to `max_load`
+// seconds per second per source on one thread, of which a share is read
+// (none, all, or anything between), open memory 1..100 units.
 PartitionDemand random_demand(std::mt19937_64& rng, size_t n, size_t points, double max_load) {
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   PartitionDemand d;
@@ -29,7 +32,11 @@ PartitionDemand random_demand(std::mt19937_64& rng, size_t n, size_t points, dou
   for (size_t s = 0; s < n; ++s) {
     d.names.push_back("s" + std::to_string(s));
     SourceProfile p;
-    p.seconds_per_sample = max_load * (unit(rng) < 0.2 ? unit(rng) * 0.05 : unit(rng));
+    const double seconds = max_load * (unit(rng) < 0.2 ? unit(rng) * 0.05 : unit(rng));
+    const double split = unit(rng);
+    const double read_share = split < 0.3 ? 0.0 : split < 0.5 ? 1.0 : unit(rng);
+    p.read_seconds_per_sample = seconds * read_share;
+    p.transform_seconds_per_sample = seconds - p.read_seconds_per_sample;
     p.open_bytes = 1 + std::floor(unit(rng) * 100);
     // Nested shared parts, as a loader's: none, a tokenizer, a tokenizer and decoders.
     const int kind = static_cast<int>(unit(rng) * 3);
@@ -50,10 +57,20 @@ PartitionDemand random_demand(std::mt19937_64& rng, size_t n, size_t points, dou
   return d;
 }
 
-// Whether `ranks` ranks of `capacity` threads each can serve the demand with
-// any assignment: each source to any non-empty set of ranks, its load split
-// evenly over them (the planner's round-robin).
-bool any_assignment_fits(const PartitionDemand& d, uint32_t ranks, double capacity) {
+// Seconds of a rank's time per second source `s` asks for at point `p` on
+// `threads` threads, spelled out from the profile: the loader reads one
+// sample after the other on its thread, then transforms them on its threads.
+double rank_seconds(const PartitionDemand& d, size_t s, size_t p, unsigned threads) {
+  const SourceProfile& profile = d.profiles[s];
+  const double samples_per_s = d.steps_per_s[p] * d.global_batch * d.weights[p][s];
+  return samples_per_s * profile.read_seconds_per_sample + samples_per_s * profile.transform_seconds_per_sample / threads;
+}
+
+// Whether `ranks` ranks of `threads` threads, each busy at most `capacity`
+// of its time, can serve the demand with any assignment: each source to any
+// non-empty set of ranks, its load split evenly over them (the planner's
+// round-robin).
+bool any_assignment_fits(const PartitionDemand& d, uint32_t ranks, unsigned threads, double capacity) {
   const size_t n = d.profiles.size();
   const uint32_t sets = (1u << ranks) - 1;  // non-empty subsets, as masks 1..sets
   std::vector<uint32_t> chosen(n, 1);
@@ -63,7 +80,7 @@ bool any_assignment_fits(const PartitionDemand& d, uint32_t ranks, double capaci
       for (uint32_t r = 0; r < ranks && fits; ++r) {
         double load = 0;
         for (size_t s = 0; s < n; ++s)
-          if (chosen[s] >> r & 1) load += d.load(s, p) / __builtin_popcount(chosen[s]);
+          if (chosen[s] >> r & 1) load += rank_seconds(d, s, p, threads) / __builtin_popcount(chosen[s]);
         fits = load <= capacity + kTol;
       }
     if (fits) return true;
@@ -80,9 +97,9 @@ struct Best {
 };
 
 // Every set partition of the sources into groups (restricted growth strings),
-// each group on the fewest ranks that carry its peak: the best (ranks, memory),
-// groups over `max_rank_bytes` (when > 0) excluded.
-Best best_grouping(const PartitionDemand& d, double capacity, double max_rank_bytes) {
+// each group on the fewest ranks of `threads` threads that carry its peak:
+// the best (ranks, memory), groups over `max_rank_bytes` (when > 0) excluded.
+Best best_grouping(const PartitionDemand& d, unsigned threads, double capacity, double max_rank_bytes) {
   const size_t n = d.profiles.size();
   std::vector<size_t> label(n, 0);
   Best best;
@@ -95,7 +112,7 @@ Best best_grouping(const PartitionDemand& d, double capacity, double max_rank_by
         for (size_t p = 0; p < d.points.size(); ++p) {
           double load = 0;
           for (size_t i = 0; i < n; ++i)
-            if (label[i] == g) load += d.load(i, p);
+            if (label[i] == g) load += rank_seconds(d, i, p, threads);
           peak = std::max(peak, load);
         }
         double shared = 0;
@@ -128,22 +145,29 @@ TEST_CASE("partition: no assignment of sources to ranks meets the rate with fewe
   std::mt19937_64 rng(11);
   for (int round = 0; round < 60; ++round) {
     const size_t n = 2 + round % 3;
-    const PartitionDemand d = random_demand(rng, n, 1 + round % 3, 1.6);
+    const PartitionDemand d = random_demand(rng, n, 1 + round % 3, 3.0);
     PartitionOptions options;
     options.max_threads = 1 + round % 2;
     options.headroom = round % 4 == 0 ? 0.2 : 0.0;
-    const double capacity = options.max_threads * (1 - options.headroom);
+    const double capacity = 1 - options.headroom;
     const PartitionPlan plan = partition(d, options);
     INFO("round " << round << ": " << plan.loader_ranks << " ranks");
     CHECK(plan.rate_met);
     CHECK(plan.exact);
     // The plan itself is an assignment that fits; one rank fewer, none does.
-    CHECK(any_assignment_fits(d, plan.loader_ranks, capacity));
-    if (plan.loader_ranks > 1) CHECK_FALSE(any_assignment_fits(d, plan.loader_ranks - 1, capacity));
-    // Every group meets its peak with the threads it was given.
+    CHECK(any_assignment_fits(d, plan.loader_ranks, options.max_threads, capacity));
+    if (plan.loader_ranks > 1) CHECK_FALSE(any_assignment_fits(d, plan.loader_ranks - 1, options.max_threads, capacity));
+    // Every group meets its peak with the threads it was given, and with one
+    // thread fewer it would not.
     for (const LoaderGroup& g : plan.groups) {
       CHECK(g.threads <= options.max_threads);
-      CHECK(g.ranks * g.threads * (1 - options.headroom) >= g.peak_load - kTol);
+      for (size_t p = 0; p < d.points.size(); ++p) {
+        double load = 0;
+        for (uint32_t s : g.sources) load += rank_seconds(d, s, p, g.threads);
+        CHECK(g.ranks * capacity >= load - kTol);
+      }
+      CHECK(g.peak_load == Approx(g.peak_on(g.threads)));
+      if (g.threads > 1) CHECK(g.peak_on(g.threads - 1) > g.ranks * capacity);
     }
   }
 }
@@ -152,7 +176,7 @@ TEST_CASE("partition: the least memory among groupings with the fewest ranks, wi
   std::mt19937_64 rng(12);
   for (int round = 0; round < 80; ++round) {
     const size_t n = 2 + round % 5;
-    const PartitionDemand d = random_demand(rng, n, 1 + round % 4, 0.9);
+    const PartitionDemand d = random_demand(rng, n, 1 + round % 4, 2.0);
     PartitionOptions options;
     options.max_threads = 1 + round % 3;
     options.headroom = 0.1;
@@ -161,7 +185,7 @@ TEST_CASE("partition: the least memory among groupings with the fewest ranks, wi
     for (const auto& p : d.profiles) largest = std::max(largest, p.open_bytes);
     options.max_rank_bytes = limited ? largest * 1.5 : 0;
     const PartitionPlan plan = partition(d, options);
-    const Best best = best_grouping(d, options.max_threads * 0.9, options.max_rank_bytes);
+    const Best best = best_grouping(d, options.max_threads, 0.9, options.max_rank_bytes);
     INFO("round " << round << ": plan " << plan.loader_ranks << " ranks, " << plan.memory_bytes << " bytes; best "
                   << best.ranks << ", " << best.bytes);
     CHECK(plan.loader_ranks == best.ranks);
@@ -182,7 +206,7 @@ TEST_CASE("partition: sources whose peaks come at different points share a rank"
   PartitionDemand d;
   d.names = {"text", "images"};
   d.profiles.resize(2);
-  d.profiles[0].seconds_per_sample = d.profiles[1].seconds_per_sample = 0.1;
+  d.profiles[0].transform_seconds_per_sample = d.profiles[1].transform_seconds_per_sample = 0.1;
   d.profiles[0].open_bytes = d.profiles[1].open_bytes = 1;
   d.global_batch = 8;
   d.points = {0, 100};
@@ -211,8 +235,8 @@ TEST_CASE("partition: a heavy source gets several ranks and threads up to loader
   PartitionDemand d;
   d.names = {"images", "web"};
   d.profiles.resize(2);
-  d.profiles[0].seconds_per_sample = 0.01;
-  d.profiles[1].seconds_per_sample = 0.0001;
+  d.profiles[0].transform_seconds_per_sample = 0.01;
+  d.profiles[1].transform_seconds_per_sample = 0.0001;
   d.profiles[0].open_bytes = 10;
   d.profiles[1].open_bytes = 1;
   d.global_batch = 1000;
@@ -238,6 +262,52 @@ TEST_CASE("partition: a heavy source gets several ranks and threads up to loader
   CHECK(more.groups[0].threads == 2);  // ceil(5.05 / 5) = 2
 }
 
+TEST_CASE("partition: threads shorten transforms, not reads: a read-bound source needs more ranks") {
+  // 400 image samples per second, each 8 ms of read (storage latency) and 2
+  // ms of transform, on loaders of 4 threads with 10% headroom. Counting all
+  // 10 ms as spread over the threads (4 thread-seconds per second on ranks
+  // of 3.6) asked for 2 ranks; a rank reads one sample after the other, so
+  // each carries 0.9 / (8 + 2/4 ms) = 106 samples/s and it takes 4.
+  PartitionDemand d;
+  d.names = {"images"};
+  d.profiles.resize(1);
+  d.profiles[0].read_seconds_per_sample = 0.008;
+  d.profiles[0].transform_seconds_per_sample = 0.002;
+  d.profiles[0].open_bytes = 1;
+  d.global_batch = 100;
+  d.points = {0};
+  d.weights = {{1.0}};
+  d.steps_per_s = {4.0};
+  PartitionOptions options;
+  options.max_threads = 4;
+  const PartitionPlan plan = partition(d, options);
+  CHECK(plan.loader_ranks == 4);
+  CHECK(plan.rate_met);
+  REQUIRE(plan.groups.size() == 1);
+  // 400 x (8 + 2 / t) ms <= 4 x 0.9 s: t = 2 threads do; more shorten only the transform.
+  CHECK(plan.groups[0].threads == 2);
+  CHECK(plan.groups[0].peak_load == Approx(400 * 0.009));
+  CHECK(plan.worst_margin == Approx(4 / 3.6 - 1));
+  // What the old model planned (2 ranks of 4 threads) misses the rate by far.
+  PartitionPlan old = plan;
+  old.groups[0].ranks = 2;
+  old.groups[0].threads = 4;
+  evaluate(old, d, options, false);
+  CHECK_FALSE(old.rate_met);
+  CHECK(old.worst_margin == Approx(2 / 3.4 - 1));
+  // The same 10 ms all transform: threads spread it, 2 ranks do.
+  d.profiles[0].read_seconds_per_sample = 0.0;
+  d.profiles[0].transform_seconds_per_sample = 0.010;
+  CHECK(partition(d, options).loader_ranks == 2);
+  // On one thread the split does not matter: 4 s per second either way, 5 ranks.
+  options.max_threads = 1;
+  const uint32_t transform_bound = partition(d, options).loader_ranks;
+  d.profiles[0].read_seconds_per_sample = 0.008;
+  d.profiles[0].transform_seconds_per_sample = 0.002;
+  CHECK(partition(d, options).loader_ranks == transform_bound);
+  CHECK(transform_bound == 5);
+}
+
 TEST_CASE("partition: a source over the per-rank memory limit is an error naming the option") {
   std::mt19937_64 rng(3);
   PartitionDemand d = random_demand(rng, 3, 2, 0.5);
@@ -261,10 +331,10 @@ TEST_CASE("partition: 16 sources searched exhaustively, 128 by greedy merging th
     double total_peak = 0;
     for (size_t p = 0; p < d.points.size(); ++p) {
       double load = 0;
-      for (size_t s = 0; s < n; ++s) load += d.load(s, p);
+      for (size_t s = 0; s < n; ++s) load += rank_seconds(d, s, p, 2);
       total_peak = std::max(total_peak, load);
     }
-    const double bound = std::max(1.0, std::ceil(total_peak / (2 * 0.9) - kTol));
+    const double bound = std::max(1.0, std::ceil(total_peak / 0.9 - kTol));
     CHECK(plan.loader_ranks >= bound);
     if (plan.exact) CHECK(plan.loader_ranks == bound);  // one group reaches the bound
   }
@@ -344,21 +414,25 @@ TEST_CASE("make_demand: the device model's rate, or the one given") {
 
 TEST_CASE("ProfileMeter: the plain mean up to the horizon, then an exponential moving average") {
   ProfileMeter meter(2, 4);
-  meter.add(1, 1, 1.0, 100, 10);
-  meter.add(1, 1, 3.0, 300, 30);
-  CHECK(meter.profiles()[1].seconds_per_sample == Approx(2.0));
+  meter.add(1, 1, 0.25, 0.75, 100, 10);
+  meter.add(1, 1, 0.75, 2.25, 300, 30);
+  CHECK(meter.profiles()[1].read_seconds_per_sample == Approx(0.5));
+  CHECK(meter.profiles()[1].transform_seconds_per_sample == Approx(1.5));
+  CHECK(meter.profiles()[1].seconds_per_sample() == Approx(2.0));
+  CHECK(meter.profiles()[1].seconds_on(3) == Approx(0.5 + 0.5));
   CHECK(meter.profiles()[1].bytes_per_sample == Approx(200));
-  meter.add(1, 2, 8.0, 0, 0);  // mean 4 s over 4 samples: (1 + 3 + 4 + 4) / 4
-  CHECK(meter.profiles()[1].seconds_per_sample == Approx(3.0));
-  meter.add(1, 2, 2.0, 0, 0);  // past the horizon: moves 2/4 of the way to 1
-  CHECK(meter.profiles()[1].seconds_per_sample == Approx(2.0));
+  meter.add(1, 2, 2.0, 6.0, 0, 0);  // mean 4 s over 4 samples: (1 + 3 + 4 + 4) / 4
+  CHECK(meter.profiles()[1].seconds_per_sample() == Approx(3.0));
+  meter.add(1, 2, 0.0, 2.0, 0, 0);  // past the horizon: moves 2/4 of the way to 1
+  CHECK(meter.profiles()[1].seconds_per_sample() == Approx(2.0));
+  CHECK(meter.profiles()[1].read_seconds_per_sample == Approx(0.375));  // (0.75 + 0) / 2
   CHECK(meter.profiles()[1].samples_measured == 6);
   CHECK(meter.profiles()[0].samples_measured == 0);
   meter.set_open_bytes(0, 42);
   CHECK(meter.profiles()[0].open_bytes == 42);
-  // Per thread: the read, plus the transform's wall time on every thread it could use.
-  CHECK(per_thread_seconds(0.5, 1.0, 4, 16) == Approx(4.5));
-  CHECK(per_thread_seconds(0.5, 1.0, 4, 2) == Approx(2.5));
+  // A transform's wall time charged to every thread it could use.
+  CHECK(transform_thread_seconds(1.0, 4, 16) == Approx(4.0));
+  CHECK(transform_thread_seconds(1.0, 4, 2) == Approx(2.0));
 }
 
 TEST_CASE("plan file: what msd-plan partition writes, msd-run reads") {
@@ -370,8 +444,9 @@ TEST_CASE("plan file: what msd-plan partition writes, msd-run reads") {
   PartitionDemand d;
   d.names = {"s0", "s1", "s2"};
   d.profiles.resize(3);
-  for (auto& p : d.profiles) p.seconds_per_sample = 0.01, p.open_bytes = 5;
-  d.profiles[2].seconds_per_sample = 0.5;
+  for (auto& p : d.profiles) p.transform_seconds_per_sample = 0.01, p.open_bytes = 5;
+  d.profiles[2].read_seconds_per_sample = 0.3;
+  d.profiles[2].transform_seconds_per_sample = 0.2;
   d.global_batch = 4;
   d.points = {0};
   d.weights = {{0.3, 0.3, 0.4}};
@@ -385,8 +460,20 @@ TEST_CASE("plan file: what msd-plan partition writes, msd-run reads") {
     CHECK(read.groups[g].sources == plan.groups[g].sources);
     CHECK(read.groups[g].ranks == plan.groups[g].ranks);
     CHECK(read.groups[g].threads == plan.groups[g].threads);
+    CHECK(read.groups[g].read_load == plan.groups[g].read_load);
+    CHECK(read.groups[g].transform_load == plan.groups[g].transform_load);
   }
   CHECK(read.loader_ranks == plan.loader_ranks);
+  // A plan written before the loads were split into read and transform:
+  // its peak_load (threads busy) counts as transform.
+  const std::string older =
+      R"({"groups": [{"sources": ["s0", "s1", "s2"], "ranks": 1, "threads": 1, "peak_load": 0.75}]})";
+  const PartitionPlan old = parse_plan_json(older, c, "topology.partition_plan", "the plan");
+  CHECK(old.groups[0].read_load == std::vector<double>{0.0});
+  CHECK(old.groups[0].transform_load == std::vector<double>{0.75});
+  CHECK_THROWS_WITH(parse_plan_json(R"({"groups": [{"sources": ["s0", "s1", "s2"], "ranks": 1, "threads": 1,
+                                       "read_load": [0.1]}]})", c, "topology.partition_plan", "the plan"),
+                    Catch::StartsWith("topology.partition_plan: the plan, group 0: 'transform_load' is missing"));
   fit_to_loaders(read, c);
   CHECK(read.loader_ranks == 3);
   c.topology.loaders = 0;
@@ -404,7 +491,7 @@ TEST_CASE("partition: a rank holds the shared tokenizer and decoders once") {
   d.profiles.resize(4);
   const double own[] = {10, 20, 30, 5}, shared[] = {100, 100, 300, 0};  // images: tokenizer 100 + decoders 200
   for (size_t s = 0; s < 4; ++s) {
-    d.profiles[s].seconds_per_sample = 0.001;
+    d.profiles[s].transform_seconds_per_sample = 0.001;
     d.profiles[s].open_bytes = own[s] + shared[s];
     d.profiles[s].shared_bytes = shared[s];
   }

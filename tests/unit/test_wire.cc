@@ -94,7 +94,8 @@ TEST_CASE("sample metadata carries the loader's status") {
 TEST_CASE("profile round trip, little-endian, and its truncation") {
   ProfileMessage m;
   SourceProfile p;
-  p.seconds_per_sample = 1.5e-4;
+  p.read_seconds_per_sample = 1.5e-4;
+  p.transform_seconds_per_sample = 2.5e-5;
   p.bytes_per_sample = 2048.25;
   p.open_bytes = 1 << 20;
   p.samples_measured = 0x0102030405060708ULL;
@@ -103,14 +104,15 @@ TEST_CASE("profile round trip, little-endian, and its truncation") {
   p.patches_per_sample = 640.25;
   m.sources = {{3, p}, {0, SourceProfile{}}};
   const auto bytes = encode(m);
-  REQUIRE(bytes.size() == 1 + 4 + 2 * 60);
+  REQUIRE(bytes.size() == 1 + 4 + 2 * 68);
   CHECK(bytes[1] == 2);  // count, low byte first
   CHECK(bytes[5] == 3);  // first source id
-  CHECK(bytes[5 + 4 + 24] == 0x08);  // samples_measured, low byte first
+  CHECK(bytes[5 + 4 + 32] == 0x08);  // samples_measured, low byte first
   const ProfileMessage back = decode_profile(bytes);
   REQUIRE(back.sources.size() == 2);
   CHECK(back.sources[0].first == 3);
-  CHECK(back.sources[0].second.seconds_per_sample == p.seconds_per_sample);
+  CHECK(back.sources[0].second.read_seconds_per_sample == p.read_seconds_per_sample);
+  CHECK(back.sources[0].second.transform_seconds_per_sample == p.transform_seconds_per_sample);
   CHECK(back.sources[0].second.bytes_per_sample == p.bytes_per_sample);
   CHECK(back.sources[0].second.open_bytes == p.open_bytes);
   CHECK(back.sources[0].second.samples_measured == p.samples_measured);
