@@ -281,6 +281,11 @@ FanoutReport run_fanout_bench(const FanoutOptions& options) {
   report.cpu_ms = fit_fanout(groups, clients, cpu);
   report.handling_cpu_ms = fit_fanout(groups, clients, handling);
   report.messages = fit_fanout(groups, clients, messages);
+  const auto largest = std::max_element(report.rows.begin(), report.rows.end(),
+                                        [](const FanoutRow& x, const FanoutRow& y) { return x.groups < y.groups; });
+  report.factor_groups = largest->groups;
+  const double alone = placement_cpu_ms(options, largest->groups, 7, false);
+  if (alone > 0) report.placement_in_run_factor = largest->placement_cpu_ms_per_step / alone;
   for (int t : options.extrapolate_tps) {
     FanoutPoint p;
     p.gpus = options.gpus;
@@ -292,7 +297,9 @@ FanoutReport run_fanout_bench(const FanoutOptions& options) {
     p.placement_with_bound_cpu_ms_per_step = placement_cpu_ms(options, p.groups, 7, true);
     p.cpu_ms_per_step = p.handling_cpu_ms_per_step + p.placement_cpu_ms_per_step;
     p.messages_per_step = report.messages.at(p.groups, p.gpus);
-    p.meets_target = p.cpu_ms_per_step <= options.target_ms;
+    p.in_run_cpu_ms_per_step =
+        p.handling_cpu_ms_per_step + p.placement_cpu_ms_per_step * report.placement_in_run_factor;
+    p.meets_target = std::max(p.cpu_ms_per_step, p.in_run_cpu_ms_per_step) <= options.target_ms;
     report.extrapolated.push_back(p);
   }
   return report;
@@ -317,6 +324,8 @@ std::string fanout_json(const FanoutReport& report) {
   w.value("planner_cpus", report.planner_cpus);
   w.value("other_cpus", report.other_cpus);
   w.value("repeats", report.repeats);
+  w.value("placement_in_run_factor", report.placement_in_run_factor);
+  w.value("factor_groups", report.factor_groups);
   w.begin_array("rows");
   for (const FanoutRow& row : report.rows)
     w.begin_object()
@@ -349,6 +358,7 @@ std::string fanout_json(const FanoutReport& report) {
         .value("placement_with_bound_cpu_ms_per_step", p.placement_with_bound_cpu_ms_per_step)
         .value("cpu_ms_per_step", p.cpu_ms_per_step)
         .value("linear_cpu_ms_per_step", p.linear_cpu_ms_per_step)
+        .value("in_run_cpu_ms_per_step", p.in_run_cpu_ms_per_step)
         .value("messages_per_step", p.messages_per_step)
         .value("meets_target", p.meets_target)
         .end_object();
@@ -387,12 +397,18 @@ std::string fanout_text(const FanoutReport& report) {
   std::snprintf(line, sizeof line, "  fit: messages/step = %.2f + %.3f x groups + %.3f x clients\n", m.base,
                 m.per_group, m.per_client);
   out += line;
+  std::snprintf(line, sizeof line,
+                "  placement in the runs: %.2fx pack_step's measured alone (at %d groups, the largest row)\n",
+                report.placement_in_run_factor, report.factor_groups);
+  out += line;
   for (const FanoutPoint& p : report.extrapolated) {
     std::snprintf(line, sizeof line,
                   "  at %d GPUs, tp %d (%d groups): %.2f ms CPU per step = handling %.2f (fit) + placement %.2f "
-                  "(measured; %.2f with the lower bound); linear fit %.2f; %.0f messages (target %.0f ms: %s)\n",
+                  "(measured; %.2f with the lower bound); %.2f with the placement slowed as in the runs; linear fit "
+                  "%.2f; %.0f messages (target %.0f ms: %s)\n",
                   p.gpus, p.tp, p.groups, p.cpu_ms_per_step, p.handling_cpu_ms_per_step, p.placement_cpu_ms_per_step,
-                  p.placement_with_bound_cpu_ms_per_step, p.linear_cpu_ms_per_step, p.messages_per_step, report.target_ms, p.meets_target ? "met" : "missed");
+                  p.placement_with_bound_cpu_ms_per_step, p.in_run_cpu_ms_per_step, p.linear_cpu_ms_per_step,
+                  p.messages_per_step, report.target_ms, p.meets_target ? "met" : "missed");
     out += line;
   }
   return out;
