@@ -26,8 +26,11 @@ TEST_CASE("the anonymous and shared memory peak counts touched pages and never d
   }
   const uint64_t after_anonymous = msd::peak_anon_shmem_bytes();
   CHECK(after_anonymous >= start + kBlockBytes);
-  msd::sample_anon_shmem(true);  // the block is freed (unmapped): the peak stays
-  CHECK(msd::peak_anon_shmem_bytes() == after_anonymous);
+  // The block is freed (unmapped, here; an allocator that keeps freed
+  // memory, as AddressSanitizer's quarantine does, keeps it resident): the
+  // peak stays at least where it was, though the process now holds less.
+  msd::sample_anon_shmem(true);
+  CHECK(msd::peak_anon_shmem_bytes() >= after_anonymous);
 
   // Shared memory, as an MPI_Win_allocate_shared segment is, counts only
   // once touched: mapped and untouched it adds nothing.
