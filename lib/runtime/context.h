@@ -63,10 +63,9 @@ struct JobContext {
   void send_to_planner(int tag, std::span<const uint8_t> bytes, std::string_view hint) const {
     send_bytes(to_planner.get(), planner_in_to_planner, tag, bytes, hint);
   }
-  // On the planner: the next message of `tag` (any) from anyone, its source
-  // a world rank.
-  std::optional<Message> try_receive_at_planner(std::string_view hint, int tag = MPI_ANY_TAG) const {
-    auto message = try_receive(to_planner.get(), MPI_ANY_SOURCE, tag, hint);
+  // On the planner: the next message from anyone, its source a world rank.
+  std::optional<Message> try_receive_at_planner(std::string_view hint) const {
+    auto message = try_receive(to_planner.get(), MPI_ANY_SOURCE, MPI_ANY_TAG, hint);
     if (message) message->source = to_planner_world.at(static_cast<size_t>(message->source));
     return message;
   }

@@ -202,10 +202,14 @@ struct RoleTotals {
   uint64_t mem_planner = 0, mem_loader_max = 0, mem_client_max = 0, mem_loader_total = 0, mem_client_total = 0;
   uint64_t loaded = 0, window_peak = 0, state_bytes = 0, open_sources = 0;
   int clients = 0;
-  uint64_t grown[3] = {0, 0, 0};  // peak RSS over start-up, by Role
-  uint64_t loader_memory = 0;
-  uint64_t rank_memory[3] = {0, 0, 0};  // peak RssAnon + RssShmem, start-up included, by Role
-  uint64_t loader_rank_memory = 0;
+  // A memory figure by Role, and its total where the loader state lives:
+  // planner + loaders (disaggregated), or every client (colocated).
+  struct ByRole {
+    uint64_t role[3] = {0, 0, 0};
+    uint64_t total = 0;
+  };
+  ByRole grown;        // peak RSS over start-up
+  ByRole rank_memory;  // peak RssAnon + RssShmem, start-up included
 };
 
 RoleTotals role_totals(const JobContext& job, const std::vector<RoleStats>& all) {
@@ -234,22 +238,17 @@ RoleTotals role_totals(const JobContext& job, const std::vector<RoleStats>& all)
         break;
     }
   }
-  // Loader memory (docs/summary.md): what each rank grew by after start-up.
-  // The loader state lives in the planner and loaders (disaggregated) or in
-  // every client (colocated).
-  for (const RoleStats& s : all)
-    if (s.role >= 0 && s.role < 3)
-      r.grown[s.role] += s.peak_rss_bytes > s.startup_rss_bytes ? s.peak_rss_bytes - s.startup_rss_bytes : 0;
-  r.loader_memory = job.layout.colocated
-                        ? r.grown[static_cast<int>(Role::client)]
-                        : r.grown[static_cast<int>(Role::planner)] + r.grown[static_cast<int>(Role::loader)];
-  // The same ranks' whole memory but file-backed pages: what a rank fewer
-  // gives back to the node, which the growth above leaves out.
-  for (const RoleStats& s : all)
-    if (s.role >= 0 && s.role < 3) r.rank_memory[s.role] += s.peak_anon_shmem_bytes;
-  r.loader_rank_memory = job.layout.colocated ? r.rank_memory[static_cast<int>(Role::client)]
-                                              : r.rank_memory[static_cast<int>(Role::planner)] +
-                                                    r.rank_memory[static_cast<int>(Role::loader)];
+  // Loader memory (docs/summary.md): what each rank grew by after start-up;
+  // rank memory: the same ranks' whole memory but file-backed pages, what a
+  // rank fewer gives back to the node, which the growth leaves out.
+  for (const RoleStats& s : all) {
+    if (s.role < 0 || s.role >= 3) continue;
+    r.grown.role[s.role] += s.peak_rss_bytes > s.startup_rss_bytes ? s.peak_rss_bytes - s.startup_rss_bytes : 0;
+    r.rank_memory.role[s.role] += s.peak_anon_shmem_bytes;
+  }
+  for (RoleTotals::ByRole* m : {&r.grown, &r.rank_memory})
+    m->total = job.layout.colocated ? m->role[static_cast<int>(Role::client)]
+                                    : m->role[static_cast<int>(Role::planner)] + m->role[static_cast<int>(Role::loader)];
   return r;
 }
 
@@ -482,18 +481,14 @@ void write_resources_json(JsonWriter& w, const Report& r) {
       .value("loader_total", roles.mem_loader_total)
       .value("client_total", roles.mem_client_total)
       .end_object();
-  w.begin_object("loader_memory_bytes")
-      .value("planner", roles.grown[static_cast<int>(Role::planner)])
-      .value("loader", roles.grown[static_cast<int>(Role::loader)])
-      .value("client", roles.grown[static_cast<int>(Role::client)])
-      .value("total", roles.loader_memory)
-      .end_object();
-  w.begin_object("loader_rank_memory_bytes")
-      .value("planner", roles.rank_memory[static_cast<int>(Role::planner)])
-      .value("loader", roles.rank_memory[static_cast<int>(Role::loader)])
-      .value("client", roles.rank_memory[static_cast<int>(Role::client)])
-      .value("total", roles.loader_rank_memory)
-      .end_object();
+  for (const auto& [key, m] : {std::pair{"loader_memory_bytes", &roles.grown},
+                                std::pair{"loader_rank_memory_bytes", &roles.rank_memory}})
+    w.begin_object(key)
+        .value("planner", m->role[static_cast<int>(Role::planner)])
+        .value("loader", m->role[static_cast<int>(Role::loader)])
+        .value("client", m->role[static_cast<int>(Role::client)])
+        .value("total", m->total)
+        .end_object();
   const Traffic& traffic = r.traffic;
   w.begin_array("bytes_fetched");
   for (uint64_t b : traffic.step_fetched) w.value("", b);
@@ -615,10 +610,10 @@ std::string data_text(const Report& r) {
   else
     text += "  peak memory: planner " + format_bytes(roles.mem_planner) + ", loader " +
             format_bytes(roles.mem_loader_max) + " (max), client " + format_bytes(roles.mem_client_max) + " (max)\n";
-  text += "  loader memory (peak RSS over start-up): " + format_bytes(roles.loader_memory) +
+  text += "  loader memory (peak RSS over start-up): " + format_bytes(roles.grown.total) +
           (colocated ? " over all clients\n" : " (planner and loaders)\n");
   text += "  loader rank memory (peak anonymous + shared memory, start-up included): " +
-          format_bytes(roles.loader_rank_memory) + (colocated ? " over all clients\n" : " (planner and loaders)\n");
+          format_bytes(roles.rank_memory.total) + (colocated ? " over all clients\n" : " (planner and loaders)\n");
   text += line("  sample bytes per step fetched/needed over clients: %.3f\n", r.traffic.redundancy);
   if (!r.input.profiles.empty())
     text += "  source profiles (loaders' moving averages; read on the loader's thread + transform on one thread):\n";
