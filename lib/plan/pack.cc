@@ -380,18 +380,17 @@ std::vector<BucketSequences> pieces_first(const std::vector<PlacedPiece>& pieces
   for (const PlacedPiece& p : pieces) total += p.piece.length;
   const uint64_t sequences = std::max<uint64_t>(1, (total + options.seq_len - 1) / options.seq_len);
   const uint64_t slots = (sequences + options.dp - 1) / options.dp;
-  const std::vector<PlacedPiece>& ordered = pieces;
-  std::vector<double> weights(ordered.size());
-  std::vector<uint64_t> sizes(ordered.size());
-  for (size_t i = 0; i < ordered.size(); ++i) {
-    weights[i] = by_positions ? ordered[i].piece.length : ordered[i].cost;
-    sizes[i] = ordered[i].piece.length;
+  std::vector<double> weights(pieces.size());
+  std::vector<uint64_t> sizes(pieces.size());
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    weights[i] = by_positions ? pieces[i].piece.length : pieces[i].cost;
+    sizes[i] = pieces[i].piece.length;
   }
   const uint64_t room = by_positions ? capacity : std::min(capacity, slots * options.seq_len);
   const BalanceMethod method = by_positions ? BalanceMethod::tokens : options.balance;
   std::vector<size_t> offsets;
   std::vector<PlacedPiece> grouped =
-      group(ordered, balance_within(weights, sizes, room, options.dp, method), options.dp, offsets);
+      group(pieces, balance_within(weights, sizes, room, options.dp, method), options.dp, offsets);
   std::vector<BucketSequences> buckets(options.dp);
   std::vector<uint32_t> scratch;
   for (uint32_t b = 0; b < options.dp; ++b) {
