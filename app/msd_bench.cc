@@ -216,7 +216,7 @@ int sweep_main(int argc, char** argv) {
   msd::bench::SweepOptions options;
   bool json = false;
   std::string seq_lens = "4096,8192,16384,32768,65536", dps = "8,16,32,64,128,256,512", pps = "1,4";
-  std::string mixes = "longtail_text,text_image,demo", csv, plot;
+  std::string mixes = "longtail_text,text_image,demo", csv, plot, cost_model = "calibrated";
   po::options_description described(
       "Usage: msd-bench sweep [options]\n\n"
       "The gain at scale without MPI (docs/evaluation.md): for every seq_len x dp x mix x\n"
@@ -244,6 +244,9 @@ int sweep_main(int argc, char** argv) {
       ("vision", po::value(&options.compare.vision_preset)->default_value(options.compare.vision_preset),
        "vision tower preset, or none")
       ("device", po::value(&options.compare.device_preset)->default_value(options.compare.device_preset), "GPU preset")
+      ("cost-model", po::value(&cost_model)->default_value(cost_model),
+       "the planner's cost, calibrated (fitted per row to probe micro-batches timed on the device model) or "
+       "analytic (6*hidden)")
       ("csv", po::value(&csv), "also write the rows as CSV to this file")
       ("plot", po::value(&plot), "also draw the rows as a PNG (tools/plot_sweep.py, /usr/bin/python3 + matplotlib)")
       ("json", po::bool_switch(&json), "print one JSON object instead of text");
@@ -252,6 +255,7 @@ int sweep_main(int argc, char** argv) {
   options.dps = number_list<uint32_t>(dps, "--dps");
   options.pps = number_list<uint32_t>(pps, "--pps");
   options.mixes = parse_list<std::string>(mixes, [](const std::string& item) { return item; });
+  options.compare.calibrate = msd::parse_cost_model(cost_model, "--cost-model");
   const msd::bench::SweepReport report = msd::bench::run_sweep(options);
   if (!csv.empty() || !plot.empty()) msd::bench::write_sweep_files(report, csv, plot);
   if (json) {

@@ -160,7 +160,7 @@ int partition_main(int argc, char** argv) {
 int simulate_main(int argc, char** argv) {
   msd::SimulateOptions options;
   msd::CompareOptions compare;
-  std::string command, methods, long_docs = "split";
+  std::string command, methods, long_docs = "split", cost_model = "calibrated";
   po::options_description described(
       "Usage: msd-plan simulate [options]\n"
       "(other commands: msd-plan profile --help, msd-plan partition --help)\n\n"
@@ -173,7 +173,10 @@ int simulate_main(int argc, char** argv) {
       "With --compare: every training mode (colocated_samples, colocated_tokens,\n"
       "msd_tokens, msd_greedy, msd_kk) places the same steps and the device model\n"
       "(--model, --vision, --device) times them: tokens/s, padding, DP and micro-batch\n"
-      "max/mean, bubbles, and msd's speedups over the baselines. docs/evaluation.md.\n\n"
+      "max/mean, bubbles, and msd's speedups over the baselines. The planner's cost\n"
+      "model is calibrated first (--cost-model): its a and vision_scale are fitted to\n"
+      "probe micro-batches timed on the device model, as one profiles a GPU before a\n"
+      "run. docs/evaluation.md.\n\n"
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")
@@ -203,6 +206,8 @@ int simulate_main(int argc, char** argv) {
       ("vision", po::value(&compare.vision_preset)->default_value(compare.vision_preset),
        "--compare: vision tower preset for image patches (vit-l), or none")
       ("device", po::value(&compare.device_preset)->default_value(compare.device_preset), "--compare: GPU preset (h100, h200)")
+      ("cost-model", po::value(&cost_model)->default_value(cost_model),
+       "--compare: the planner's cost, calibrated (fitted to the device's times) or analytic (--cost-a, or 6*hidden)")
       ("json", "print the report as JSON");
   po::positional_options_description positional;
   positional.add("command", 1);
@@ -231,6 +236,7 @@ int simulate_main(int argc, char** argv) {
         begin = comma + 1;
       }
     }
+    compare.calibrate = msd::parse_cost_model(cost_model, "--cost-model");
     if (values.count("compare")) {
       const msd::CompareReport report = msd::compare_modes(options, compare);
       if (values.count("json"))

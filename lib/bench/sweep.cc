@@ -41,7 +41,8 @@ SweepRow run_row(const SweepOptions& options, uint32_t seq_len, uint32_t dp, uin
   CompareOptions compare = options.compare;
   compare.modes = {TrainingMode::colocated_samples, TrainingMode::colocated_tokens, TrainingMode::msd_greedy};
   const CompareReport report = compare_modes(sim, compare);
-  SweepRow row{seq_len, dp, pp, mix.name, {}, report.modes.back().dp_max_over_mean, {}, {}};
+  SweepRow row{seq_len, dp, pp, mix.name, {}, report.modes.back().dp_max_over_mean, {}, {}, report.cost,
+               report.calibration};
   for (TrainingMode baseline : kBaselines)
     row.speedup[training_mode_name(baseline)] = speedup(report, TrainingMode::msd_greedy, baseline);
   for (const ModeEvaluation& e : report.modes) {
@@ -49,6 +50,28 @@ SweepRow run_row(const SweepOptions& options, uint32_t seq_len, uint32_t dp, uin
     row.padding_fraction[training_mode_name(e.mode)] = e.padding_fraction;
   }
   return row;
+}
+
+// The planner's cost over the rows: analytic, or calibrated with the range
+// of fitted a and the worst fit.
+std::string cost_model_summary(const SweepReport& report) {
+  if (report.rows.empty()) return "";
+  double a_min = report.rows[0].cost.a, a_max = a_min, r2 = 1.0, error = 0.0;
+  for (const SweepRow& row : report.rows) {
+    a_min = std::min(a_min, row.cost.a);
+    a_max = std::max(a_max, row.cost.a);
+    r2 = std::min(r2, row.calibration.r_squared);
+    error = std::max(error, row.calibration.max_relative_error);
+  }
+  char line[256];
+  if (report.rows[0].calibration.probes == 0)
+    std::snprintf(line, sizeof line, "  planner cost: analytic, a = %.0f", a_min);
+  else
+    std::snprintf(line, sizeof line,
+                  "  planner cost: calibrated per row on probe micro-batches timed on the device model: a = %.0f..%.0f "
+                  "(fit R^2 >= %.4f, largest error %.1f%%)",
+                  a_min, a_max, r2, 100 * error);
+  return line;
 }
 
 }  // namespace
@@ -105,6 +128,7 @@ std::string sweep_json(const SweepReport& report) {
       for (const auto& [mode, x] : *values) w.value(mode, x);
       w.end_object();
     }
+    write_cost_model(w, row.cost, row.calibration);
     w.end_object();
   }
   w.end_array();
@@ -139,7 +163,7 @@ void write_sweep_text(const SweepReport& report, std::ostream& out) {
   char line[256];
   out << "msd-bench sweep: msd_greedy's tokens/s over each baseline's, on the device model (" << o.compare.model_preset
       << " on " << o.compare.device_preset << ", tp " << o.tp << ", " << o.samples_per_gpu
-      << " samples per DP rank, " << o.steps << " steps per row)\n";
+      << " samples per DP rank, " << o.steps << " steps per row)\n" << cost_model_summary(report) << '\n';
   std::snprintf(line, sizeof line, "  %8s %5s %3s %-14s %18s %18s\n", "seq_len", "dp", "pp", "mix",
                 "/colocated_samples", "/colocated_tokens");
   out << line;

@@ -46,6 +46,8 @@ struct SweepRow {
   // name): a baseline's DP max/mean is about the most that balancing alone
   // can win over it.
   std::map<std::string, double> dp_max_over_mean, padding_fraction;
+  CostModel cost;           // the planner's in this row (calibrated per row unless --cost-model analytic)
+  Calibration calibration;  // probes == 0: analytic
 };
 
 struct SweepReport {

@@ -1097,6 +1097,8 @@ PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& option
   BudgetEnforcer enforcer(docs, options, cost);
   bool exceeded = false;
   const bool binding = enforcer.apply(step.buckets, budget, exceeded);
+  if (options.pp > 1)
+    for (BucketPlan& bucket : step.buckets) order_for_pipeline(bucket.micro_batches);
   std::vector<uint32_t> lengths;
   if (binding) costs.clear();  // pieces were cut: the bounds are over the pieces placed
   for (BucketPlan& bucket : step.buckets) {
@@ -1139,6 +1141,16 @@ PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& option
   }
   step.stats.max_over_bound = step.stats.bound_cost > 0.0 ? step.stats.max_cost / step.stats.bound_cost : 1.0;
   return step;
+}
+
+void order_for_pipeline(std::vector<MicroBatchPlan>& micro_batches) {
+  const auto with_work = std::stable_partition(micro_batches.begin(), micro_batches.end(),
+                                               [](const MicroBatchPlan& mb) { return mb.positions > 0; });
+  std::vector<MicroBatchPlan> lightest(std::make_move_iterator(micro_batches.begin()), std::make_move_iterator(with_work));
+  std::stable_sort(lightest.begin(), lightest.end(),
+                   [](const MicroBatchPlan& x, const MicroBatchPlan& y) { return x.cost < y.cost; });
+  size_t front = 0, back = lightest.size();
+  for (size_t i = 0; i < lightest.size(); ++i) micro_batches[i % 2 == 0 ? front++ : --back] = std::move(lightest[i]);
 }
 
 uint64_t micro_batch_budget(uint64_t total_positions, const PackOptions& options) {
@@ -1217,6 +1229,7 @@ PackOptions make_pack_options(const Config& config) {
     default: break;
   }
   options.cp = static_cast<uint32_t>(config.topology.cp);
+  options.pp = static_cast<uint32_t>(config.topology.pp);
   options.max_positions_per_micro_batch = config.job.max_positions_per_micro_batch;
   return options;
 }

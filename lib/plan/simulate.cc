@@ -96,6 +96,7 @@ SimulateReport simulate(const SimulateOptions& options) {
     pack.dp = report.dp;
     pack.micro_batches = options.micro_batches;
     pack.long_docs = options.long_docs;
+    pack.pp = options.pp;
     pack.balance = method;
     std::vector<double> ms, cpu_ms, imbalance, bound, pigeonhole, over_bound, micro, positions, seconds;
     MethodReport line;

@@ -8,6 +8,12 @@
 
 namespace msd {
 
+bool parse_cost_model(const std::string& name, const std::string& what) {
+  if (name == "calibrated") return true;
+  if (name == "analytic") return false;
+  throw ConfigError(str(what, ": '", name, "' is not a cost model; give calibrated or analytic"));
+}
+
 DeviceModel compare_device_model(const CompareOptions& compare) {
   DeviceModel device;
   device.model = model_spec_preset(compare.model_preset, "--model");
@@ -28,7 +34,13 @@ CompareReport compare_modes(const SimulateOptions& options, const CompareOptions
   if (options.cp > 1 && options.seq_len % (2 * options.cp) != 0)
     throw ConfigError(str("--seq-len ", options.seq_len, " is not divisible by 2 * cp = ", 2 * options.cp));
   const DeviceModel device = compare_device_model(compare);
-  const CostModel cost = CostModel::from(options.model, options.cost_a);
+  const Parallel parallel{report.dp, options.pp, options.cp, options.tp};
+  report.cost = CostModel::from(options.model, options.cost_a);
+  if (compare.calibrate) {
+    report.calibration = calibrate_on_device(device, parallel, report.cost, options.seq_len);
+    report.cost = calibrated(report.cost, report.calibration);
+  }
+  const CostModel& cost = report.cost;
   std::vector<std::vector<PlanDoc>> steps;
   for (uint32_t s = 0; s < options.steps; ++s) {
     const std::vector<PlanDoc> docs = synthetic_step(options, cost, s);
@@ -42,7 +54,7 @@ CompareReport compare_modes(const SimulateOptions& options, const CompareOptions
   pack.micro_batches = options.micro_batches;
   pack.long_docs = options.long_docs;
   pack.cp = options.cp;
-  const Parallel parallel{report.dp, options.pp, options.cp, options.tp};
+  pack.pp = options.pp;
   for (TrainingMode mode : compare.modes) report.modes.push_back(evaluate_mode(mode, steps, pack, cost, device, parallel));
   return report;
 }
@@ -56,6 +68,32 @@ double speedup(const CompareReport& report, TrainingMode mode, TrainingMode base
   return theirs > 0 ? mine / theirs : 0.0;
 }
 
+std::string cost_model_line(const CompareReport& report) {
+  const Calibration& c = report.calibration;
+  char line[384];
+  if (c.probes == 0) {
+    std::snprintf(line, sizeof line, "planner cost: analytic, a = %.0f, vision_scale = %.4f", report.cost.a,
+                  report.cost.vision_scale);
+  } else {
+    std::snprintf(line, sizeof line,
+                  "planner cost: calibrated on %llu probe micro-batches timed on the device model: a = %.0f, "
+                  "vision_scale = %.4f (fit R^2 %.4f, largest error %.1f%%)",
+                  static_cast<unsigned long long>(c.probes), c.a, c.vision_scale, c.r_squared,
+                  100 * c.max_relative_error);
+  }
+  return line;
+}
+
+void write_cost_model(JsonWriter& json, const CostModel& cost, const Calibration& calibration) {
+  json.begin_object("cost_model");
+  json.value("calibrated", calibration.probes > 0).value("a", cost.a).value("vision_scale", cost.vision_scale);
+  if (calibration.probes > 0) {
+    json.value("probes", calibration.probes).value("r_squared", calibration.r_squared);
+    json.value("max_relative_error", calibration.max_relative_error);
+  }
+  json.end_object();
+}
+
 void print_compare(const CompareReport& report, std::ostream& out) {
   const SimulateOptions& o = report.options;
   char line[512];
@@ -65,7 +103,7 @@ void print_compare(const CompareReport& report, std::ostream& out) {
                 report.dp, o.tp, o.pp, o.cp, o.seq_len, o.micro_batches, o.samples_per_gpu, o.steps,
                 report.compare.model_preset.c_str(), report.compare.device_preset.c_str(),
                 report.compare.vision_preset.c_str());
-  out << line;
+  out << line << cost_model_line(report) << '\n';
   std::snprintf(line, sizeof line, "%-18s %12s %9s %9s %10s %10s %9s %9s\n", "mode", "tokens/s", "step s", "padding",
                 "DP max/mn", "mb max/mn", "bubble", "cost fit");
   out << line;
@@ -95,6 +133,7 @@ std::string compare_json(const CompareReport& report) {
   json.value("dp", report.dp).value("tp", o.tp).value("pp", o.pp).value("cp", o.cp).value("seq_len", o.seq_len);
   json.value("micro_batches", o.micro_batches).value("steps", o.steps);
   json.value("model", report.compare.model_preset).value("device", report.compare.device_preset);
+  write_cost_model(json, report.cost, report.calibration);
   json.begin_object("modes");
   for (const ModeEvaluation& e : report.modes) {
     json.begin_object(training_mode_name(e.mode));

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/json_writer.h"
+#include "plan/calibrate.h"
 #include "plan/compare.h"
 #include "plan/simulate.h"
 
@@ -17,14 +19,24 @@ struct CompareOptions {
   std::string vision_preset = "vit-l";     // the vision tower for image patches; "none": patches run as text
   std::string device_preset = "h100";      // device_spec_preset
   std::vector<TrainingMode> modes{std::begin(kTrainingModes), std::end(kTrainingModes)};
+  // The planner's cost model: calibrated (its a and vision_scale fitted to
+  // probe micro-batches timed on the device model, plan/calibrate.h, as one
+  // profiles a GPU before a run) or analytic (a = 6 * hidden, or
+  // SimulateOptions::cost_a). Default: calibrated.
+  bool calibrate = true;
 };
 
 struct CompareReport {
   SimulateOptions options;
   CompareOptions compare;
   uint32_t dp = 0;
+  CostModel cost;           // the planner's, as the modes placed by it
+  Calibration calibration;  // how it was fitted (probes == 0: analytic)
   std::vector<ModeEvaluation> modes;  // in compare.modes order
 };
+
+// "calibrated" (true) or "analytic" (false); ConfigError naming `what` otherwise.
+bool parse_cost_model(const std::string& name, const std::string& what);
 
 // The device model of `compare` (presets by name; ConfigError for an unknown one).
 DeviceModel compare_device_model(const CompareOptions& compare);
@@ -35,6 +47,11 @@ CompareReport compare_modes(const SimulateOptions& options, const CompareOptions
 
 // msd mode's tokens/s over a baseline's (0 when the baseline has none).
 double speedup(const CompareReport& report, TrainingMode mode, TrainingMode baseline);
+
+// One line naming the planner's cost model: analytic, or calibrated with the fit's quality.
+std::string cost_model_line(const CompareReport& report);
+// The "cost_model" object: calibrated, a, vision_scale (and the fit's probes, r_squared, max_relative_error).
+void write_cost_model(JsonWriter& json, const CostModel& cost, const Calibration& calibration);
 
 void print_compare(const CompareReport& report, std::ostream& out);
 std::string compare_json(const CompareReport& report);
