@@ -4,16 +4,20 @@
 // throughput on the device model (lib/plan/simulate_compare.h). `profile`
 // measures what each source of a configuration costs a loader
 // (lib/profile/profiler.h); `partition` sizes the loader pool from that
-// (lib/plan/partition.h, docs/scaling.md).
+// (lib/plan/partition.h, docs/scaling.md); `calibrate` fits the planner's
+// cost model to timed micro-batches (lib/plan/calibrate.h).
 #include <boost/program_options.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <string>
 
 #include "common/error.h"
+#include "common/json_writer.h"
+#include "plan/calibrate.h"
 #include "plan/partition.h"
 #include "plan/simulate.h"
 #include "plan/simulate_compare.h"
@@ -94,6 +98,104 @@ int profile_main(int argc, char** argv) {
   return 0;
 }
 
+// Seconds, one per line ('#' starts a comment), from `path`.
+std::vector<double> read_times(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw msd::IoError("--times: cannot open " + path);
+  std::vector<double> seconds;
+  std::string line;
+  for (uint64_t number = 1; std::getline(in, line); ++number) {
+    line = line.substr(0, line.find('#'));
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    size_t used = 0;
+    double value = 0.0;
+    try {
+      value = std::stod(line, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || line.find_first_not_of(" \t\r", used) != std::string::npos || !(value > 0.0))
+      throw msd::ConfigError(msd::str(path, ":", number, ": '", line, "' is not a time in seconds > 0"));
+    seconds.push_back(value);
+  }
+  return seconds;
+}
+
+void print_calibration(const msd::Calibration& c, const std::string& timed_on, std::ostream& out) {
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "msd-plan calibrate: %llu probe micro-batches timed on %s\n"
+                "fit: seconds = %.4g + %.4g * (a*L + L^2 + vision_scale*V) per micro-batch; R^2 %.5f, largest "
+                "error %.2f%%\n"
+                "put in the configuration:\n[model]\ncost_a = %.6g\ncost_vision_scale = %.6g\n",
+                static_cast<unsigned long long>(c.probes), timed_on.c_str(), c.overhead_seconds, c.seconds_per_unit,
+                c.r_squared, 100 * c.max_relative_error, c.a, c.vision_scale);
+  out << line;
+}
+
+int calibrate_main(int argc, char** argv) {
+  std::string config_path, shapes_out, times_path;
+  uint32_t probes = 256;
+  uint64_t seed = 1;
+  bool json = false;
+  po::options_description described(
+      "Usage: msd-plan calibrate --config FILE [options] [--section.key=value ...]\n\n"
+      "Fits the planner's cost model to measured micro-batch times: the configuration's\n"
+      "model.cost_a (the linear layers' weight against attention's L^2) and\n"
+      "model.cost_vision_scale (the vision encoder's). Probe micro-batches of job.seq_len\n"
+      "sequences (one long document, short web text, image-text, or a mix; partly\n"
+      "padded) are timed, and seconds = c0 + c1*positions + c2*sum(L^2) + c3*vision is\n"
+      "fitted by least squares; a = c1/c2. Times come from the configuration's device\n"
+      "model (model.preset, device.preset, topology) by default, or from a real trainer:\n"
+      "--shapes-out writes the probes as JSON lines, time each on the trainer (forward +\n"
+      "backward, one rank), and give the seconds, one per line in order, to --times.\n"
+      "docs/cost-and-balance.md \"Calibration\".\n\n"
+      "Options");
+  described.add_options()
+      ("help,h", "print this help and exit")
+      ("config", po::value(&config_path), "the job's configuration (as msd-run's --config)")
+      ("probes", po::value(&probes)->default_value(probes), "probe micro-batches (at least 4)")
+      ("seed", po::value(&seed)->default_value(seed), "seed of the probe shapes")
+      ("shapes-out", po::value(&shapes_out), "write the probes here as JSON lines and stop, unless --times is given")
+      ("times", po::value(&times_path), "seconds per probe from a trainer, one per line, instead of the device model")
+      ("json", po::bool_switch(&json), "print the fit as JSON");
+  std::vector<std::string> overrides;
+  if (!parse_or_help(argc, argv, described, overrides)) return 0;
+  const msd::Config config = read_config(config_path, overrides);
+  if (probes < 4) throw msd::ConfigError("--probes: at least 4");
+  const uint32_t cp = static_cast<uint32_t>(config.topology.cp);
+  const std::vector<msd::MicroBatchShape> shapes = msd::probe_micro_batches(config.job.seq_len, cp, probes, seed);
+  if (!shapes_out.empty()) {
+    std::ofstream out(shapes_out);
+    for (const msd::MicroBatchShape& shape : shapes) out << msd::probe_json(shape) << '\n';
+    if (!out) throw msd::IoError("--shapes-out: cannot write " + shapes_out);
+    std::cerr << "msd-plan calibrate: " << shapes.size() << " probe micro-batches written to " << shapes_out << '\n';
+    if (times_path.empty()) return 0;
+  }
+  std::vector<double> seconds;
+  std::string timed_on = times_path;
+  if (!times_path.empty()) {
+    seconds = read_times(times_path);
+  } else {
+    const msd::DeviceModel device = msd::make_device_model(config);
+    const msd::Parallel parallel{static_cast<uint32_t>(config.topology.dp), static_cast<uint32_t>(config.topology.pp),
+                                 cp, static_cast<uint32_t>(config.topology.tp)};
+    for (const msd::MicroBatchShape& shape : shapes) seconds.push_back(msd::micro_batch_seconds(device, parallel, shape));
+    timed_on = "the device model (" + device.model.name + " on " + device.device.name + ")";
+  }
+  const msd::Calibration c = msd::calibrate(shapes, seconds, msd::make_cost_model(config), cp);
+  if (!json) {
+    print_calibration(c, timed_on, std::cout);
+    return 0;
+  }
+  msd::JsonWriter w;
+  w.begin_object().value("probes", c.probes).value("cost_a", c.a).value("cost_vision_scale", c.vision_scale);
+  w.value("seconds_per_unit", c.seconds_per_unit).value("overhead_seconds", c.overhead_seconds);
+  w.value("r_squared", c.r_squared).value("max_relative_error", c.max_relative_error).end_object();
+  std::cout << w.str() << '\n';
+  return 0;
+}
+
 int partition_main(int argc, char** argv) {
   std::string config_path, out_path, profile_path;
   uint64_t samples = 256;
@@ -163,7 +265,7 @@ int simulate_main(int argc, char** argv) {
   std::string command, methods, long_docs = "split", cost_model = "calibrated";
   po::options_description described(
       "Usage: msd-plan simulate [options]\n"
-      "(other commands: msd-plan profile --help, msd-plan partition --help)\n\n"
+      "(other commands: msd-plan profile --help, msd-plan partition --help, msd-plan calibrate --help)\n\n"
       "Plans --steps steps for an emulated cluster from synthetic heavy-tailed metadata\n"
       "(short web text, long documents, image-text), with no data and no MPI, once per\n"
       "balance method, and prints the planner's milliseconds per step on one core (wall\n"
@@ -224,7 +326,7 @@ int simulate_main(int argc, char** argv) {
       return 0;
     }
     if (command != "simulate")
-      throw msd::ConfigError("expected a command: simulate, profile or partition (see msd-plan COMMAND --help)");
+      throw msd::ConfigError("expected a command: simulate, profile, partition or calibrate (see msd-plan COMMAND --help)");
     if (long_docs != "split" && long_docs != "truncate") throw msd::ConfigError("--long-docs: split or truncate");
     options.long_docs = long_docs == "split" ? msd::LongDocs::split : msd::LongDocs::truncate;
     if (values.count("methods")) {
@@ -263,6 +365,7 @@ int main(int argc, char** argv) {
   try {
     if (argc > 1 && std::strcmp(argv[1], "profile") == 0) return profile_main(argc - 1, argv + 1);
     if (argc > 1 && std::strcmp(argv[1], "partition") == 0) return partition_main(argc - 1, argv + 1);
+    if (argc > 1 && std::strcmp(argv[1], "calibrate") == 0) return calibrate_main(argc - 1, argv + 1);
   } catch (const po::error& error) {
     std::cerr << "msd-plan: " << error.what() << " (see --help)\n";
     return 2;

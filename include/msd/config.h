@@ -106,6 +106,9 @@ struct ModelConfig {
   uint32_t vision_hidden = 768;  // vision encoder, for image patches' cost
   uint32_t vision_layers = 4;
   double cost_a = 0.0;  // the cost model's linear weight a; 0: derived, 6 * hidden
+  // The cost model's vision_scale (a vision-encoder unit in LM units); 0:
+  // derived from the widths and depths. msd-plan calibrate fits both.
+  double cost_vision_scale = 0.0;
   // llama3-8b | llama3-70b | vit-l: the model's shape (replaces hidden and
   // layers for the planner and the device model). Empty: hidden x layers.
   std::string preset;

@@ -399,11 +399,19 @@ std::vector<OptionSpec> loader_and_model_options() {
             [](auto& c) -> auto& { return c.model.vision_hidden; }),
       count("model.vision_layers", "N", "vision encoder layers",
             [](auto& c) -> auto& { return c.model.vision_layers; }),
-      {"model.cost_a", "A", "cost model's linear weight a in a*L + L^2; 0: 6 * hidden",
+      {"model.cost_a", "A", "cost model's linear weight a in a*L + L^2; 0: 6 * hidden (msd-plan calibrate fits it)",
        [](Config& c, const Setting& s, const ParseContext& x) {
          if (!parse_double(s.text, c.model.cost_a) || c.model.cost_a < 0) bad_value(s, x, "a number >= 0");
        },
        [](const Config& c) { return exact(c.model.cost_a); }},
+      {"model.cost_vision_scale", "S",
+       "cost model's weight of the vision encoder's term against the LM's; 0: from the widths (msd-plan calibrate "
+       "fits it with cost_a)",
+       [](Config& c, const Setting& s, const ParseContext& x) {
+         if (!parse_double(s.text, c.model.cost_vision_scale) || c.model.cost_vision_scale < 0)
+           bad_value(s, x, "a number >= 0");
+       },
+       [](const Config& c) { return exact(c.model.cost_vision_scale); }},
       text("model.preset", "NAME", "llama3-8b | llama3-70b | vit-l (replaces hidden and layers); empty: hidden x layers",
            [](auto& c) -> auto& { return c.model.preset; }),
   };

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "common/json_writer.h"
 
 namespace msd {
 namespace {
@@ -160,15 +161,41 @@ std::vector<MicroBatchShape> probe_micro_batches(uint32_t seq_len, uint32_t cp, 
   return probes;
 }
 
+Calibration calibrate(std::span<const MicroBatchShape> probes, std::span<const double> seconds, const CostModel& cost,
+                      uint32_t cp) {
+  if (probes.size() != seconds.size())
+    throw ConfigError(str("cost calibration: ", seconds.size(), " times for ", probes.size(), " probe micro-batches"));
+  std::vector<CostFeatures> features;
+  for (const MicroBatchShape& probe : probes) features.push_back(cost_features(cost, probe, cp));
+  return fit_cost_model(features, seconds);
+}
+
+std::string probe_json(const MicroBatchShape& probe) {
+  JsonWriter json;
+  json.begin_object();
+  json.begin_array("sequences");
+  for (const SequenceShape& sequence : probe) {
+    json.begin_object();
+    json.begin_array("segments");
+    for (const uint32_t length : sequence.segments) json.value("", length);
+    json.end_array();
+    json.begin_array("patches");
+    for (const uint32_t patches : sequence.patches) json.value("", patches);
+    json.end_array();
+    json.value("padding", sequence.padding);
+    json.end_object();
+  }
+  json.end_array();
+  json.end_object();
+  return json.str();
+}
+
 Calibration calibrate_on_device(const DeviceModel& device, const Parallel& parallel, const CostModel& cost,
                                 uint32_t seq_len, uint32_t count, uint64_t seed) {
-  std::vector<CostFeatures> features;
+  const std::vector<MicroBatchShape> probes = probe_micro_batches(seq_len, parallel.cp, count, seed);
   std::vector<double> seconds;
-  for (const MicroBatchShape& probe : probe_micro_batches(seq_len, parallel.cp, count, seed)) {
-    features.push_back(cost_features(cost, probe, parallel.cp));
-    seconds.push_back(micro_batch_seconds(device, parallel, probe));
-  }
-  return fit_cost_model(features, seconds);
+  for (const MicroBatchShape& probe : probes) seconds.push_back(micro_batch_seconds(device, parallel, probe));
+  return calibrate(probes, seconds, cost, parallel.cp);
 }
 
 CostModel calibrated(CostModel cost, const Calibration& calibration) {

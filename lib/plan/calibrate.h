@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "plan/cost.h"
@@ -60,6 +61,16 @@ Calibration fit_cost_model(std::span<const CostFeatures> features, std::span<con
 // whole range of the two terms; the rest of each sequence is padding.
 // REQUIRES seq_len divisible by 2 * cp.
 std::vector<MicroBatchShape> probe_micro_batches(uint32_t seq_len, uint32_t cp, uint32_t count, uint64_t seed);
+
+// Fits `cost`'s constants to probes timed elsewhere (seconds[i] for
+// probes[i], e.g. on a real trainer). Throws as fit_cost_model.
+Calibration calibrate(std::span<const MicroBatchShape> probes, std::span<const double> seconds, const CostModel& cost,
+                      uint32_t cp);
+
+// One probe as a JSON object, for timing on a trainer:
+// {"sequences":[{"segments":[...],"patches":[...],"padding":N},...]}
+// (segments in position order; patches[i]: leading image patches of segment i).
+std::string probe_json(const MicroBatchShape& probe);
 
 // Times probe_micro_batches(seq_len, parallel.cp, count, seed) with
 // micro_batch_seconds on `device` (standing in for the GPU) and fits them

@@ -11,9 +11,12 @@ namespace msd {
 // Per layer, a document of L positions costs about 24*h^2*L FLOPs in its linear
 // layers and 4*h*L^2 in attention under document masking: 4h * (6h*L + L^2).
 // Forward and backward together are three times the forward.
-CostModel CostModel::from(const ModelConfig& model, double a_override) {
+CostModel CostModel::from(const ModelConfig& model, double a_override, double vision_scale_override) {
   if (!std::isfinite(a_override) || a_override < 0.0)
     throw ConfigError(str("model.cost_a: ", a_override, " is not a weight; give a value > 0, or 0 to use 6 * hidden"));
+  if (!std::isfinite(vision_scale_override) || vision_scale_override < 0.0)
+    throw ConfigError(str("model.cost_vision_scale: ", vision_scale_override,
+                          " is not a weight; give a value > 0, or 0 to derive it"));
   CostModel cost;
   const double h = model.hidden;
   const double hv = model.vision_hidden;
@@ -23,6 +26,7 @@ CostModel CostModel::from(const ModelConfig& model, double a_override) {
   // A vision-encoder unit (vision_a*P + P^2) costs 12*hv*layers_v FLOPs; in LM
   // units that is this ratio.
   cost.vision_scale = cost.flops_per_unit > 0 ? 12.0 * hv * model.vision_layers / cost.flops_per_unit : 0.0;
+  if (vision_scale_override > 0.0) cost.vision_scale = vision_scale_override;
   return cost;
 }
 
@@ -85,7 +89,7 @@ CostModel make_cost_model(const Config& config) {
     model.hidden = spec.hidden;
     model.layers = spec.layers;
   }
-  return CostModel::from(model, config.model.cost_a);
+  return CostModel::from(model, config.model.cost_a, config.model.cost_vision_scale);
 }
 
 }  // namespace msd

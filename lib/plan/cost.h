@@ -27,7 +27,8 @@ struct CostModel {
   // the ratio of linear to attention work: flops_per_unit (set by the
   // attention term, 12 * hidden * layers) is the same either way.
   // Throws ConfigError when a_override is negative or not finite.
-  static CostModel from(const ModelConfig& model, double a_override = 0.0);
+  // vision_scale_override > 0 replaces the derived vision_scale likewise.
+  static CostModel from(const ModelConfig& model, double a_override = 0.0, double vision_scale_override = 0.0);
 
   // Cost of a document (or of one piece of a split document: each piece is
   // its own document under document masking) of `length` positions of which
