@@ -216,7 +216,7 @@ int sweep_main(int argc, char** argv) {
   msd::bench::SweepOptions options;
   bool json = false;
   std::string seq_lens = "4096,8192,16384,32768,65536", dps = "8,16,32,64,128,256,512", pps = "1,4";
-  std::string mixes = "longtail_text,text_image,demo", csv, plot, cost_model = "calibrated";
+  std::string mixes = "longtail_text,text_image,demo", csv, plot, cost_model = "calibrated", shape = "fixed";
   po::options_description described(
       "Usage: msd-bench sweep [options]\n\n"
       "The gain at scale without MPI (docs/evaluation.md): for every seq_len x dp x mix x\n"
@@ -247,6 +247,9 @@ int sweep_main(int argc, char** argv) {
       ("cost-model", po::value(&cost_model)->default_value(cost_model),
        "the planner's cost, calibrated (fitted per row to probe micro-batches timed on the device model) or "
        "analytic (6*hidden)")
+      ("micro-batch-shape", po::value(&shape)->default_value(shape),
+       "msd_greedy's micro-batches: fixed [sequences, seq_len] rows, or varlen (one row of their positions; the "
+       "baselines keep fixed rows)")
       ("csv", po::value(&csv), "also write the rows as CSV to this file")
       ("plot", po::value(&plot), "also draw the rows as a PNG (tools/plot_sweep.py, /usr/bin/python3 + matplotlib)")
       ("json", po::bool_switch(&json), "print one JSON object instead of text");
@@ -256,6 +259,7 @@ int sweep_main(int argc, char** argv) {
   options.pps = number_list<uint32_t>(pps, "--pps");
   options.mixes = parse_list<std::string>(mixes, [](const std::string& item) { return item; });
   options.compare.calibrate = msd::parse_cost_model(cost_model, "--cost-model");
+  options.varlen = msd::parse_micro_batch_shape(shape, "--micro-batch-shape");
   const msd::bench::SweepReport report = msd::bench::run_sweep(options);
   if (!csv.empty() || !plot.empty()) msd::bench::write_sweep_files(report, csv, plot);
   if (json) {

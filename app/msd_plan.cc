@@ -262,7 +262,7 @@ int partition_main(int argc, char** argv) {
 int simulate_main(int argc, char** argv) {
   msd::SimulateOptions options;
   msd::CompareOptions compare;
-  std::string command, methods, long_docs = "split", cost_model = "calibrated";
+  std::string command, methods, long_docs = "split", cost_model = "calibrated", shape = "fixed";
   po::options_description described(
       "Usage: msd-plan simulate [options]\n"
       "(other commands: msd-plan profile --help, msd-plan partition --help, msd-plan calibrate --help)\n\n"
@@ -310,6 +310,8 @@ int simulate_main(int argc, char** argv) {
       ("device", po::value(&compare.device_preset)->default_value(compare.device_preset), "--compare: GPU preset (h100, h200)")
       ("cost-model", po::value(&cost_model)->default_value(cost_model),
        "--compare: the planner's cost, calibrated (fitted to the device's times) or analytic (--cost-a, or 6*hidden)")
+      ("micro-batch-shape", po::value(&shape)->default_value(shape),
+       "msd's micro-batches: fixed [sequences, seq_len] rows, or varlen (one row of their positions)")
       ("json", "print the report as JSON");
   po::positional_options_description positional;
   positional.add("command", 1);
@@ -339,6 +341,7 @@ int simulate_main(int argc, char** argv) {
       }
     }
     compare.calibrate = msd::parse_cost_model(cost_model, "--cost-model");
+    options.varlen = msd::parse_micro_batch_shape(shape, "--micro-batch-shape");
     if (values.count("compare")) {
       const msd::CompareReport report = msd::compare_modes(options, compare);
       if (values.count("json"))

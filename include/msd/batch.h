@@ -5,7 +5,10 @@
 // packed back to back and delimited by cu_seqlens (the varlen / THD
 // convention of FlashAttention and Transformer Engine); padding at the end of a
 // sequence forms its own segment. A document longer than seq_len arrives in
-// pieces (job.long_docs = split), each piece its own segment.
+// pieces (job.long_docs = split), each piece its own segment. With
+// job.micro_batch_shape = varlen a micro-batch is instead one row (sequences
+// == 1) of its documents' positions rounded up to kVarlenAlign: its seq_len is
+// that row's length, which differs between micro-batches.
 //
 // A rank holds what its place in the mesh uses (docs/batch.md "Slices and
 // stages"): a context-parallel rank only its zigzag chunks of every sequence,
@@ -20,6 +23,7 @@ namespace msd {
 
 inline constexpr int32_t kIgnoreLabel = -100;  // labels at positions without loss
 inline constexpr int32_t kPadTokenId = 0;      // token id at padding positions
+inline constexpr uint32_t kVarlenAlign = 64;   // a variable-length row's positions are a multiple of this
 
 // Where a segment of the batch came from, for auditing and tests.
 struct DocSpan {

@@ -65,6 +65,10 @@ struct JobConfig {
   std::string mode = "disaggregated";  // | colocated
   std::string long_docs = "split";     // split | truncate: documents over seq_len
   std::string balance = "greedy";      // greedy | karmarkar_karp | tokens (even split by positions)
+  // fixed: a micro-batch is [sequences, seq_len] rows, padded; varlen: one
+  // row of its positions rounded up to kVarlenAlign (packed "THD" attention),
+  // for the planner-driven modes (the colocated baselines keep fixed rows).
+  std::string micro_batch_shape = "fixed";
   // Most positions (tokens + patches) one micro-batch may hold: the activation
   // memory budget. 0: seq_len x the sequences a micro-batch gets under an
   // equal token split of the step (PackOptions::max_positions_per_micro_batch).

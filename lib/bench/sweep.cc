@@ -38,6 +38,7 @@ SweepRow run_row(const SweepOptions& options, uint32_t seq_len, uint32_t dp, uin
   sim.seed = options.seed;
   sim.long_share = mix.long_share;
   sim.image_share = mix.image_share;
+  sim.varlen = options.varlen;
   CompareOptions compare = options.compare;
   compare.modes = {TrainingMode::colocated_samples, TrainingMode::colocated_tokens, TrainingMode::msd_greedy};
   const CompareReport report = compare_modes(sim, compare);
@@ -113,7 +114,7 @@ std::string sweep_json(const SweepReport& report) {
   w.begin_object();
   w.value("model", report.options.compare.model_preset).value("device", report.options.compare.device_preset);
   w.value("tp", report.options.tp).value("samples_per_gpu", report.options.samples_per_gpu);
-  w.value("steps", report.options.steps);
+  w.value("steps", report.options.steps).value("micro_batch_shape", report.options.varlen ? "varlen" : "fixed");
   w.begin_array("rows");
   for (const SweepRow& row : report.rows) {
     w.begin_object();
@@ -163,7 +164,8 @@ void write_sweep_text(const SweepReport& report, std::ostream& out) {
   char line[256];
   out << "msd-bench sweep: msd_greedy's tokens/s over each baseline's, on the device model (" << o.compare.model_preset
       << " on " << o.compare.device_preset << ", tp " << o.tp << ", " << o.samples_per_gpu
-      << " samples per DP rank, " << o.steps << " steps per row)\n" << cost_model_summary(report) << '\n';
+      << " samples per DP rank, " << o.steps << " steps per row; msd_greedy's micro-batches: "
+      << (o.varlen ? "variable-length rows" : "fixed rows") << ")\n" << cost_model_summary(report) << '\n';
   std::snprintf(line, sizeof line, "  %8s %5s %3s %-14s %18s %18s\n", "seq_len", "dp", "pp", "mix",
                 "/colocated_samples", "/colocated_tokens");
   out << line;

@@ -34,6 +34,7 @@ struct SweepOptions {
   uint32_t micro_batches_per_stage = 2;  // micro-batches = this x pp (at least pp, for 1F1B)
   uint32_t steps = 4;
   uint64_t seed = 1;
+  bool varlen = false;     // msd_greedy's micro-batches as variable-length rows (PackOptions::varlen)
   CompareOptions compare;  // model and device presets
 };
 

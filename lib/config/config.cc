@@ -289,6 +289,10 @@ std::vector<OptionSpec> job_options() {
       count("job.max_sample_bytes", "BYTES",
             "a transformed sample bigger than this is skipped as too_large (a stream setting; <= loader.window_mb)",
             [](auto& c) -> auto& { return c.job.max_sample_bytes; }),
+      text("job.micro_batch_shape", "S",
+           "fixed | varlen: a micro-batch as [sequences, seq_len] padded rows, or one row of its positions "
+           "(packed THD attention; planner-driven modes, topology.cp = 1; docs/batch.md)",
+           [](auto& c) -> auto& { return c.job.micro_batch_shape; }),
       text("job.balance", "M", "greedy | karmarkar_karp | tokens: how the planner balances DP ranks and micro-batches (docs/cost-and-balance.md)",
            [](auto& c) -> auto& { return c.job.balance; }),
       count("job.max_positions_per_micro_batch", "N",
@@ -904,6 +908,10 @@ void validate(const Config& config) {
                  "job.mode");
   require_one_of(job.long_docs, {"split", "truncate"}, "job.long_docs");
   require_one_of(job.balance, {"greedy", "karmarkar_karp", "tokens"}, "job.balance");
+  require_one_of(job.micro_batch_shape, {"fixed", "varlen"}, "job.micro_batch_shape");
+  require(job.micro_batch_shape != "varlen" || topo.cp <= 1,
+          str("job.micro_batch_shape: varlen needs topology.cp = 1 (got ", topo.cp,
+              "); context-parallel ranks split fixed rows"));
   require_at_least(job.steps, uint64_t{1}, "job.steps");
   require_at_least(topo.dp, 1, "topology.dp");
   require_at_least(topo.pp, 1, "topology.pp");

@@ -86,16 +86,35 @@ struct Layout {
   }
 };
 
-// Sizes and clears one micro-batch's arrays for `sequences` sequences.
-void reset_micro_batch(const Layout& layout, size_t sequences, MicroBatch& mb) {
+// A micro-batch's rows: its sequences and their length, seq_len (fixed), or
+// one row of its pieces rounded up to kVarlenAlign (varlen; none when empty).
+struct Rows {
+  size_t count = 0;
+  uint32_t length = 0;
+  uint32_t local_len = 0;  // positions held of a row
+};
+Rows rows_of(const Layout& layout, const MicroBatchWire& wire) {
+  if (!layout.options.varlen) return {wire.sequences.size(), layout.plan.seq_len, layout.local_len};
+  uint64_t used = 0;
+  for (const auto& sequence : wire.sequences)
+    for (const auto& piece : sequence.pieces) used += piece.length;
+  const uint64_t length = (used + kVarlenAlign - 1) / kVarlenAlign * kVarlenAlign;
+  if (length > UINT32_MAX / 2)
+    throw ProtocolError(str("step ", layout.plan.step, ": a variable-length row of ", used, " positions"));
+  return {used > 0 ? size_t{1} : size_t{0}, static_cast<uint32_t>(length), static_cast<uint32_t>(length)};
+}
+
+// Sizes and clears one micro-batch's arrays for its rows.
+void reset_micro_batch(const Layout& layout, const Rows& rows, MicroBatch& mb) {
   const BuildOptions& options = layout.options;
+  const size_t sequences = rows.count;
   mb.sequences = static_cast<uint32_t>(sequences);
-  mb.seq_len = layout.plan.seq_len;
+  mb.seq_len = rows.length;
   mb.cp_rank = options.cp_size <= 1 ? 0 : options.cp_rank;
   mb.cp_size = std::max<uint32_t>(1, options.cp_size);
   mb.has_inputs = options.inputs;
   mb.has_targets = options.targets;
-  const size_t held = options.inputs || options.targets ? sequences * layout.local_len : 0;
+  const size_t held = options.inputs || options.targets ? sequences * rows.local_len : 0;
   mb.tokens.assign(options.inputs ? held : 0, kPadTokenId);
   mb.positions.assign(options.inputs ? held : 0, 0);
   mb.labels.assign(options.targets ? held : 0, kIgnoreLabel);
@@ -107,7 +126,8 @@ void reset_micro_batch(const Layout& layout, size_t sequences, MicroBatch& mb) {
 }
 
 // Checks one piece against its sample and its sequence; returns the sample.
-const SampleMeta& checked_piece(const StepPlan& plan, const PiecePlan& piece, size_t sequence, uint32_t offset) {
+const SampleMeta& checked_piece(const StepPlan& plan, const PiecePlan& piece, size_t sequence, uint32_t offset,
+                                uint32_t row) {
   if (piece.sample >= plan.samples.size())
     throw ProtocolError(str("step ", plan.step, ": piece of sample ", piece.sample, " of ", plan.samples.size()));
   const SampleMeta& s = plan.samples[piece.sample];
@@ -116,8 +136,8 @@ const SampleMeta& checked_piece(const StepPlan& plan, const PiecePlan& piece, si
   if (hi > s.positions() || piece.length == 0 || hi < lo)
     throw ProtocolError(str("step ", plan.step, ": piece [", lo, ", ", hi, ") of a sample with ", s.positions(),
                             " positions"));
-  if (offset + piece.length > plan.seq_len)
-    throw ProtocolError(str("step ", plan.step, ": sequence ", sequence, " overflows seq_len ", plan.seq_len));
+  if (piece.length > plan.seq_len || offset + piece.length > row)
+    throw ProtocolError(str("step ", plan.step, ": sequence ", sequence, " overflows seq_len ", row));
   return s;
 }
 
@@ -128,12 +148,18 @@ void lay_out_micro_batch(Layout& layout, size_t m, MicroBatch& mb) {
   const BuildOptions& options = layout.options;
   const auto& wire = layout.plan.micro_batches[m];
   const size_t n = wire.sequences.size();
-  reset_micro_batch(layout, n, mb);
+  const Rows rows = rows_of(layout, wire);
+  reset_micro_batch(layout, rows, mb);
+  // A variable-length row is one whole chunk; its sequences follow each other in it.
+  const std::vector<Chunk> row_chunk{{0, rows.length, 0}};
+  const std::vector<Chunk>& chunks = options.varlen ? row_chunk : layout.chunks;
   uint64_t patch_total = 0;
-  for (size_t q = 0; q < n; ++q) {
-    uint32_t offset = 0;
-    for (const auto& piece : wire.sequences[q].pieces) {
-      const SampleMeta& s = checked_piece(layout.plan, piece, q, offset);
+  uint32_t offset = 0;
+  for (size_t wire_q = 0; wire_q < n; ++wire_q) {
+    const size_t q = options.varlen ? 0 : wire_q;
+    if (!options.varlen) offset = 0;
+    for (const auto& piece : wire.sequences[wire_q].pieces) {
+      const SampleMeta& s = checked_piece(layout.plan, piece, q, offset, rows.length);
       const uint32_t lo = piece.begin;
       const uint32_t hi = piece.begin + piece.length;
       const uint32_t patch_hi = std::min(hi, s.patches);
@@ -144,12 +170,12 @@ void lay_out_micro_batch(Layout& layout, size_t m, MicroBatch& mb) {
       }
       mb.docs.push_back({s.source, s.index, lo, piece.length, static_cast<uint32_t>(q), offset,
                          patch_hi > lo ? patch_hi - lo : 0});
-      for (const Chunk& chunk : layout.chunks) {
+      for (const Chunk& chunk : chunks) {
         const uint32_t g0 = std::max(offset, chunk.begin);
         const uint32_t g1 = std::min(offset + piece.length, chunk.end);
         if (g0 >= g1 || !(options.inputs || options.targets)) continue;
         Run run{piece.sample, lo, hi, lo + (g0 - offset), lo + (g1 - offset),
-                q * uint64_t{layout.local_len} + chunk.local + (g0 - chunk.begin)};
+                q * uint64_t{rows.local_len} + chunk.local + (g0 - chunk.begin)};
         if (options.inputs && run.lo < s.patches) patch_total += std::min(run.hi, s.patches) - run.lo;
         if (layout.needs_edge(run, s)) ++layout.edges;
         layout.runs[m].push_back(run);
@@ -258,6 +284,8 @@ void derive_cu_seqlens(uint32_t seq_len, MicroBatch& mb) {
 }  // namespace
 
 BuildStats build_batch(const StepPlan& plan, ByteFetcher& fetcher, const BuildOptions& options, Batch& out) {
+  if (options.varlen && options.cp_size > 1)
+    throw ProtocolError("variable-length micro-batches cannot be split over context-parallel ranks");
   BuildStats stats;
   const uint32_t seq_len = plan.seq_len;
   const size_t micro_batches = plan.micro_batches.size();
@@ -281,7 +309,7 @@ BuildStats build_batch(const StepPlan& plan, ByteFetcher& fetcher, const BuildOp
   size_t edge = 0;
   for (size_t m = 0; m < micro_batches; ++m) {
     derive_positions_and_labels(layout, m, edge, out.micro_batches[m]);
-    derive_cu_seqlens(seq_len, out.micro_batches[m]);
+    derive_cu_seqlens(out.micro_batches[m].seq_len, out.micro_batches[m]);
   }
   MSD_CHECK_EQ(edge, layout.edge_tokens.size());
   stats.bytes_needed = needed_bytes(plan, options);
@@ -306,19 +334,26 @@ uint64_t needed_bytes(const StepPlan& plan, const BuildOptions& options) {
     bits.at(position) = true;
   };
   std::vector<uint32_t> starts;
+  std::vector<PiecePlan> row;
   for (const auto& wire : plan.micro_batches) {
-    for (const auto& sequence : wire.sequences) {
+    for (size_t q = 0; q < wire.sequences.size(); ++q) {
+      // A variable-length row holds all of the micro-batch's sequences.
+      if (options.varlen && q > 0) break;
+      row.clear();
+      for (size_t r = q; r < (options.varlen ? wire.sequences.size() : q + 1); ++r)
+        row.insert(row.end(), wire.sequences[r].pieces.begin(), wire.sequences[r].pieces.end());
       starts.clear();
       uint32_t offset = 0;
-      for (const auto& piece : sequence.pieces) {
+      for (const auto& piece : row) {
         starts.push_back(offset);
         offset += piece.length;
       }
-      for (uint32_t k = 0; k < local_len; ++k) {
+      const uint32_t held = options.varlen ? offset : local_len;  // padding is never read
+      for (uint32_t k = 0; k < held; ++k) {
         const uint32_t g = static_cast<uint32_t>(shape.global_position(k));
         const size_t p = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), g) - starts.begin());
         if (p == 0) continue;
-        const PiecePlan& piece = sequence.pieces[p - 1];
+        const PiecePlan& piece = row[p - 1];
         if (g >= starts[p - 1] + piece.length) continue;  // padding
         const uint32_t j = piece.begin + (g - starts[p - 1]);
         if (options.inputs) mark(piece.sample, j);

@@ -30,6 +30,10 @@ struct BuildOptions {
   uint32_t cp_size = 1;        // context-parallel ranks of the data group
   bool inputs = true;          // first pipeline stage: tokens, positions, patches
   bool targets = true;         // last pipeline stage: labels, loss mask
+  // Variable-length micro-batches (job.micro_batch_shape = varlen): each
+  // micro-batch is one row holding its sequences' pieces back to back,
+  // seq_len = their positions rounded up to kVarlenAlign. REQUIRES cp_size 1.
+  bool varlen = false;
 };
 
 struct BuildStats {

@@ -24,10 +24,11 @@ std::vector<PlanDoc> by_id(const std::vector<PlanDoc>& docs) {
 }  // namespace
 
 StepTime step_time_of(const std::vector<BucketPlan>& buckets, const std::vector<PlanDoc>& docs_by_id,
-                      uint32_t seq_len, const DeviceModel& device, const Parallel& parallel) {
+                      uint32_t seq_len, const DeviceModel& device, const Parallel& parallel, bool varlen) {
   std::vector<std::vector<MicroBatchShape>> shapes(buckets.size());
   for (size_t r = 0; r < buckets.size(); ++r)
-    for (const MicroBatchPlan& mb : buckets[r].micro_batches) shapes[r].push_back(shape_of(mb, seq_len, docs_by_id));
+    for (const MicroBatchPlan& mb : buckets[r].micro_batches)
+      shapes[r].push_back(shape_of(mb, seq_len, docs_by_id, varlen));
   return step_time(device, parallel, shapes);
 }
 
@@ -44,15 +45,18 @@ ModeEvaluation evaluate_mode(TrainingMode mode, const std::vector<std::vector<Pl
   for (const std::vector<PlanDoc>& step_docs : steps) {
     const std::vector<PlanDoc> docs = by_id(step_docs);
     const std::vector<BucketPlan> buckets = place_step(mode, step_docs, options, cost);
-    const StepTime t = step_time_of(buckets, docs, options.seq_len, device, parallel);
+    // The baselines keep Megatron's fixed rows; msd's modes the planner's.
+    const bool varlen = options.varlen && !is_baseline(mode);
+    const StepTime t = step_time_of(buckets, docs, options.seq_len, device, parallel, varlen);
     std::vector<double> predicted, actual;
     for (const BucketPlan& bucket : buckets) {
       for (const MicroBatchPlan& mb : bucket.micro_batches) {
         e.real_positions += mb.positions;
-        e.computed_positions += static_cast<uint64_t>(mb.sequences.size()) * options.seq_len;
+        for (const PackedSequence& sequence : mb.sequences)
+          e.computed_positions += row_positions(sequence.used, options.seq_len, varlen);
         if (mb.positions == 0) continue;
-        const MicroBatchShape shape = shape_of(mb, options.seq_len, docs);
-        predicted.push_back(planner_cost(cost, shape, options.cp));
+        const MicroBatchShape shape = shape_of(mb, options.seq_len, docs, varlen);
+        predicted.push_back(planner_cost(varlen ? cost.unpadded() : cost, shape, options.cp));
         actual.push_back(micro_batch_seconds(device, parallel, shape));
       }
     }

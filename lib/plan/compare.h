@@ -19,7 +19,7 @@ struct ModeEvaluation {
   TrainingMode mode = TrainingMode::msd_greedy;
   uint64_t steps = 0;
   uint64_t real_positions = 0;       // tokens + patches placed (padding excluded)
-  uint64_t computed_positions = 0;   // sequences x seq_len: what the GPUs compute
+  uint64_t computed_positions = 0;   // rows' positions (sequences x seq_len, or varlen rows): what the GPUs compute
   double seconds = 0.0;              // sum over steps of StepTime::step_seconds
   double tokens_per_s = 0.0;         // real_positions / seconds
   double padding_fraction = 0.0;     // 1 - real / computed
@@ -41,6 +41,6 @@ ModeEvaluation evaluate_mode(TrainingMode mode, const std::vector<std::vector<Pl
 
 // One step placed by `mode`, on the device model.
 StepTime step_time_of(const std::vector<BucketPlan>& buckets, const std::vector<PlanDoc>& docs_by_id,
-                      uint32_t seq_len, const DeviceModel& device, const Parallel& parallel);
+                      uint32_t seq_len, const DeviceModel& device, const Parallel& parallel, bool varlen = false);
 
 }  // namespace msd

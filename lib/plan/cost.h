@@ -39,7 +39,16 @@ struct CostModel {
   // Padding positions of a fixed-shape (seq_len) sequence: the linear layers
   // compute them like any position (a each); attention masks them. A
   // sequence costs its documents plus this over its padding.
-  double padding(uint64_t positions) const { return a * static_cast<double>(positions); }
+  // Zero when the trainer computes no padding (`padded` false: variable-length
+  // micro-batches, PackOptions::varlen).
+  double padding(uint64_t positions) const { return padded ? a * static_cast<double>(positions) : 0.0; }
+  bool padded = true;
+  // This cost for variable-length rows: padding costs nothing.
+  CostModel unpadded() const {
+    CostModel c = *this;
+    c.padded = false;
+    return c;
+  }
 
   // A packed sequence of seq_len positions under context parallelism: its
   // segments (document pieces in position order, `lengths[i]` positions of

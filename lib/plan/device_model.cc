@@ -319,7 +319,8 @@ MicroBatchShape shape_of(const MicroBatch& micro_batch) {
   return shape;
 }
 
-MicroBatchShape shape_of(const MicroBatchPlan& plan, uint32_t seq_len, const std::vector<PlanDoc>& docs) {
+MicroBatchShape shape_of(const MicroBatchPlan& plan, uint32_t seq_len, const std::vector<PlanDoc>& docs,
+                         bool varlen) {
   MicroBatchShape shape;
   for (const PackedSequence& packed : plan.sequences) {
     SequenceShape sequence;
@@ -330,8 +331,9 @@ MicroBatchShape shape_of(const MicroBatchPlan& plan, uint32_t seq_len, const std
       sequence.segments.push_back(piece.length);
       sequence.patches.push_back(piece.begin < fixed ? std::min(fixed - piece.begin, piece.length) : 0);
     }
-    MSD_CHECK_LE(packed.used, seq_len);
-    sequence.padding = seq_len - packed.used;
+    const uint64_t row = row_positions(packed.used, seq_len, varlen);
+    MSD_CHECK_LE(packed.used, row);
+    sequence.padding = static_cast<uint32_t>(row - packed.used);
     shape.push_back(std::move(sequence));
   }
   return shape;

@@ -155,7 +155,10 @@ double one_f_one_b_seconds(std::span<const double> seconds, std::span<const doub
 // step's documents indexed by id (docs[i].id == i, as the planner and
 // `msd-plan simulate` build them), for their patches.
 MicroBatchShape shape_of(const MicroBatch& micro_batch);
-MicroBatchShape shape_of(const MicroBatchPlan& plan, uint32_t seq_len, const std::vector<PlanDoc>& docs);
+// `varlen`: each packed sequence is a variable-length row padded only to
+// row_positions (plan/pack.h), as PackOptions::varlen plans are computed.
+MicroBatchShape shape_of(const MicroBatchPlan& plan, uint32_t seq_len, const std::vector<PlanDoc>& docs,
+                         bool varlen = false);
 
 // How well one cost ranks another over the same items (e.g. the planner's
 // cost against device seconds over a step's micro-batches): Spearman's rank

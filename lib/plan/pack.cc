@@ -1078,7 +1078,27 @@ class BudgetEnforcer {
 
 }  // namespace
 
-PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& options, const CostModel& cost) {
+namespace {
+
+// Variable-length rows: each micro-batch's packed sequences become one, their
+// pieces concatenated in order.
+void join_rows(std::vector<MicroBatchPlan>& micro_batches) {
+  for (MicroBatchPlan& mb : micro_batches) {
+    if (mb.sequences.size() <= 1) continue;
+    PackedSequence row;
+    for (PackedSequence& sequence : mb.sequences) {
+      row.pieces.insert(row.pieces.end(), sequence.pieces.begin(), sequence.pieces.end());
+      row.used += sequence.used;
+    }
+    mb.sequences.assign(1, std::move(row));
+  }
+}
+
+}  // namespace
+
+PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& options, const CostModel& model) {
+  const CostModel cost = options.varlen ? model.unpadded() : model;  // varlen rows compute no padding
+  MSD_CHECK(!options.varlen || options.cp <= 1);
   MSD_CHECK_LE(1u, options.seq_len);
   MSD_CHECK_LE(1u, options.dp);
   MSD_CHECK_LE(1u, options.micro_batches);
@@ -1099,6 +1119,8 @@ PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& option
   const bool binding = enforcer.apply(step.buckets, budget, exceeded);
   if (options.pp > 1)
     for (BucketPlan& bucket : step.buckets) order_for_pipeline(bucket.micro_batches);
+  if (options.varlen)
+    for (BucketPlan& bucket : step.buckets) join_rows(bucket.micro_batches);
   std::vector<uint32_t> lengths;
   if (binding) costs.clear();  // pieces were cut: the bounds are over the pieces placed
   for (BucketPlan& bucket : step.buckets) {
@@ -1127,7 +1149,7 @@ PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& option
   step.stats.positions_budget = budget;
   step.stats.budget_binding = binding;
   step.stats.budget_exceeded = exceeded;
-  if (!options.lower_bound) {  // the piece bounds of plan_stats only
+  if (!options.lower_bound || options.varlen) {  // the piece bounds of plan_stats only
     if (step.stats.bound_cost > 0.0) step.stats.max_over_bound = step.stats.max_cost / step.stats.bound_cost;
     return step;
   }
@@ -1141,6 +1163,11 @@ PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& option
   }
   step.stats.max_over_bound = step.stats.bound_cost > 0.0 ? step.stats.max_cost / step.stats.bound_cost : 1.0;
   return step;
+}
+
+uint64_t row_positions(uint64_t used, uint32_t seq_len, bool varlen) {
+  if (!varlen) return seq_len;
+  return (used + kVarlenAlign - 1) / kVarlenAlign * kVarlenAlign;
 }
 
 void order_for_pipeline(std::vector<MicroBatchPlan>& micro_batches) {
@@ -1230,6 +1257,8 @@ PackOptions make_pack_options(const Config& config) {
   }
   options.cp = static_cast<uint32_t>(config.topology.cp);
   options.pp = static_cast<uint32_t>(config.topology.pp);
+  // The colocated baselines keep Megatron's fixed rows.
+  options.varlen = config.job.micro_batch_shape == "varlen" && !is_baseline(parse_training_mode(config.job.mode, config.job.balance));
   options.max_positions_per_micro_batch = config.job.max_positions_per_micro_batch;
   return options;
 }

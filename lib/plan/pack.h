@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "msd/batch.h"
 #include "plan/balance.h"
 #include "msd/config.h"
 #include "plan/cost.h"
@@ -61,6 +62,14 @@ struct PackOptions {
   // its busiest CP rank's share (CostModel::zigzag_sequence), in micro-batch
   // and bucket costs and the order of micro-batches. Default: 1.
   uint32_t cp = 1;
+  // Variable-length micro-batches (job.micro_batch_shape = varlen): the
+  // trainer computes each micro-batch as one row of its positions, rounded up
+  // to kVarlenAlign (packed "THD" attention), not as [sequences, seq_len].
+  // Padding then costs nothing, the plan's micro-batches hold one sequence
+  // each (the packed sequences concatenated, in order), and the
+  // padding-aware bound does not apply (PlanStats keeps the piece bounds).
+  // Pieces are still at most seq_len. REQUIRES cp == 1. Default: false.
+  bool varlen = false;
   // Pipeline stages each micro-batch passes through (1F1B). For pp > 1 each
   // bucket's micro-batches with work are ordered lightest at both ends and
   // heaviest in the middle (order_for_pipeline): the warm-up and cool-down,
@@ -139,6 +148,12 @@ struct PlanStats {
   bool budget_binding = false;
   bool budget_exceeded = false;
 };
+
+// Positions a trainer computes for a row holding `used`: seq_len for fixed
+// rows, `used` rounded up to kVarlenAlign (msd/batch.h: tile and
+// tensor-parallel divisibility, at most 63 positions of padding a row) for
+// variable-length ones.
+uint64_t row_positions(uint64_t used, uint32_t seq_len, bool varlen);
 
 // A bucket's micro-batches in 1F1B order: those with work by cost, the
 // lightest first, then alternately at the back and the front, so cost rises

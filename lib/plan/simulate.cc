@@ -97,6 +97,7 @@ SimulateReport simulate(const SimulateOptions& options) {
     pack.micro_batches = options.micro_batches;
     pack.long_docs = options.long_docs;
     pack.pp = options.pp;
+    pack.varlen = options.varlen;
     pack.balance = method;
     std::vector<double> ms, cpu_ms, imbalance, bound, pigeonhole, over_bound, micro, positions, seconds;
     MethodReport line;

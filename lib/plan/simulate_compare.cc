@@ -8,6 +8,12 @@
 
 namespace msd {
 
+bool parse_micro_batch_shape(const std::string& name, const std::string& what) {
+  if (name == "fixed") return false;
+  if (name == "varlen") return true;
+  throw ConfigError(str(what, ": '", name, "' is not a micro-batch shape; give fixed or varlen"));
+}
+
 bool parse_cost_model(const std::string& name, const std::string& what) {
   if (name == "calibrated") return true;
   if (name == "analytic") return false;
@@ -31,6 +37,8 @@ CompareReport compare_modes(const SimulateOptions& options, const CompareOptions
   report.options = options;
   report.compare = compare;
   report.dp = simulate(probe).dp;
+  if (options.varlen && options.cp > 1)
+    throw ConfigError("--micro-batch-shape varlen: context parallelism (--cp > 1) needs fixed rows");
   if (options.cp > 1 && options.seq_len % (2 * options.cp) != 0)
     throw ConfigError(str("--seq-len ", options.seq_len, " is not divisible by 2 * cp = ", 2 * options.cp));
   const DeviceModel device = compare_device_model(compare);
@@ -55,6 +63,7 @@ CompareReport compare_modes(const SimulateOptions& options, const CompareOptions
   pack.long_docs = options.long_docs;
   pack.cp = options.cp;
   pack.pp = options.pp;
+  pack.varlen = options.varlen;
   for (TrainingMode mode : compare.modes) report.modes.push_back(evaluate_mode(mode, steps, pack, cost, device, parallel));
   return report;
 }
@@ -99,10 +108,10 @@ void print_compare(const CompareReport& report, std::ostream& out) {
   char line[512];
   std::snprintf(line, sizeof line,
                 "msd-plan simulate --compare: %u DP ranks x tp %u pp %u cp %u, seq_len %u, %u micro-batches, %u "
-                "samples per DP rank, %u steps; %s on %s (vision: %s)\n",
+                "samples per DP rank, %u steps; %s on %s (vision: %s); msd's micro-batches: %s\n",
                 report.dp, o.tp, o.pp, o.cp, o.seq_len, o.micro_batches, o.samples_per_gpu, o.steps,
                 report.compare.model_preset.c_str(), report.compare.device_preset.c_str(),
-                report.compare.vision_preset.c_str());
+                report.compare.vision_preset.c_str(), o.varlen ? "variable-length rows" : "fixed rows");
   out << line << cost_model_line(report) << '\n';
   std::snprintf(line, sizeof line, "%-18s %12s %9s %9s %10s %10s %9s %9s\n", "mode", "tokens/s", "step s", "padding",
                 "DP max/mn", "mb max/mn", "bubble", "cost fit");
@@ -132,6 +141,7 @@ std::string compare_json(const CompareReport& report) {
   json.begin_object();
   json.value("dp", report.dp).value("tp", o.tp).value("pp", o.pp).value("cp", o.cp).value("seq_len", o.seq_len);
   json.value("micro_batches", o.micro_batches).value("steps", o.steps);
+  json.value("micro_batch_shape", o.varlen ? "varlen" : "fixed");
   json.value("model", report.compare.model_preset).value("device", report.compare.device_preset);
   write_cost_model(json, report.cost, report.calibration);
   json.begin_object("modes");

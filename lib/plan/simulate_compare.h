@@ -35,6 +35,9 @@ struct CompareReport {
   std::vector<ModeEvaluation> modes;  // in compare.modes order
 };
 
+// "varlen" (true) or "fixed" (false); ConfigError naming `what` otherwise.
+bool parse_micro_batch_shape(const std::string& name, const std::string& what);
+
 // "calibrated" (true) or "analytic" (false); ConfigError naming `what` otherwise.
 bool parse_cost_model(const std::string& name, const std::string& what);
 

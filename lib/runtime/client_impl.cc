@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "plan/cost.h"
+#include "plan/pack.h"
 
 namespace msd {
 
@@ -31,6 +32,7 @@ BuildOptions build_options_for(const ClientPlaceTree& tree, int client_index, in
 
 DisaggregatedClient::DisaggregatedClient(JobContext& job, int client_index, int32_t image_token_id, MPI_Comm tp_comm)
     : job_(job), client_index_(client_index), next_step_(job.first_step), options_(build_options_for(job.tree, client_index, image_token_id)) {
+  options_.varlen = make_pack_options(job.config).varlen;  // the planner's rows (colocated ranks keep fixed ones)
   counts_needed_ = job.tree.is_tp_leader(client_index);
   if (job.tree.dim(Axis::tp) > 1 && job.config.topology.broadcast_at == "tp")
     share_ = std::make_unique<TpShare>(tp_comm);

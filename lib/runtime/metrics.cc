@@ -68,15 +68,17 @@ MetricsWriter::~MetricsWriter() {
 void MetricsWriter::planned(uint64_t step, const std::vector<BucketPlan>& buckets, const std::vector<PlanDoc>& docs) {
   // The documents' cost without the padding the planner also charges, as
   // the summary's balance counts it from the clients' batches.
-  const CostModel model = make_cost_model(config_);
+  const bool varlen = make_pack_options(config_).varlen;
+  const CostModel model = varlen ? make_cost_model(config_).unpadded() : make_cost_model(config_);
+  const uint32_t seq_len = config_.job.seq_len;
   std::vector<double> cost, device;
   for (const BucketPlan& bucket : buckets) {
     uint64_t padding = 0;
     for (const MicroBatchPlan& mb : bucket.micro_batches)
-      for (const PackedSequence& seq : mb.sequences) padding += config_.job.seq_len - seq.used;
+      for (const PackedSequence& seq : mb.sequences) padding += row_positions(seq.used, seq_len, varlen) - seq.used;
     cost.push_back(bucket.cost - model.padding(padding));
     std::vector<MicroBatchShape> shapes;
-    for (const MicroBatchPlan& mb : bucket.micro_batches) shapes.push_back(shape_of(mb, config_.job.seq_len, docs));
+    for (const MicroBatchPlan& mb : bucket.micro_batches) shapes.push_back(shape_of(mb, seq_len, docs, varlen));
     device.push_back(rank_time(device_, parallel_, shapes).seconds);
   }
   balance_[step] = Balance{max_over_mean(cost), max_over_mean(device)};

@@ -18,6 +18,8 @@ write_tiny_config "$WORK/job.ini"
 expect_error "job.seqlen" "$MSD_RUN" --config "$WORK/job.ini" --job.seqlen=10
 expect_error "job.seq_len" "$MSD_RUN" --config "$WORK/job.ini" --job.seq_len=abc
 expect_error "topology.dp" "$MSD_RUN" --config "$WORK/job.ini" --topology.dp=0
+expect_error "job.micro_batch_shape: varlen needs topology.cp = 1" "$MSD_RUN" --config "$WORK/job.ini" --job.micro_batch_shape=varlen --topology.cp=2
+expect_error "job.micro_batch_shape" "$MSD_RUN" --config "$WORK/job.ini" --job.micro_batch_shape=thd
 write_tiny_config "$WORK/unknown.ini" "[source.extra]" "format = jsonl"
 expect_error "source.extra" "$MSD_RUN" --config "$WORK/unknown.ini"
 # A glob that matches nothing: found by the loaders at start-up, reported once,

@@ -22,4 +22,10 @@ steps=$(json_field "$WORK/a.json" steps)
 # A different seed must change the stream (the digest is not a constant).
 run_job "$WORK/job.ini" --summary-json "$WORK/e.json" --seed 6 >/dev/null
 [ "$(json_field "$WORK/e.json" batch_digest)" != "$a" ] || { echo "FAIL: seed does not change the digest"; exit 1; }
-echo "determinism: batch_digest $a across 2 runs, 1, 2, 4 loaders and 2 loader threads"
+# Variable-length micro-batches: as deterministic, a layout of its own.
+run_job "$WORK/job.ini" --summary-json "$WORK/v1.json" --loaders 1 --job.micro_batch_shape=varlen >/dev/null
+run_job "$WORK/job.ini" --summary-json "$WORK/v4.json" --loaders 4 --job.micro_batch_shape=varlen >/dev/null
+v=$(json_field "$WORK/v1.json" batch_digest)
+[ -n "$v" ] && [ "$v" = "$(json_field "$WORK/v4.json" batch_digest)" ] || { echo "FAIL: varlen digests differ"; exit 1; }
+[ "$v" != "$a" ] || { echo "FAIL: varlen rows give the fixed rows' digest"; exit 1; }
+echo "determinism: batch_digest $a across 2 runs, 1, 2, 4 loaders and 2 loader threads; varlen $v with 1 and 4 loaders"

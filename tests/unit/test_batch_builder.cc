@@ -270,3 +270,47 @@ TEST_CASE("a CP slice of a last stage reads only label tokens, straight into lab
   odd.seq_len = 22;  // not divisible by 2 * 3
   REQUIRE_THROWS_AS(build_batch(odd, f, BuildOptions{77, 0, 3}, bad), ProtocolError);
 }
+
+TEST_CASE("a variable-length micro-batch is one row of its pieces, padded to the alignment") {
+  MemoryFetcher f;
+  StepPlan plan;
+  plan.step = 4;
+  plan.seq_len = 8;  // the longest piece; rows may be longer
+  plan.samples.push_back(put_sample(f, 1, 0, 10, {11, 12, 13}, 0, 0));
+  plan.samples.push_back(put_sample(f, 2, 1, 20, {21, 22, 23, 24, 25, 26, 27, 28, 29, 30}, 0, 0));
+  plan.micro_batches.resize(2);
+  // Two packed sequences become one row: doc 0, doc 1's first 5, doc 1's rest.
+  plan.micro_batches[0].sequences.push_back({{{0, 0, 3}, {1, 0, 5}}});
+  plan.micro_batches[0].sequences.push_back({{{1, 5, 5}}});
+  BuildOptions options;
+  options.varlen = true;
+  Batch batch;
+  const BuildStats stats = build_batch(plan, f, options, batch);
+  REQUIRE(stats.bytes_fetched == 13 * 4);
+  REQUIRE(stats.bytes_fetched == stats.bytes_needed);
+  const MicroBatch& mb = batch.micro_batches.at(0);
+  REQUIRE(mb.sequences == 1);
+  REQUIRE(mb.seq_len == kVarlenAlign);  // 13 positions rounded up
+  REQUIRE(mb.tokens.size() == kVarlenAlign);
+  REQUIRE(std::vector<int32_t>(mb.tokens.begin(), mb.tokens.begin() + 14) ==
+          std::vector<int32_t>{11, 12, 13, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, kPadTokenId});
+  REQUIRE(std::vector<int32_t>(mb.positions.begin(), mb.positions.begin() + 13) ==
+          std::vector<int32_t>{0, 1, 2, 0, 1, 2, 3, 4, 0, 1, 2, 3, 4});
+  REQUIRE(std::vector<int32_t>(mb.labels.begin(), mb.labels.begin() + 14) ==
+          std::vector<int32_t>{12, 13, -100, 22, 23, 24, 25, -100, 27, 28, 29, 30, -100, -100});
+  REQUIRE(mb.cu_seqlens == std::vector<int32_t>{0, 3, 8, 13, static_cast<int32_t>(kVarlenAlign)});
+  REQUIRE(mb.docs.size() == 3);
+  for (const DocSpan& doc : mb.docs) REQUIRE(doc.sequence == 0);
+  REQUIRE(mb.docs[2].offset == 8);
+  // An empty micro-batch has no row.
+  REQUIRE(batch.micro_batches.at(1).sequences == 0);
+  REQUIRE(batch.micro_batches.at(1).tokens.empty());
+  // The same pieces as fixed rows: the same tokens, only the padding moves.
+  Batch fixed;
+  build_batch(plan, f, {}, fixed);
+  REQUIRE(fixed.micro_batches[0].tokens_used() == mb.tokens_used());
+  REQUIRE(fixed.digest != batch.digest);
+  // Context-parallel ranks split fixed rows only.
+  options.cp_size = 2;
+  REQUIRE_THROWS_AS(build_batch(plan, f, options, batch), ProtocolError);
+}

@@ -157,6 +157,11 @@ TEST_CASE("shapes from the planner's and the runtime's micro-batches", "[device_
   CHECK(planned[0].segments == std::vector<uint32_t>{40, 4});
   CHECK(planned[0].patches == std::vector<uint32_t>{16, 0});
   CHECK(planned[0].padding == 20);
+  // A variable-length row pads only to kVarlenAlign, whatever seq_len is.
+  CHECK(shape_of(plan, 64, docs, true)[0].padding == kVarlenAlign - 44);
+  plan.sequences[0].pieces.push_back(Piece{0, 0, 96});
+  plan.sequences[0].used = 140;  // longer than seq_len: a row of a micro-batch's pieces
+  CHECK(shape_of(plan, 64, docs, true)[0].positions() == 3 * kVarlenAlign);
 }
 
 TEST_CASE("cost_model_fit: Spearman and R^2", "[device_model]") {

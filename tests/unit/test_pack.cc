@@ -98,7 +98,13 @@ void check_plan(const std::vector<PlanDoc>& docs, const PackOptions& options, co
           by_doc[piece.doc].push_back(piece);
         }
         REQUIRE(sequence.used == used);
-        REQUIRE(used <= options.seq_len);
+        // A variable-length row holds a micro-batch's pieces, each within seq_len.
+        if (options.varlen) {
+          REQUIRE(mb.sequences.size() == 1);
+          for (const Piece& piece : sequence.pieces) REQUIRE(piece.length <= options.seq_len);
+        } else {
+          REQUIRE(used <= options.seq_len);
+        }
         positions += used;
       }
     }
@@ -531,5 +537,44 @@ TEST_CASE("pack: the budget shapes the plan; the repair moves pieces only when i
     check_plan(docs, options, halved.buckets);
     CHECK(halved.stats.budget_exceeded);
     CHECK(halved.stats.budget_binding);
+  }
+}
+
+TEST_CASE("pack: variable-length rows hold each micro-batch in one row, charge no padding, keep the budget",
+          "[pack][varlen]") {
+  std::mt19937_64 rng(41);
+  msd::CostModel cost;
+  cost.vision_scale = 0.5;
+  for (int round = 0; round < 60; ++round) {
+    PackOptions options = random_options(rng, round, 64);
+    options.varlen = true;
+    if (round % 3 == 0) options.pp = 4;
+    const size_t count = std::uniform_int_distribution<size_t>(1, 2000)(rng);
+    const auto docs = random_docs(rng, count, options.seq_len, options.seq_len / 4);
+    const msd::PackedStep step = msd::pack_step(docs, options, cost);
+    check_plan(docs, options, step.buckets);
+    std::map<uint32_t, uint32_t> fixed_of;
+    for (const PlanDoc& doc : docs) fixed_of[doc.id] = doc.fixed;
+    uint64_t total = 0;
+    for (const BucketPlan& plan : step.buckets) total += plan.positions;
+    const uint64_t bins = uint64_t{options.dp} * options.micro_batches;
+    const uint64_t budget = msd::micro_batch_budget(total, options);
+    const uint64_t limit = total <= budget * bins ? budget : (total + bins - 1) / bins + options.seq_len;
+    for (const BucketPlan& plan : step.buckets) {
+      double pieces = 0.0;
+      for (const auto& mb : plan.micro_batches) {
+        REQUIRE(mb.positions <= limit);
+        for (const auto& row : mb.sequences)
+          for (const Piece& p : row.pieces) {
+            const uint32_t fixed = fixed_of.at(p.doc);
+            pieces += cost.document(p.length, p.begin < fixed ? std::min(fixed - p.begin, p.length) : 0);
+          }
+      }
+      REQUIRE(plan.cost == Approx(pieces).epsilon(1e-9));  // no padding in the plan's cost
+    }
+    REQUIRE(step.stats.sequences <= bins);  // at most one row a micro-batch
+    REQUIRE(msd::row_positions(1, options.seq_len, true) == msd::kVarlenAlign);
+    REQUIRE(msd::row_positions(msd::kVarlenAlign + 1, options.seq_len, true) == 2 * msd::kVarlenAlign);
+    REQUIRE(msd::row_positions(5, options.seq_len, false) == options.seq_len);
   }
 }
