@@ -1224,7 +1224,7 @@ PlanStats plan_stats(const std::vector<BucketPlan>& buckets, std::span<const dou
     // The t + 1 lightest of the t*k + 1 heaviest: indices [t*k - t, t*k].
     pigeonhole = std::max(pigeonhole, prefix[t * k + 1] - prefix[t * k - t]);
   }
-  stats.bound_cost = pigeonhole;
+  stats.bound_cost = std::max(pigeonhole, stats.mean_cost);
   stats.pigeonhole_bound = ratio(std::max(pigeonhole, stats.mean_cost), stats.mean_cost);
   stats.positions_imbalance = ratio(max_positions, total_positions / dp);
   stats.micro_batch_imbalance.assign(count, 1.0);
