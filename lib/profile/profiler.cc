@@ -25,30 +25,31 @@ bool needs_tokenizer(const Config& config) {
 }
 
 // Reads and transforms `count` samples of `source`, spread over it, batch by
-// batch, into `meter`.
+// batch, into `meter`: reads on options.threads threads, as in the loader,
+// then the transforms on as many.
 void measure_source(uint32_t id, Source& source, const SourceConfig& config, uint64_t count, SampleTransform& transform,
                     uint32_t patch_bytes, const ProfileOptions& options, ProfileMeter& meter) {
-  using Clock = std::chrono::steady_clock;
   const uint64_t n = source.size();
   const size_t batch = size_t{16} * std::max(options.threads, 1u);
   auto slot_bytes = [&](const TransformedSample& s) {
     return SlotLayout::bytes(static_cast<uint32_t>(s.tokens.size()), s.image.patches, patch_bytes);
   };
+  WorkerPool read_pool("sample reads");
   std::vector<RawSample> raws(batch);
   std::vector<TransformedSample> outs(batch);
   for (uint64_t done = 0; done < count;) {
     const size_t size = static_cast<size_t>(std::min<uint64_t>(batch, count - done));
     std::vector<const RawSample*> good;
     std::vector<TransformedSample*> good_outs;
-    std::vector<double> reads;
-    for (size_t k = 0; k < size; ++k) {
+    std::vector<double> reads(size);
+    read_measured(read_pool, options.threads, reads, [&](size_t k) {
       const uint64_t index = static_cast<uint64_t>((static_cast<__int128>(done + k) * n) / count);
-      const auto start = Clock::now();
       raws[k].clear();
       // Emulated storage latency is part of a read's cost, as in the loader.
       if (config.read_delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(config.read_delay_us));
       source.read(index, raws[k]);
-      reads.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    });
+    for (size_t k = 0; k < size; ++k) {
       good.push_back(&raws[k]);  // a reader's bad sample passes through apply_batch as its verdict
       good_outs.push_back(&outs[k]);
     }
