@@ -7,10 +7,13 @@ run_job "$WORK/job.ini" --summary-json "$WORK/a.json" >/dev/null
 run_job "$WORK/job.ini" --summary-json "$WORK/b.json" >/dev/null
 run_job "$WORK/job.ini" --summary-json "$WORK/c.json" --loaders 1 >/dev/null
 run_job "$WORK/job.ini" --summary-json "$WORK/d.json" --loaders 4 >/dev/null
-# Loaders tokenizing batches of requests on two threads.
+# Loaders reading and transforming batches of requests on two threads, and
+# on four with a storage latency on every read (reads finish out of order).
 run_job "$WORK/job.ini" --summary-json "$WORK/t.json" --loader.threads=2 >/dev/null
+run_job "$WORK/job.ini" --summary-json "$WORK/u.json" --loader.threads=4 --source.images.read_delay_us=300 \
+  --source.web.read_delay_us=50 >/dev/null
 a=$(json_field "$WORK/a.json" batch_digest)
-for run in b c d t; do
+for run in b c d t u; do
   other=$(json_field "$WORK/$run.json" batch_digest)
   if [ "$a" != "$other" ] || [ -z "$a" ]; then
     echo "FAIL: batch_digest differs: run a $a, run $run $other"
@@ -22,4 +25,4 @@ steps=$(json_field "$WORK/a.json" steps)
 # A different seed must change the stream (the digest is not a constant).
 run_job "$WORK/job.ini" --summary-json "$WORK/e.json" --seed 6 >/dev/null
 [ "$(json_field "$WORK/e.json" batch_digest)" != "$a" ] || { echo "FAIL: seed does not change the digest"; exit 1; }
-echo "determinism: batch_digest $a across 2 runs, 1, 2, 4 loaders and 2 loader threads"
+echo "determinism: batch_digest $a across 2 runs, 1, 2, 4 loaders and 2 and 4 loader threads"
