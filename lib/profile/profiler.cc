@@ -152,9 +152,9 @@ double number_of(const JsonValue& object, const char* key, const std::string& wh
 
 // The seconds of a profile: read_seconds_per_sample and
 // transform_seconds_per_sample; a profile written before they were split has
-// only seconds_per_sample, which counts as transform (what the partitioner
-// assumed of all of it then), with a warning: on loader.threads > 1 a plan
-// from it counts on threads speeding up reads they do not.
+// only seconds_per_sample, which counts as transform, with a warning. The
+// plan is the same either way (a loader's threads share reads and
+// transforms alike); only the split, which part waits on storage, is lost.
 void read_seconds(const JsonValue& p, const std::string& where, const std::string& option, SourceProfile& profile) {
   const bool has_read = p.find("read_seconds_per_sample") != nullptr;
   const bool has_transform = p.find("transform_seconds_per_sample") != nullptr;
@@ -165,8 +165,8 @@ void read_seconds(const JsonValue& p, const std::string& where, const std::strin
   }
   profile.transform_seconds_per_sample = number_of(p, "seconds_per_sample", where);
   log_warn(where, " has seconds_per_sample but no read_seconds_per_sample and transform_seconds_per_sample "
-           "(a profile from before they were split): all of it counts as transform, so with loader.threads > 1 "
-           "the plan may count on threads to speed up reads; profile again (msd-plan profile --json) for the split (",
+           "(a profile from before they were split): all of it counts as transform, which plans the same, but "
+           "which part waits on storage is not known; profile again (msd-plan profile --json) for the split (",
            option, ")");
 }
 }  // namespace
