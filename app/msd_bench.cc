@@ -394,6 +394,8 @@ int scaling_main(int argc, char** argv) {
        "emulated step time after the shift over the static pilot run's (no compute) step time")
       ("image-read-ms", po::value(&options.image_read_ms)->default_value(options.image_read_ms),
        "emulated storage latency per image read, on top of the real decode (0: real work only)")
+      ("loader-threads", po::value(&options.loader_threads)->default_value(options.loader_threads),
+       "loader.threads of every run: each loader reads and transforms on this many (partition: up to it)")
       ("work-dir", po::value(&options.work_dir), "dataset, summaries and logs (default: a new /tmp/msd-bench-scaling-*)")
       ("json", po::bool_switch(&json), "print one JSON object instead of text");
   if (!parse_or_help(argc, argv, described)) return 0;

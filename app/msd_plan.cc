@@ -75,10 +75,10 @@ int profile_main(int argc, char** argv) {
       "Usage: msd-plan profile --config FILE [options] [--section.key=value ...]\n\n"
       "Measures what each source of the configuration costs a loader, on --samples\n"
       "samples spread over it, with the real readers and transforms (tokenizer, JPEG\n"
-      "decode) and the loaders' own measurement: seconds per sample of read (on the\n"
-      "loader's thread, one sample after the other) and of transform (on one thread: a\n"
-      "loader's threads shorten only this part), transformed bytes per sample, positions\n"
-      "per sample, and the memory of the open source (index, buffers, decoder,\n"
+      "decode) and the loaders' own measurement: seconds per sample of read (storage\n"
+      "latency included) and of transform, each what one sample costs one thread (a\n"
+      "loader's threads share both), transformed bytes per sample, positions per\n"
+      "sample, and the memory of the open source (index, buffers, decoder,\n"
       "vocabulary). Progress goes to stderr.\n"
       "docs/scaling.md \"Profiles\".\n\n"
       "Options");
@@ -86,7 +86,7 @@ int profile_main(int argc, char** argv) {
       ("help,h", "print this help and exit")
       ("config", po::value(&config_path), "the job's configuration (as msd-run's --config)")
       ("samples", po::value(&samples)->default_value(samples), "samples measured per source (fewer if it holds fewer)")
-      ("threads", po::value(&threads)->default_value(threads), "transform threads (transform seconds are per thread either way)")
+      ("threads", po::value(&threads)->default_value(threads), "threads that read and transform (the seconds are per thread either way)")
       ("json", po::bool_switch(&json), "print JSON (msd-plan partition --profile reads it)");
   std::vector<std::string> overrides;
   if (!parse_or_help(argc, argv, described, overrides)) return 0;

@@ -48,7 +48,7 @@ std::string write_config(const ScalingOptions& o, const std::string& data, const
       << shift << ":" << kTextWeight << "\nread_delay_us = " << static_cast<uint64_t>(o.image_read_ms * 1e3) << "\n"
       << "[tokenizer]\nvocab = " << data << "/vocab.tiktoken\n"
       << "[image]\nmax_side = " << o.image_side << "\npatch = 16\n"
-      << "[loader]\nwindow_mb = 64\n";
+      << "[loader]\nwindow_mb = 64\nthreads = " << o.loader_threads << "\n";
   if (!out) throw IoError(str("cannot write ", path));
   return path;
 }
@@ -183,6 +183,15 @@ std::vector<std::string> plan_partition(const std::string& config, double time_s
   report.static_plan_memory_bytes = json_number(doc, "static.memory_bytes");
   report.static_worst_margin = json_number(doc, "static.worst_margin");
   if (!(report.plan_loader_ranks >= 1)) throw Error(str("msd-plan partition wrote no loader_ranks to ", plan));
+  if (const JsonValue* groups = doc.find("groups"); groups && groups->type == JsonType::array)
+    for (const JsonValue& g : groups->array) {
+      ScalingPlanGroup group;
+      if (const JsonValue* names = g.find("sources"); names && names->type == JsonType::array)
+        for (const JsonValue& name : names->array) group.sources += (group.sources.empty() ? "" : "+") + name.string;
+      group.ranks = static_cast<int>(json_number(g, "ranks"));
+      group.threads = static_cast<int>(json_number(g, "threads"));
+      report.plan_groups.push_back(std::move(group));
+    }
   return {"--topology.partition_plan=" + plan, "--topology.loaders=" + str(report.plan_loader_ranks)};
 }
 
@@ -191,6 +200,7 @@ std::vector<std::string> plan_partition(const std::string& config, double time_s
 ScalingReport run_scaling_bench(const ScalingOptions& options) {
   if (options.steps < 8) throw ConfigError("--steps: at least 8 (the shift is half-way)");
   if (options.loaders < 2) throw ConfigError("--loaders: at least 2 (one per source)");
+  if (options.loader_threads < 1) throw ConfigError("--loader-threads: at least 1");
   ScalingReport report;
   report.options = options;
   report.shift_step = options.steps / 2;
@@ -254,6 +264,7 @@ std::string scaling_json(const ScalingReport& r) {
   JsonWriter w;
   w.begin_object();
   w.value("steps", r.options.steps).value("shift_step", r.shift_step).value("global_batch", r.options.global_batch);
+  w.value("loader_threads", r.options.loader_threads);
   w.value("seconds_per_image", r.seconds_per_image).value("seconds_per_text", r.seconds_per_text);
   w.value("pilot_step_s_after", r.pilot_step_s_after);
   w.value("time_scale", r.time_scale).value("target_step_s_after", r.target_step_s_after);
@@ -286,7 +297,10 @@ std::string scaling_json(const ScalingReport& r) {
         .value("steps_per_s_max", r.plan_steps_per_s_max)
         .value("static_memory_bytes", r.static_plan_memory_bytes)
         .value("static_worst_margin", r.static_worst_margin)
-        .end_object();
+        .begin_array("groups");
+    for (const ScalingPlanGroup& g : r.plan_groups)
+      w.begin_object().value("sources", g.sources).value("ranks", g.ranks).value("threads", g.threads).end_object();
+    w.end_array().end_object();
   }
   w.value("online_tokens_per_s_after_over_static", after_over_static(r, "online"));
   w.value("same_stream", r.same_stream);
@@ -299,10 +313,12 @@ std::string scaling_text(const ScalingReport& r) {
   char line[768];
   std::snprintf(line, sizeof line,
                 "msd-bench scaling: text -> images at step %llu of %llu (weight %.1f -> %.1f), %u samples per step, "
-                "%d loaders\n  measured here: %.2f ms per image, %.3f ms per text document; static without compute: "
-                "%.0f ms per step after the shift; the emulated step then takes %.0f ms (time scale %.4g)\n",
+                "%d loaders of %u thread(s)\n  measured here: %.2f ms per image, %.3f ms per text document; static "
+                "without compute: %.0f ms per step after the shift; the emulated step then takes %.0f ms (time scale "
+                "%.4g)\n",
                 static_cast<unsigned long long>(r.shift_step), static_cast<unsigned long long>(r.options.steps),
-                1 - kTextWeight, kTextWeight, r.options.global_batch, r.options.loaders, r.seconds_per_image * 1e3,
+                1 - kTextWeight, kTextWeight, r.options.global_batch, r.options.loaders, r.options.loader_threads,
+                r.seconds_per_image * 1e3,
                 r.seconds_per_text * 1e3, r.pilot_step_s_after * 1e3, r.target_step_s_after * 1e3, r.time_scale);
   out << line;
   std::snprintf(line, sizeof line, "  %-10s %11s %11s %12s %12s %8s %12s %12s %12s %6s\n", "mode", "wait before",
@@ -338,6 +354,9 @@ std::string scaling_text(const ScalingReport& r) {
                   100 * r.static_worst_margin, 100 * partition->data_wait_fraction_after, partition->loader_ranks,
                   fixed->loader_ranks, partition->loader_rank_memory_bytes / 1e6, fixed->loader_rank_memory_bytes / 1e6);
     out << line;
+    out << "    the plan's groups (ranks x threads):";
+    for (const ScalingPlanGroup& g : r.plan_groups) out << ' ' << g.sources << ' ' << g.ranks << 'x' << g.threads;
+    out << '\n';
     std::snprintf(line, sizeof line,
                   "    memory is judged on rank mem: each loader rank's (and the planner's) own memory from start-up "
                   "on, file-backed pages left out, so a rank fewer counts as the memory it gives back; loader mem "

@@ -30,6 +30,18 @@ struct ScalingOptions {
   // few ms make the image loaders' pace independent of how busy the cores
   // are (docs/scaling.md).
   double image_read_ms = 0.0;
+  // loader.threads of every run: the threads a loader reads and transforms
+  // on (static and online loaders run them all; partition's plan chooses up
+  // to this many per group).
+  uint32_t loader_threads = 1;
+};
+
+// One group of the partition plan: its sources (joined by '+'), ranks and
+// threads per rank.
+struct ScalingPlanGroup {
+  std::string sources;
+  int ranks = 0;
+  int threads = 0;
 };
 
 // What a mode of the table is and whether this build has it.
@@ -82,6 +94,7 @@ struct ScalingReport {
   double plan_memory_bytes = 0, plan_worst_margin = 0;
   double plan_steps_per_s_max = 0;  // the plan's target rate at its fastest point
   double static_plan_memory_bytes = 0, static_worst_margin = 0;
+  std::vector<ScalingPlanGroup> plan_groups;
   std::vector<ScalingModeResult> modes;
   bool same_stream = true;  // every mode delivered the same batch digest
 };

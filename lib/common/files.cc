@@ -101,14 +101,19 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 
 FileReader::FileReader(size_t max_open) : max_open_(std::max<size_t>(max_open, 1)) {}
 
-FileReader::~FileReader() { close_all(); }
+FileReader::~FileReader() = default;
 
-FileReader::FileReader(FileReader&& other) noexcept
-    : max_open_(other.max_open_), uses_(other.uses_), open_(std::exchange(other.open_, {})) {}
+FileReader::Descriptor::~Descriptor() { ::close(fd); }
+
+FileReader::FileReader(FileReader&& other) noexcept : max_open_(other.max_open_) {
+  const std::lock_guard lock(other.mutex_);
+  uses_ = other.uses_;
+  open_ = std::exchange(other.open_, {});
+}
 
 FileReader& FileReader::operator=(FileReader&& other) noexcept {
   if (this != &other) {
-    close_all();
+    const std::scoped_lock lock(mutex_, other.mutex_);
     max_open_ = other.max_open_;
     uses_ = other.uses_;
     open_ = std::exchange(other.open_, {});
@@ -116,39 +121,46 @@ FileReader& FileReader::operator=(FileReader&& other) noexcept {
   return *this;
 }
 
-void FileReader::close_all() noexcept {
-  for (const Open& o : open_) ::close(o.descriptor);
-  open_.clear();
+size_t FileReader::open_files() const {
+  const std::lock_guard lock(mutex_);
+  return open_.size();
 }
 
-bool FileReader::read(size_t file, const std::string& path, uint64_t offset, void* out, size_t bytes,
-                      std::string& error) {
+std::shared_ptr<const FileReader::Descriptor> FileReader::acquire(size_t file, const std::string& path,
+                                                                  std::string& error) {
+  const std::lock_guard lock(mutex_);
   auto it = std::find_if(open_.begin(), open_.end(), [file](const Open& o) { return o.file == file; });
   if (it == open_.end()) {
     int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (descriptor < 0 && (errno == EMFILE || errno == ENFILE) && !open_.empty()) {
-      // Out of descriptors (many sources in one process): give back ours, once.
-      close_all();
+      // Out of descriptors (many sources in one process): give back ours, once
+      // (those other threads still read stay open until their reads end).
+      open_.clear();
       descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     }
     if (descriptor < 0) {
       error = str("cannot open ", path, ": ", std::strerror(errno));
-      return false;
+      return nullptr;
     }
-    if (open_.size() >= max_open_) {
-      auto oldest = std::min_element(open_.begin(), open_.end(),
-                                     [](const Open& a, const Open& b) { return a.last_use < b.last_use; });
-      ::close(oldest->descriptor);
-      open_.erase(oldest);
-    }
-    open_.push_back({file, descriptor, 0});
+    auto opened = std::make_shared<const Descriptor>(descriptor);
+    if (open_.size() >= max_open_)
+      open_.erase(std::min_element(open_.begin(), open_.end(),
+                                   [](const Open& a, const Open& b) { return a.last_use < b.last_use; }));
+    open_.push_back({file, std::move(opened), 0});
     it = open_.end() - 1;
   }
   it->last_use = ++uses_;
+  return it->descriptor;
+}
+
+bool FileReader::read(size_t file, const std::string& path, uint64_t offset, void* out, size_t bytes,
+                      std::string& error) {
+  const std::shared_ptr<const Descriptor> descriptor = acquire(file, path, error);
+  if (!descriptor) return false;
   auto* p = static_cast<unsigned char*>(out);
   size_t done = 0;
   while (done < bytes) {
-    const ssize_t n = ::pread(it->descriptor, p + done, bytes - done, static_cast<off_t>(offset + done));
+    const ssize_t n = ::pread(descriptor->fd, p + done, bytes - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       error = str("cannot read ", bytes, " bytes at offset ", offset, " of ", path, ": ", std::strerror(errno));

@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -51,7 +53,11 @@ class MappedFile {
 // at most `max_open` at once (the least recently used is closed first), so a
 // source of thousands of shards holds few descriptors; when the process runs
 // out of descriptors (EMFILE), the reader closes its own and tries once more.
-// Move-only; not thread-safe.
+// Thread-safe: read() may be called from several threads at once (a loader
+// reads a batch's samples on its threads); they share the descriptors and
+// read with pread, and a descriptor closed to make room stays open until the
+// reads still using it end. Move-only; moving one while it is read is not
+// allowed.
 class FileReader {
  public:
   // One per source: a colocated rank opening 128 sources holds at most 512.
@@ -71,16 +77,27 @@ class FileReader {
   // I/O: a record that cannot be read is the caller's bad sample.
   bool read(size_t file, const std::string& path, uint64_t offset, void* out, size_t bytes, std::string& error);
 
-  size_t open_files() const { return open_.size(); }
+  size_t open_files() const;
 
  private:
+  // An open file, closed when the last read using it lets go.
+  struct Descriptor {
+    explicit Descriptor(int descriptor) : fd(descriptor) {}
+    ~Descriptor();
+    Descriptor(const Descriptor&) = delete;
+    Descriptor& operator=(const Descriptor&) = delete;
+    const int fd;
+  };
   struct Open {
     size_t file = 0;
-    int descriptor = -1;
+    std::shared_ptr<const Descriptor> descriptor;
     uint64_t last_use = 0;
   };
-  void close_all() noexcept;
+  // The descriptor of `file`, opened (and the least recently used closed)
+  // when it is not open; null with `error` set when it cannot be opened.
+  std::shared_ptr<const Descriptor> acquire(size_t file, const std::string& path, std::string& error);
   size_t max_open_;
+  mutable std::mutex mutex_;  // guards uses_ and open_; never held during a read
   uint64_t uses_ = 0;
   std::vector<Open> open_;
 };

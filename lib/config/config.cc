@@ -394,7 +394,7 @@ std::vector<OptionSpec> loader_and_model_options() {
       count("loader.deadline_ms", "MS", "a loader silent this long with requests pending is handed over to a shadow",
             [](auto& c) -> auto& { return c.loader.deadline_ms; }),
       count("loader.threads", "N",
-            "threads per loader decoding and tokenizing a batch of pending requests together (1: one sample at a time)",
+            "threads per loader reading, decoding and tokenizing a batch of pending requests together (1: one sample at a time)",
             [](auto& c) -> auto& { return c.loader.threads; }),
       count("model.hidden", "N", "hidden size (cost model: a = 6 * hidden)",
             [](auto& c) -> auto& { return c.model.hidden; }),

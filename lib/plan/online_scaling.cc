@@ -15,18 +15,18 @@ namespace {
 using Sources = std::vector<std::vector<uint32_t>>;  // per loader
 
 // What each source asks of its loaders per step sample: seconds of reads
-// (serial on a loader's thread) and seconds of transforms on one thread
-// (spread over a loader's threads), each weight x seconds per sample.
+// and transforms on one thread (spread over a loader's threads), weight x
+// seconds per sample.
 struct Demand {
-  std::vector<double> read, transform;
-  bool any(uint32_t s) const { return read[s] + transform[s] > 0.0; }
+  std::vector<double> seconds;
+  bool any(uint32_t s) const { return seconds[s] > 0.0; }
 };
 
 bool measured(const SourceProfile& p) { return p.samples_measured > 0 && p.seconds_per_sample() > 0; }
 
 // Each source's profile for the policy; unmeasured ones cost the mean of
 // the measured ones (read and transform each), or 1 s of read when none is
-// measured (then only weights decide, whatever a loader's threads).
+// measured (then only weights and a loader's threads decide).
 std::vector<SourceProfile> sample_costs(const std::vector<SourceProfile>& profiles) {
   SourceProfile fallback;
   size_t count = 0;
@@ -48,9 +48,9 @@ std::vector<SourceProfile> sample_costs(const std::vector<SourceProfile>& profil
 }
 
 // The busiest loader's load: seconds of its time per step sample, its reads
-// plus its transforms over its threads.
+// and transforms over its threads.
 double busiest(const Sources& sources_of_loader, const std::vector<unsigned>& threads, const Demand& demand) {
-  std::vector<size_t> count(demand.read.size(), 0);
+  std::vector<size_t> count(demand.seconds.size(), 0);
   for (const auto& mine : sources_of_loader)
     for (uint32_t s : mine) count[s]++;
   double worst = 0.0;
@@ -58,7 +58,7 @@ double busiest(const Sources& sources_of_loader, const std::vector<unsigned>& th
     const double t = static_cast<double>(std::max(threads[l], 1u));
     double load = 0.0;
     for (uint32_t s : sources_of_loader[l])
-      load += (demand.read[s] + demand.transform[s] / t) / static_cast<double>(count[s]);
+      load += demand.seconds[s] / t / static_cast<double>(count[s]);
     worst = std::max(worst, load);
   }
   return worst;
@@ -89,7 +89,7 @@ std::optional<LoaderMove> best_move(const Sources& current, const std::vector<bo
     if (!movable[l]) continue;
     for (uint32_t from : current[l]) {
       if (loaders_of(current, from) < 2) continue;  // every source keeps a loader
-      for (uint32_t to = 0; to < demand.read.size(); ++to) {
+      for (uint32_t to = 0; to < demand.seconds.size(); ++to) {
         if (to == from || !demand.any(to)) continue;
         const double load = busiest(apply(current, l, from, to), threads, demand);
         if (load < best_load - 1e-12) {
@@ -133,20 +133,16 @@ std::vector<LoaderMove> plan_moves(const ScalingInput& input, const ScalingOptio
     for (uint32_t s : loader.sources) MSD_CHECK(s < sources);
   if (input.steps_since_last_move < options.min_interval_steps) return {};
   const std::vector<SourceProfile> costs = sample_costs(input.profiles);
-  Demand demand{std::vector<double>(sources), std::vector<double>(sources)};
-  for (size_t s = 0; s < sources; ++s) {
-    const double weight = std::max(input.weights_now[s], input.weights_ahead[s]);
-    demand.read[s] = weight * costs[s].read_seconds_per_sample;
-    demand.transform[s] = weight * costs[s].transform_seconds_per_sample;
-  }
+  Demand demand{std::vector<double>(sources)};
+  for (size_t s = 0; s < sources; ++s)
+    demand.seconds[s] = std::max(input.weights_now[s], input.weights_ahead[s]) * costs[s].seconds_per_sample();
   std::vector<LoaderMove> moves = greedy(input, demand, options.min_gain, MoveReason::proactive);
   if (!moves.empty()) return moves;
   bool behind = false;
   for (size_t s = 0; s < sources; ++s) {
     const double backlog = input.backlog_steps[s];
     if (backlog > options.backlog_threshold_steps && options.backlog_threshold_steps > 0) {
-      demand.read[s] *= backlog / options.backlog_threshold_steps;
-      demand.transform[s] *= backlog / options.backlog_threshold_steps;
+      demand.seconds[s] *= backlog / options.backlog_threshold_steps;
       behind = true;
     }
   }

@@ -26,7 +26,7 @@ const char* move_reason_name(MoveReason why);
 struct ScalingLoader {
   std::vector<uint32_t> sources;  // the sources it serves now
   bool movable = true;            // false: a shadow that took over, or a loader mid-move
-  unsigned threads = 1;           // its transform threads: they share its transforms, not its reads
+  unsigned threads = 1;           // its threads: they share its reads and its transforms
 };
 
 struct ScalingInput {
@@ -64,8 +64,8 @@ struct LoaderMove {
 
 // The moves to start now (often none). A loader's load is the sum, over the
 // sources it serves, of weight x its seconds per sample on the loader's
-// threads (SourceProfile::seconds_on: the read, plus the transform spread
-// over the threads) / loaders of that source, with weight = max(now,
+// threads (SourceProfile::seconds_on: read and transform spread over the
+// threads) / loaders of that source, with weight = max(now,
 // ahead): a source whose weight will rise is served
 // for its coming share before the rise, and one whose weight will fall keeps
 // its loaders until it has fallen. Moves are taken greedily, each the one
@@ -73,8 +73,8 @@ struct LoaderMove {
 // min_gain; every source keeps at least one loader. When that finds none
 // and some source's backlog exceeds backlog_threshold_steps, the same search
 // runs with that source's demand scaled by its backlog (reactive). Sources
-// not yet measured cost the mean of the measured ones, read and transform
-// each (1 s of read when none is: then only weights decide).
+// not yet measured cost the mean of the measured ones (1 s when none is:
+// then only weights and threads decide).
 std::vector<LoaderMove> plan_moves(const ScalingInput& input, const ScalingOptions& options = {});
 
 // Loaders per source for `loaders` loaders, in the proportions of

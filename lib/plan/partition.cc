@@ -38,7 +38,7 @@ double rank_capacity(const PartitionOptions& options) { return 1.0 - std::clamp(
 unsigned max_threads(const PartitionOptions& options) { return std::max(options.max_threads, 1u); }
 
 // The fewest threads (at most max_threads) on which `ranks` ranks carry the
-// group at every point: threads shorten only its transforms.
+// group at every point: threads shorten its reads and its transforms.
 uint32_t threads_for(const LoaderGroup& group, uint32_t ranks, const PartitionOptions& options) {
   const double capacity = ranks * rank_capacity(options);
   uint32_t threads = 1;
@@ -199,11 +199,13 @@ double PartitionDemand::transform_load(size_t s, size_t p) const {
   return steps_per_s[p] * global_batch * weights[p][s] * profiles[s].transform_seconds_per_sample;
 }
 
+double LoaderGroup::load_on(size_t p, unsigned threads) const {
+  return (read_load.at(p) + transform_load.at(p)) / static_cast<double>(std::max(threads, 1u));
+}
+
 double LoaderGroup::peak_on(unsigned threads) const {
-  const double t = std::max(threads, 1u);
   double peak = 0.0;
-  for (size_t p = 0; p < read_load.size() && p < transform_load.size(); ++p)
-    peak = std::max(peak, read_load[p] + transform_load[p] / t);
+  for (size_t p = 0; p < read_load.size() && p < transform_load.size(); ++p) peak = std::max(peak, load_on(p, threads));
   return peak;
 }
 
@@ -332,7 +334,7 @@ void evaluate(PartitionPlan& plan, const PartitionDemand& demand, const Partitio
     // Each rank has one second per second: the margin is how much more the
     // group's ranks could carry at the point, on its threads.
     for (size_t p = 0; p < demand.points.size(); ++p) {
-      const double load = group.read_load[p] + group.transform_load[p] / std::max(group.threads, 1u);
+      const double load = group.load_on(p, group.threads);
       if (load <= 0) continue;
       const double margin = static_cast<double>(group.ranks) / load - 1.0;
       if (margin < plan.worst_margin) {
@@ -392,7 +394,7 @@ void print_plan(const PartitionPlan& plan, const PartitionDemand& demand, std::o
     out << line;
   }
   out << "  (a source's memory: ranks x its open bytes; a rank holds the shared tokenizer and decoders once, as in the total;\n"
-         "   peak load: loader ranks it keeps busy, its reads plus its transforms over the threads)\n";
+         "   peak load: loader ranks it keeps busy, its reads and transforms over the threads)\n";
 }
 
 void print_other(const PartitionPlan& other, const std::string& label, std::ostream& out) {

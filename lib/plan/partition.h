@@ -30,14 +30,14 @@ struct PartitionDemand {
   std::vector<double> steps_per_s;       // per point: target steps per second
 
   // Seconds of one loader rank's time that source `s` asks for each second
-  // at point `p` when the rank transforms on `threads` threads: steps/s x
-  // batch x weight x (read + transform / threads) per sample
-  // (SourceProfile::seconds_on). A loader reads one sample at a time on its
-  // own thread and then transforms the batch on its threads, one after the
-  // other (lib/runtime/loader.cc), so threads shorten only the transform.
+  // at point `p` when the rank reads and transforms on `threads` threads:
+  // steps/s x batch x weight x (read + transform) / threads per sample
+  // (SourceProfile::seconds_on). A loader reads a batch on its threads and
+  // then transforms it on them (lib/runtime/loader.cc), so threads shorten
+  // both.
   double load(size_t s, size_t p, unsigned threads) const;
-  // Its parts, all ranks together: seconds of reads, and seconds of
-  // transforms on one thread, asked for each second.
+  // Its parts, all ranks together: seconds of reads and seconds of
+  // transforms, each on one thread, asked for each second.
   double read_load(size_t s, size_t p) const;
   double transform_load(size_t s, size_t p) const;
 };
@@ -95,13 +95,15 @@ struct LoaderGroup {
   // headroom of it at most).
   double peak_load = 0.0;
   // Per schedule point, all ranks together: seconds of reads and seconds of
-  // transforms on one thread asked for each second (PartitionDemand's
+  // transforms, each on one thread, asked for each second (PartitionDemand's
   // read_load and transform_load summed over the group). Empty for a group
   // read from a plan file without them.
   std::vector<double> read_load, transform_load;
 
-  // Seconds of one rank's time per second at the worst point, on `threads`
-  // threads, all ranks together.
+  // Seconds of one rank's time per second at point `p` on `threads`
+  // threads, all ranks together: (reads + transforms) / threads.
+  double load_on(size_t p, unsigned threads) const;
+  // load_on at the worst point.
   double peak_on(unsigned threads) const;
 };
 

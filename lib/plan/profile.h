@@ -8,12 +8,15 @@
 
 namespace msd {
 
-// A loader reads its samples one at a time on its own thread and then
-// transforms them on loader.threads threads, one after the other
-// (lib/runtime/loader.cc), so the two parts are kept apart: on `t` threads a
-// sample takes read + transform / t of the loader's time (seconds_on).
+// A loader reads a batch's samples on its loader.threads threads and then
+// transforms them on as many (lib/runtime/loader.cc; every source format
+// reads concurrently, source/source.h). Both parts are measured as what one
+// sample costs one thread, and kept apart for the reader of a profile (a
+// read-bound source behind storage latency, a decode-bound one): on `t`
+// threads a sample takes (read + transform) / t of the loader's time
+// (seconds_on).
 struct SourceProfile {
-  double read_seconds_per_sample = 0.0;       // read of one sample on the loader's thread (storage latency included)
+  double read_seconds_per_sample = 0.0;       // read of one sample, on one thread (storage latency included)
   double transform_seconds_per_sample = 0.0;  // transform of one sample, on one thread
   double bytes_per_sample = 0.0;    // transformed bytes placed in the window
   double open_bytes = 0.0;          // memory of the open source: index, buffers, decoder, vocabulary
@@ -26,10 +29,10 @@ struct SourceProfile {
 
   // Read + transform on one thread: the figure before the two were split.
   double seconds_per_sample() const { return read_seconds_per_sample + transform_seconds_per_sample; }
-  // The loader's seconds per sample when it transforms on `threads` threads
-  // (at least 1): the read does not speed up, the transform spreads.
+  // The loader's seconds per sample when it reads and transforms on
+  // `threads` threads (at least 1): both spread over them.
   double seconds_on(unsigned threads) const {
-    return read_seconds_per_sample + transform_seconds_per_sample / static_cast<double>(threads > 0 ? threads : 1);
+    return seconds_per_sample() / static_cast<double>(threads > 0 ? threads : 1);
   }
 };
 

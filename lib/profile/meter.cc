@@ -36,6 +36,23 @@ double transform_thread_seconds(double transform_wall_seconds, unsigned threads,
   return transform_wall_seconds * static_cast<double>(used);
 }
 
+void read_measured(WorkerPool& pool, unsigned threads, std::span<double> read_seconds,
+                   const std::function<void(size_t)>& read) {
+  using Clock = std::chrono::steady_clock;
+  auto timed = [&](size_t, size_t i) {
+    const auto start = Clock::now();
+    read(i);
+    read_seconds[i] = std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  const size_t helpers = std::min<size_t>(std::max(threads, 1u), std::max<size_t>(read_seconds.size(), 1)) - 1;
+  if (helpers == 0) {
+    for (size_t i = 0; i < read_seconds.size(); ++i) timed(0, i);
+    return;
+  }
+  pool.grow(helpers);
+  pool.run(helpers, read_seconds.size(), timed);
+}
+
 double open_bytes(const Source& source, const Tokenizer* tokenizer, const SampleTransform& transform) {
   return static_cast<double>(source.state_bytes()) + shared_open_bytes(source, tokenizer, transform);
 }

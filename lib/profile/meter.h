@@ -1,8 +1,8 @@
 // How profiles are measured, the one mechanism shared by the loaders (while
-// they serve) and `msd-plan profile` (offline, profiler.h): samples are read,
-// then transformed together one source at a time, and each source's moving
-// averages take that batch's read seconds, per-thread transform seconds,
-// bytes and positions.
+// they serve) and `msd-plan profile` (offline, profiler.h): a batch's samples
+// are read on the loader's threads, then transformed together one source at a
+// time on the same number of threads, and each source's moving averages take
+// that batch's per-thread read and transform seconds, bytes and positions.
 // docs/scaling.md "Profiles".
 #pragma once
 
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/worker_pool.h"
 #include "plan/profile.h"
 #include "source/source.h"
 #include "transform/transform.h"
@@ -52,9 +53,19 @@ class ProfileMeter {
 // `transform_wall_seconds` on up to `threads` threads: wall x min(threads,
 // samples). It charges every thread the batch could use, so an imperfect
 // parallel speed-up shows as a higher cost per sample, never a lower one.
-// (The reads before it run one after the other on the loader's thread and
-// are counted as they are timed.)
+// (The reads before it are timed one by one on the thread that ran each,
+// read_measured, and counted as they are timed.)
 double transform_thread_seconds(double transform_wall_seconds, unsigned threads, uint64_t samples);
+
+// Calls read(i) for every i in [0, read_seconds.size()) on up to `threads`
+// threads (the calling thread and `pool`'s workers, started as needed), and
+// sets read_seconds[i] to the wall time of read(i) on the thread that ran
+// it: what one sample's read costs one thread, whatever the threads. read
+// must be safe to call concurrently for distinct i (Source::read is).
+// Throws what read throws (the first; the other reads are then unspecified)
+// and Error when a worker cannot be started.
+void read_measured(WorkerPool& pool, unsigned threads, std::span<double> read_seconds,
+                   const std::function<void(size_t)>& read);
 
 // The memory an open source costs its loader: the reader's state (index,
 // buffers: Source::state_bytes), plus the tokenizer's vocabulary and scratch

@@ -25,30 +25,31 @@ bool needs_tokenizer(const Config& config) {
 }
 
 // Reads and transforms `count` samples of `source`, spread over it, batch by
-// batch, into `meter`.
+// batch, into `meter`: reads on options.threads threads, as in the loader,
+// then the transforms on as many.
 void measure_source(uint32_t id, Source& source, const SourceConfig& config, uint64_t count, SampleTransform& transform,
                     uint32_t patch_bytes, const ProfileOptions& options, ProfileMeter& meter) {
-  using Clock = std::chrono::steady_clock;
   const uint64_t n = source.size();
   const size_t batch = size_t{16} * std::max(options.threads, 1u);
   auto slot_bytes = [&](const TransformedSample& s) {
     return SlotLayout::bytes(static_cast<uint32_t>(s.tokens.size()), s.image.patches, patch_bytes);
   };
+  WorkerPool read_pool("sample reads");
   std::vector<RawSample> raws(batch);
   std::vector<TransformedSample> outs(batch);
   for (uint64_t done = 0; done < count;) {
     const size_t size = static_cast<size_t>(std::min<uint64_t>(batch, count - done));
     std::vector<const RawSample*> good;
     std::vector<TransformedSample*> good_outs;
-    std::vector<double> reads;
-    for (size_t k = 0; k < size; ++k) {
+    std::vector<double> reads(size);
+    read_measured(read_pool, options.threads, reads, [&](size_t k) {
       const uint64_t index = static_cast<uint64_t>((static_cast<__int128>(done + k) * n) / count);
-      const auto start = Clock::now();
       raws[k].clear();
       // Emulated storage latency is part of a read's cost, as in the loader.
       if (config.read_delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(config.read_delay_us));
       source.read(index, raws[k]);
-      reads.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    });
+    for (size_t k = 0; k < size; ++k) {
       good.push_back(&raws[k]);  // a reader's bad sample passes through apply_batch as its verdict
       good_outs.push_back(&outs[k]);
     }
@@ -151,9 +152,9 @@ double number_of(const JsonValue& object, const char* key, const std::string& wh
 
 // The seconds of a profile: read_seconds_per_sample and
 // transform_seconds_per_sample; a profile written before they were split has
-// only seconds_per_sample, which counts as transform (what the partitioner
-// assumed of all of it then), with a warning: on loader.threads > 1 a plan
-// from it counts on threads speeding up reads they do not.
+// only seconds_per_sample, which counts as transform, with a warning. The
+// plan is the same either way (a loader's threads share reads and
+// transforms alike); only the split, which part waits on storage, is lost.
 void read_seconds(const JsonValue& p, const std::string& where, const std::string& option, SourceProfile& profile) {
   const bool has_read = p.find("read_seconds_per_sample") != nullptr;
   const bool has_transform = p.find("transform_seconds_per_sample") != nullptr;
@@ -164,8 +165,8 @@ void read_seconds(const JsonValue& p, const std::string& where, const std::strin
   }
   profile.transform_seconds_per_sample = number_of(p, "seconds_per_sample", where);
   log_warn(where, " has seconds_per_sample but no read_seconds_per_sample and transform_seconds_per_sample "
-           "(a profile from before they were split): all of it counts as transform, so with loader.threads > 1 "
-           "the plan may count on threads to speed up reads; profile again (msd-plan profile --json) for the split (",
+           "(a profile from before they were split): all of it counts as transform, which plans the same, but "
+           "which part waits on storage is not known; profile again (msd-plan profile --json) for the split (",
            option, ")");
 }
 }  // namespace

@@ -17,7 +17,7 @@ namespace msd {
 
 struct ProfileOptions {
   uint64_t samples = 256;  // per source, spread evenly over its files (all of them when it holds fewer)
-  unsigned threads = 1;    // transform threads; the seconds are per thread either way
+  unsigned threads = 1;    // read and transform threads; the seconds are per thread either way
   // Called after each batch: source name, samples done, samples to do.
   std::function<void(const std::string&, uint64_t, uint64_t)> progress;
 };

@@ -245,10 +245,7 @@ int32_t LoaderRole::vocab_size() const { return tokenizer_ ? tokenizer_->vocab_s
 void LoaderRole::prepare(std::span<const LoadItem> items, std::deque<Prepared>& ready) {
   std::vector<RawSample> raws(items.size());
   std::vector<Prepared*> prepared;
-  std::vector<const RawSample*> to_transform;
-  std::vector<TransformedSample*> outs;
-  std::vector<uint32_t> to_transform_source;
-  std::vector<double> read_seconds;
+  std::vector<size_t> to_read;  // positions in items of the samples not in the snapshot
   for (size_t k = 0; k < items.size(); ++k) {
     const LoadItem& item = items[k];
     Prepared& out = ready.emplace_back();  // references to deque elements stay valid
@@ -262,15 +259,29 @@ void LoaderRole::prepare(std::span<const LoadItem> items, std::deque<Prepared>& 
       ++snapshot_hits_;
       continue;
     }
-    Source* source = item.source < sources_.size() ? sources_[item.source].get() : nullptr;
+    const Source* source = item.source < sources_.size() ? sources_[item.source].get() : nullptr;
     if (source == nullptr || item.index >= source->size())
       throw ProtocolError(str("loader rank ", job_.rank, " asked for sample ", item.index, " of source ", item.source,
                               ", which it does not serve"));
-    const auto read_start = std::chrono::steady_clock::now();
+    to_read.push_back(k);
+  }
+  // The reads run on the loader's threads, each sample into its own RawSample
+  // (Source::read is safe to call concurrently); what follows reads them in
+  // request order, so the bytes are those of one thread.
+  std::vector<double> reads(to_read.size());
+  read_measured(read_pool_, threads_, reads, [&](size_t r) {
+    const LoadItem& item = items[to_read[r]];
     if (const uint64_t delay = job_.config.sources[item.source].read_delay_us; delay > 0)
       std::this_thread::sleep_for(std::chrono::microseconds(delay));  // emulated storage (source.*.read_delay_us)
-    source->read(item.index, raws[k]);
-    const double read = std::chrono::duration<double>(std::chrono::steady_clock::now() - read_start).count();
+    sources_[item.source]->read(item.index, raws[to_read[r]]);
+  });
+  std::vector<const RawSample*> to_transform;
+  std::vector<TransformedSample*> outs;
+  std::vector<uint32_t> to_transform_source;
+  std::vector<double> read_seconds;
+  for (size_t r = 0; r < to_read.size(); ++r) {
+    const size_t k = to_read[r];
+    Prepared& out = *prepared[k];
     if (fault_ == Fault::fail) {
       raws[k].bad = BadKind::read_error;
       raws[k].reason = "injected read failure (fault.kind = fail)";
@@ -279,8 +290,8 @@ void LoaderRole::prepare(std::span<const LoadItem> items, std::deque<Prepared>& 
     if (out.bad == BadKind::none) {
       to_transform.push_back(&raws[k]);
       outs.push_back(&out.sample);
-      to_transform_source.push_back(item.source);
-      read_seconds.push_back(read);
+      to_transform_source.push_back(out.item.source);
+      read_seconds.push_back(reads[r]);
     }
   }
   std::vector<BadKind> verdicts(to_transform.size());

@@ -40,9 +40,10 @@ class LoaderRole {
  private:
   struct Prepared;
   // Reads and transforms requested samples, in order, onto `ready` (a sample
-  // in a loader checkpoint's snapshot is taken from it); each source's are
-  // transformed together over threads_ threads, and measured into meter_. A
-  // bad sample is logged and marked.
+  // in a loader checkpoint's snapshot is taken from it): all are read over
+  // threads_ threads, then each source's are transformed together over
+  // threads_ threads, and measured into meter_. A bad sample is logged and
+  // marked.
   void prepare(std::span<const LoadItem> items, std::deque<Prepared>& ready);
   bool place(Prepared& prepared, std::vector<SampleMeta>& outbox);
   bool on_control(const Message& message);
@@ -71,6 +72,9 @@ class LoaderRole {
   unsigned threads_ = 1;  // this loader's: the partition plan's, else loader.threads
   ProfileMeter meter_;
   std::vector<uint32_t> mine_;  // the sources this loader opened
+  // prepare()'s reads on threads_ threads (the transforms have their own
+  // workers; the two phases take turns, so at most threads_ run at once).
+  WorkerPool read_pool_{"sample reads"};
 };
 
 }  // namespace msd

@@ -257,7 +257,8 @@ bool PlannerRole::rewind(uint32_t s, uint64_t end, bool& freed) {
 void PlannerRole::on_meta(int loader_rank, const std::vector<SampleMeta>& metas) {
   LoaderTrack& track = loaders_.at(loader_rank);
   const auto now = std::chrono::steady_clock::now();
-  if (online_) learn_costs(metas, std::chrono::duration<double>(now - track.last_heard).count());
+  if (online_)
+    learn_costs(metas, std::chrono::duration<double>(now - track.last_heard).count(), threads_of(loader_rank));
   track.last_heard = now;
   std::vector<uint64_t> stale_slots;
   bool read_failed = false;

@@ -124,7 +124,9 @@ class PlannerRole {
   void start_move(int loader_rank, uint32_t from, uint32_t to, MoveReason why);
   void advance_moves();
   void on_reassigned(int loader_rank, const HelloMessage& answer);
-  void learn_costs(const std::vector<SampleMeta>& metas, double seconds);
+  void learn_costs(const std::vector<SampleMeta>& metas, double seconds, unsigned threads);
+  // The threads a loader reads and transforms on.
+  unsigned threads_of(int loader_rank) const;
   std::vector<uint32_t> sources_of(int loader_rank) const;
   std::vector<std::vector<uint32_t>> assignment_now() const;  // per loader index; a moving loader at its target
   void restore_assignment(const PlannerCheckpoint& resume);

@@ -26,11 +26,12 @@ constexpr double kBacklogThresholdSteps = 1.5;
 // Moving averages of seconds per sample and transformed bytes per sample:
 // a loader's answer took `seconds` of its time since it was last heard from
 // (or went busy), shared evenly by the samples in it. That is the loader's
-// time at its threads, transforms already spread over them, so it counts as
-// read_seconds_per_sample: the policy does not divide it by threads again.
-void PlannerRole::learn_costs(const std::vector<SampleMeta>& metas, double seconds) {
+// time with its reads and transforms spread over its `threads` threads, so
+// one sample costs one thread `threads` times it, as a profile counts
+// (the policy divides by the threads again); all of it counts as read.
+void PlannerRole::learn_costs(const std::vector<SampleMeta>& metas, double seconds, unsigned threads) {
   if (metas.empty() || profiles_.empty()) return;
-  const double per_sample = seconds / static_cast<double>(metas.size());
+  const double per_sample = seconds * std::max(threads, 1u) / static_cast<double>(metas.size());
   for (const auto& meta : metas) {
     SourceProfile& p = profiles_.at(meta.source);
     constexpr double alpha = 0.05;  // about the last 20 samples
@@ -43,6 +44,14 @@ void PlannerRole::learn_costs(const std::vector<SampleMeta>& metas, double secon
     }
     p.samples_measured++;
   }
+}
+
+unsigned PlannerRole::threads_of(int loader_rank) const {
+  // As LoaderRole chose them: the plan's, else loader.threads (shadows too).
+  const int index = job_.layout.loader_index(loader_rank);
+  const auto& planned = job_.assignment.threads_of_loader;
+  const bool own_plan = !job_.layout.is_shadow(index) && static_cast<size_t>(index) < planned.size();
+  return own_plan ? planned[static_cast<size_t>(index)] : job_.config.loader.threads;
 }
 
 std::vector<uint32_t> PlannerRole::sources_of(int loader_rank) const {
@@ -77,11 +86,7 @@ ScalingInput PlannerRole::scaling_input(std::vector<int>& ranks) const {
   for (const auto& [rank, track] : loaders_) {
     if (track.failed || !track.in_use) continue;
     ranks.push_back(rank);
-    // Its transform threads, as LoaderRole chose them: the plan's, else loader.threads (shadows too).
-    const auto index = static_cast<size_t>(job_.layout.loader_index(rank));
-    const auto& planned = job_.assignment.threads_of_loader;
-    const unsigned threads = !track.shadow && index < planned.size() ? planned[index] : job_.config.loader.threads;
-    in.loaders.push_back({sources_of(rank), !track.shadow, threads});  // a shadow in use keeps every source open
+    in.loaders.push_back({sources_of(rank), !track.shadow, threads_of(rank)});  // a shadow in use keeps every source open
   }
   // What the loaders measured (kTagProfile) where they have reported a
   // source, else the planner's own estimate from how fast answers come.

@@ -8,7 +8,7 @@
 source "$(dirname "$0")/common.sh"
 export MSD_MPIRUN_FLAGS="${MSD_MPIEXEC#* }"  # the test flags without the program
 timeout 240 "$MSD_BUILD/app/msd-bench" scaling --steps 16 --batch 16 --images 32 --image-side 64 --image-read-ms 0.5 \
-  --work-dir "$WORK/bench" --json >"$WORK/out.json"
+  --loader-threads 2 --work-dir "$WORK/bench" --json >"$WORK/out.json"
 cat "$WORK/out.json"
 /usr/bin/python3 - "$WORK/out.json" <<'PY'
 import json, sys
@@ -36,6 +36,10 @@ for key in ["loader_ranks", "memory_bytes", "worst_margin", "steps_per_s_max", "
             "static_worst_margin"]:
     assert key in plan, key
 assert plan["loader_ranks"] >= 1 and plan["worst_margin"] >= 0, plan
+assert r["loader_threads"] == 2, r
+assert sum(g["ranks"] for g in plan["groups"]) == plan["loader_ranks"], plan
+assert all(1 <= g["threads"] <= 2 for g in plan["groups"]), plan
+assert sorted(n for g in plan["groups"] for n in g["sources"].split("+")) == ["images", "text"], plan
 assert modes["static"]["moves"] == 0, modes["static"]
 assert modes["online"]["moves"] >= 1, modes["online"]
 PY

@@ -7,10 +7,13 @@ run_job "$WORK/job.ini" --summary-json "$WORK/a.json" >/dev/null
 run_job "$WORK/job.ini" --summary-json "$WORK/b.json" >/dev/null
 run_job "$WORK/job.ini" --summary-json "$WORK/c.json" --loaders 1 >/dev/null
 run_job "$WORK/job.ini" --summary-json "$WORK/d.json" --loaders 4 >/dev/null
-# Loaders tokenizing batches of requests on two threads.
+# Loaders reading and transforming batches of requests on two threads, and
+# on four with a storage latency on every read (reads finish out of order).
 run_job "$WORK/job.ini" --summary-json "$WORK/t.json" --loader.threads=2 >/dev/null
+run_job "$WORK/job.ini" --summary-json "$WORK/u.json" --loader.threads=4 --source.images.read_delay_us=300 \
+  --source.web.read_delay_us=50 >/dev/null
 a=$(json_field "$WORK/a.json" batch_digest)
-for run in b c d t; do
+for run in b c d t u; do
   other=$(json_field "$WORK/$run.json" batch_digest)
   if [ "$a" != "$other" ] || [ -z "$a" ]; then
     echo "FAIL: batch_digest differs: run a $a, run $run $other"
@@ -28,4 +31,4 @@ run_job "$WORK/job.ini" --summary-json "$WORK/v4.json" --loaders 4 --job.micro_b
 v=$(json_field "$WORK/v1.json" batch_digest)
 [ -n "$v" ] && [ "$v" = "$(json_field "$WORK/v4.json" batch_digest)" ] || { echo "FAIL: varlen digests differ"; exit 1; }
 [ "$v" != "$a" ] || { echo "FAIL: varlen rows give the fixed rows' digest"; exit 1; }
-echo "determinism: batch_digest $a across 2 runs, 1, 2, 4 loaders and 2 loader threads; varlen $v with 1 and 4 loaders"
+echo "determinism: batch_digest $a across 2 runs, 1, 2, 4 loaders and 2 and 4 loader threads; varlen $v with 1 and 4 loaders"

@@ -5,8 +5,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/digest.h"
@@ -125,6 +127,45 @@ TEST_CASE("file reader: exact ranges, errors as values, at most max_open descrip
   REQUIRE(::setrlimit(RLIMIT_NOFILE, &saved) == 0);
   CHECK(read_when_full);
   CHECK(open_after == 1);
+}
+
+TEST_CASE("file reader: threads reading at once get their own bytes while files close under them",
+          "[common][files]") {
+  test::TempDir dir;
+  std::vector<std::string> paths;
+  for (int f = 0; f < 6; ++f) {
+    paths.push_back(dir / ("f" + std::to_string(f)));
+    std::vector<unsigned char> bytes(20000);
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>((i * 13 + f * 5) & 0xff);
+    write_file_atomic(paths.back(), bytes);
+  }
+  // Two descriptors for six files: almost every read closes one that another
+  // thread may be reading.
+  FileReader reader(2);
+  std::atomic<int> wrong{0}, failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::vector<unsigned char> out(777);
+      std::string error;
+      for (int k = 0; k < 2000; ++k) {
+        const size_t f = static_cast<size_t>(k * 7 + t) % paths.size();
+        const uint64_t offset = static_cast<uint64_t>(k * 131 + t * 17) % (20000 - out.size());
+        if (!reader.read(f, paths[f], offset, out.data(), out.size(), error)) {
+          failed.fetch_add(1);
+          continue;
+        }
+        for (size_t i = 0; i < out.size(); ++i)
+          if (out[i] != static_cast<unsigned char>(((offset + i) * 13 + f * 5) & 0xff)) {
+            wrong.fetch_add(1);
+            break;
+          }
+      }
+    });
+  for (auto& thread : threads) thread.join();
+  CHECK(failed.load() == 0);
+  CHECK(wrong.load() == 0);
+  CHECK(reader.open_files() <= 2);
 }
 
 TEST_CASE("log levels parse by name; an unknown one is a configuration error", "[common][log]") {

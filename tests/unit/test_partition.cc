@@ -1,8 +1,8 @@
 // The partitioner against brute force on small synthetic cases: no assignment
 // of sources to ranks at all meets the rate with fewer ranks, no grouping
 // uses less memory with as few, and a per-rank memory limit holds. A rank's
-// time is modelled as the loader runs: reads one after the other on its
-// thread, then transforms spread over its threads. Also the schedule points,
+// time is modelled as the loader runs: a batch's reads spread over its
+// threads, then its transforms spread over them. Also the schedule points,
 // the modelled step time, the profile meter and the plan file.
 #include <catch2/catch.hpp>
 
@@ -58,12 +58,13 @@ PartitionDemand random_demand(std::mt19937_64& rng, size_t n, size_t points, dou
 }
 
 // Seconds of a rank's time per second source `s` asks for at point `p` on
-// `threads` threads, spelled out from the profile: the loader reads one
-// sample after the other on its thread, then transforms them on its threads.
+// `threads` threads, spelled out from the profile: the loader reads a batch
+// on its threads, then transforms it on them.
 double rank_seconds(const PartitionDemand& d, size_t s, size_t p, unsigned threads) {
   const SourceProfile& profile = d.profiles[s];
   const double samples_per_s = d.steps_per_s[p] * d.global_batch * d.weights[p][s];
-  return samples_per_s * profile.read_seconds_per_sample + samples_per_s * profile.transform_seconds_per_sample / threads;
+  return samples_per_s * profile.read_seconds_per_sample / threads +
+         samples_per_s * profile.transform_seconds_per_sample / threads;
 }
 
 // Whether `ranks` ranks of `threads` threads, each busy at most `capacity`
@@ -262,12 +263,12 @@ TEST_CASE("partition: a heavy source gets several ranks and threads up to loader
   CHECK(more.groups[0].threads == 2);  // ceil(5.05 / 5) = 2
 }
 
-TEST_CASE("partition: threads shorten transforms, not reads: a read-bound source needs more ranks") {
+TEST_CASE("partition: threads shorten reads as they do transforms: a read-bound source needs no more ranks") {
   // 400 image samples per second, each 8 ms of read (storage latency) and 2
-  // ms of transform, on loaders of 4 threads with 10% headroom. Counting all
-  // 10 ms as spread over the threads (4 thread-seconds per second on ranks
-  // of 3.6) asked for 2 ranks; a rank reads one sample after the other, so
-  // each carries 0.9 / (8 + 2/4 ms) = 106 samples/s and it takes 4.
+  // ms of transform, on loaders of 4 threads with 10% headroom: 4 seconds
+  // of one thread per second, 3.6 on a rank of 4 threads, so 2 ranks. When
+  // a loader read one sample after the other on its own thread, a rank
+  // carried 0.9 / (8 + 2/4 ms) = 106 samples/s and it took 4.
   PartitionDemand d;
   d.names = {"images"};
   d.profiles.resize(1);
@@ -281,31 +282,32 @@ TEST_CASE("partition: threads shorten transforms, not reads: a read-bound source
   PartitionOptions options;
   options.max_threads = 4;
   const PartitionPlan plan = partition(d, options);
-  CHECK(plan.loader_ranks == 4);
+  CHECK(plan.loader_ranks == 2);
   CHECK(plan.rate_met);
   REQUIRE(plan.groups.size() == 1);
-  // 400 x (8 + 2 / t) ms <= 4 x 0.9 s: t = 2 threads do; more shorten only the transform.
-  CHECK(plan.groups[0].threads == 2);
-  CHECK(plan.groups[0].peak_load == Approx(400 * 0.009));
-  CHECK(plan.worst_margin == Approx(4 / 3.6 - 1));
-  // What the old model planned (2 ranks of 4 threads) misses the rate by far.
-  PartitionPlan old = plan;
-  old.groups[0].ranks = 2;
-  old.groups[0].threads = 4;
-  evaluate(old, d, options, false);
-  CHECK_FALSE(old.rate_met);
-  CHECK(old.worst_margin == Approx(2 / 3.4 - 1));
-  // The same 10 ms all transform: threads spread it, 2 ranks do.
-  d.profiles[0].read_seconds_per_sample = 0.0;
-  d.profiles[0].transform_seconds_per_sample = 0.010;
-  CHECK(partition(d, options).loader_ranks == 2);
-  // On one thread the split does not matter: 4 s per second either way, 5 ranks.
+  // 400 x 10 ms / t <= 2 x 0.9 s: t = 3 threads do, 2 do not.
+  CHECK(plan.groups[0].threads == 3);
+  CHECK(plan.groups[0].peak_load == Approx(4.0 / 3));
+  CHECK(plan.worst_margin == Approx(2 / (4.0 / 3) - 1));
+  // Two ranks of one thread each miss the rate by half: the reads too need
+  // the threads.
+  PartitionPlan serial = plan;
+  serial.groups[0].threads = 1;
+  evaluate(serial, d, options, false);
+  CHECK_FALSE(serial.rate_met);
+  CHECK(serial.worst_margin == Approx(2 / 4.0 - 1));
+  CHECK(serial.groups[0].peak_load == Approx(4.0));
+  // The same 10 ms all transform, or all read: the same plan.
+  for (const double read : {0.0, 0.010}) {
+    d.profiles[0].read_seconds_per_sample = read;
+    d.profiles[0].transform_seconds_per_sample = 0.010 - read;
+    const PartitionPlan same = partition(d, options);
+    CHECK(same.loader_ranks == 2);
+    CHECK(same.groups.at(0).threads == 3);
+  }
+  // On one thread: 4 s per second, 5 ranks.
   options.max_threads = 1;
-  const uint32_t transform_bound = partition(d, options).loader_ranks;
-  d.profiles[0].read_seconds_per_sample = 0.008;
-  d.profiles[0].transform_seconds_per_sample = 0.002;
-  CHECK(partition(d, options).loader_ranks == transform_bound);
-  CHECK(transform_bound == 5);
+  CHECK(partition(d, options).loader_ranks == 5);
 }
 
 TEST_CASE("partition: a source over the per-rank memory limit is an error naming the option") {
@@ -419,7 +421,7 @@ TEST_CASE("ProfileMeter: the plain mean up to the horizon, then an exponential m
   CHECK(meter.profiles()[1].read_seconds_per_sample == Approx(0.5));
   CHECK(meter.profiles()[1].transform_seconds_per_sample == Approx(1.5));
   CHECK(meter.profiles()[1].seconds_per_sample() == Approx(2.0));
-  CHECK(meter.profiles()[1].seconds_on(3) == Approx(0.5 + 0.5));
+  CHECK(meter.profiles()[1].seconds_on(3) == Approx((0.5 + 1.5) / 3));
   CHECK(meter.profiles()[1].bytes_per_sample == Approx(200));
   meter.add(1, 2, 2.0, 6.0, 0, 0);  // mean 4 s over 4 samples: (1 + 3 + 4 + 4) / 4
   CHECK(meter.profiles()[1].seconds_per_sample() == Approx(3.0));

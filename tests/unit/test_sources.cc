@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "unit/scratch.h"
 #include "common/files.h"
+#include "common/worker_pool.h"
 #include "source/index_cache.h"
 #include "source/indexed/indexed_source.h"
 #include "common/json_writer.h"
@@ -944,4 +945,83 @@ TEST_CASE("readers serve samples without mapping their data; a file cut after op
   CHECK_THAT(sample.reason, Catch::Contains(dir / "shard.tar"));
   CHECK(sample.image.empty());
   CHECK(sample.text.empty());
+}
+
+// --- reading on several threads --------------------------------------------------
+
+namespace {
+
+// Every record of `source` read on one thread, then on `threads` threads at
+// once (a loader's batch reads: each into its own RawSample, handed out in
+// an order unlike the file's), must be the same record, bad ones included.
+// Returns how many are bad.
+size_t check_concurrent_reads(Source& source, size_t threads) {
+  const size_t n = source.size();
+  std::vector<RawSample> serial(n);
+  for (size_t i = 0; i < n; ++i) source.read(i, serial[i]);
+  WorkerPool pool("test reads");
+  pool.grow(threads - 1);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<RawSample> parallel(n);
+    pool.run(threads - 1, n, [&](size_t, size_t k) {
+      const size_t i = (k * 7 + static_cast<size_t>(round)) % n;  // 7 is prime to every n here
+      source.read(i, parallel[i]);
+    });
+    for (size_t i = 0; i < n; ++i) {
+      INFO("round " << round << ", sample " << i << ": " << serial[i].reason);
+      CHECK(parallel[i].kind == serial[i].kind);
+      CHECK(parallel[i].bad == serial[i].bad);
+      CHECK(parallel[i].reason == serial[i].reason);
+      CHECK(parallel[i].text == serial[i].text);
+      CHECK(parallel[i].image == serial[i].image);
+      CHECK(parallel[i].tokens == serial[i].tokens);
+      CHECK(parallel[i].where.file == serial[i].where.file);
+      CHECK(parallel[i].where.offset == serial[i].where.offset);
+    }
+  }
+  return static_cast<size_t>(
+      std::count_if(serial.begin(), serial.end(), [](const RawSample& r) { return r.bad != BadKind::none; }));
+}
+
+}  // namespace
+
+TEST_CASE("every format reads the same records on four threads at once as on one, bad ones included") {
+  TempDir dir;
+  SECTION("jsonl") {
+    // More files than a reader keeps open, so descriptors close under other reads.
+    for (int f = 0; f < 6; ++f) {
+      std::string lines;
+      for (int i = 0; i < 9; ++i) lines += json_line("file " + std::to_string(f) + " line " + std::to_string(i));
+      lines += "not json at all\n";
+      lines += "{\"text\": \"bad \xc0\xaf byte\"}\n";
+      write_text(dir / ("part-" + std::to_string(f) + ".jsonl"), lines);
+    }
+    auto source = open_source(source_config("jsonl", dir / "part-*.jsonl"), {});
+    REQUIRE(source->size() == 66);
+    CHECK(check_concurrent_reads(*source, 4) == 12);
+  }
+  SECTION("wds") {
+    std::vector<ShardSample> last;
+    for (int f = 0; f < 6; ++f) last = write_simple_shard(dir / ("shard-" + std::to_string(f) + ".tar"), f * 5, 5);
+    uint64_t cut = 0;  // inside the last sample's image
+    {
+      MappedFile file(dir / "shard-5.tar");
+      TarScanner scanner(file.bytes());
+      TarMember member;
+      while (scanner.next(member))
+        if (member.name == last.back().key + ".jpg") cut = member.data_offset + 10;
+    }
+    REQUIRE(cut > 0);
+    truncate_to(dir / "shard-5.tar", cut);
+    auto source = open_source(source_config("wds", dir / "shard-*.tar"), {});
+    CHECK(check_concurrent_reads(*source, 4) >= 1);
+  }
+  SECTION("indexed") {
+    for (int f = 0; f < 6; ++f)
+      write_indexed_dataset(dir / ("corpus-" + std::to_string(f)), make_documents(20, 60000, 7 + f),
+                            f % 2 == 0 ? IndexedDtype::int32 : IndexedDtype::uint16);
+    auto source = open_source(source_config("indexed", dir / "corpus-*.idx"), {});
+    REQUIRE(source->size() == 120);
+    check_concurrent_reads(*source, 4);
+  }
 }
