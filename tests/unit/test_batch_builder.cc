@@ -45,19 +45,25 @@ SampleMeta put_sample(MemoryFetcher& f, int rank, uint32_t source, uint64_t inde
   m.patch_bytes = patches ? patch_bytes : 0;
   return m;
 }
-}  // namespace
-
-TEST_CASE("a packed micro-batch has tokens, labels, positions and cu_seqlens per document") {
-  MemoryFetcher f;
+// Step 3, seq_len 8: a 3-token and a 10-token document in micro-batch 0,
+// sequence 0 holding doc 0 and the first 5 positions of doc 1, sequence 1
+// the rest of doc 1; `micro_batches` - 1 empty micro-batches after it.
+StepPlan two_documents(MemoryFetcher& f, size_t micro_batches) {
   StepPlan plan;
   plan.step = 3;
   plan.seq_len = 8;
   plan.samples.push_back(put_sample(f, 1, 0, 10, {11, 12, 13}, 0, 0));
   plan.samples.push_back(put_sample(f, 2, 1, 20, {21, 22, 23, 24, 25, 26, 27, 28, 29, 30}, 0, 0));
-  plan.micro_batches.resize(1);
-  // Sequence 0: doc 0 then the first 5 positions of doc 1; sequence 1: the rest of doc 1.
+  plan.micro_batches.resize(micro_batches);
   plan.micro_batches[0].sequences.push_back({{{0, 0, 3}, {1, 0, 5}}});
   plan.micro_batches[0].sequences.push_back({{{1, 5, 5}}});
+  return plan;
+}
+}  // namespace
+
+TEST_CASE("a packed micro-batch has tokens, labels, positions and cu_seqlens per document") {
+  MemoryFetcher f;
+  const StepPlan plan = two_documents(f, 1);
   Batch batch;
   BuildStats stats = build_batch(plan, f, {}, batch);
   REQUIRE(f.completed == f.queued);
@@ -273,15 +279,9 @@ TEST_CASE("a CP slice of a last stage reads only label tokens, straight into lab
 
 TEST_CASE("a variable-length micro-batch is one row of its pieces, padded to the alignment") {
   MemoryFetcher f;
-  StepPlan plan;
-  plan.step = 4;
-  plan.seq_len = 8;  // the longest piece; rows may be longer
-  plan.samples.push_back(put_sample(f, 1, 0, 10, {11, 12, 13}, 0, 0));
-  plan.samples.push_back(put_sample(f, 2, 1, 20, {21, 22, 23, 24, 25, 26, 27, 28, 29, 30}, 0, 0));
-  plan.micro_batches.resize(2);
-  // Two packed sequences become one row: doc 0, doc 1's first 5, doc 1's rest.
-  plan.micro_batches[0].sequences.push_back({{{0, 0, 3}, {1, 0, 5}}});
-  plan.micro_batches[0].sequences.push_back({{{1, 5, 5}}});
+  // Two packed sequences become one row: doc 0, doc 1's first 5, doc 1's rest;
+  // seq_len (8) bounds the pieces, not the row.
+  const StepPlan plan = two_documents(f, 2);
   BuildOptions options;
   options.varlen = true;
   Batch batch;
