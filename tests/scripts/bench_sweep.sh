@@ -30,6 +30,23 @@ assert len(lines) == 1 + len(rows) and lines[0].startswith("seq_len,dp,pp,mix"),
 assert open(sys.argv[3], "rb").read(8) == b"\x89PNG\r\n\x1a\n", "not a PNG"
 print("sweep ok")
 PY
+# The same rows with msd_greedy on variable-length micro-batches and the
+# planner's analytic cost: the baselines' rows are unchanged, msd_greedy pads
+# only the rounding of its rows, and every row names its cost model.
+timeout 240 "$MSD_BUILD/app/msd-bench" sweep --seq-lens 4096,16384 --dps 8,16 --pps 1,4 --mixes text_image,demo \
+  --steps 2 --samples-per-gpu 8 --json --micro-batch-shape varlen --cost-model analytic >"$WORK/varlen.json"
+/usr/bin/python3 - "$WORK/out.json" "$WORK/varlen.json" <<'PY'
+import json, sys
+fixed, varlen = (json.load(open(p)) for p in sys.argv[1:3])
+assert fixed["micro_batch_shape"] == "fixed" and varlen["micro_batch_shape"] == "varlen"
+for f, v in zip(fixed["rows"], varlen["rows"]):
+    assert f["cost_model"]["calibrated"] and not v["cost_model"]["calibrated"], (f["cost_model"], v["cost_model"])
+    assert f["cost_model"]["r_squared"] > 0.99, f["cost_model"]
+    for base in ("colocated_samples", "colocated_tokens"):
+        assert f["dp_max_over_mean"][base] == v["dp_max_over_mean"][base], (base, f, v)
+    assert v["padding_fraction"]["msd_greedy"] < 0.02, v
+print("varlen sweep ok")
+PY
 set +e
 "$MSD_BUILD/app/msd-bench" sweep --mixes nope >"$WORK/err" 2>&1
 rc=$?

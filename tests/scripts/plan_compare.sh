@@ -36,4 +36,16 @@ PY
 status=0
 "$plan" simulate --compare --gpus 64 --tp 4 --device a100 2>/dev/null || status=$?
 [ "$status" -eq 2 ] || { echo "FAIL: --device a100 gave exit $status, expected 2"; exit 1; }
+status=0
+"$plan" simulate --compare --gpus 64 --tp 4 --cp 2 --micro-batch-shape varlen 2>/dev/null || status=$?
+[ "$status" -eq 2 ] || { echo "FAIL: varlen with --cp 2 gave exit $status, expected 2"; exit 1; }
+json=$("$plan" "${args[@]}" --micro-batch-shape varlen --json)
+/usr/bin/python3 - "$json" <<'PY'
+import json, sys
+report = json.loads(sys.argv[1])
+assert report["micro_batch_shape"] == "varlen" and report["cost_model"]["calibrated"], report
+modes = report["modes"]
+assert modes["msd_greedy"]["padding_fraction"] < 0.02, modes["msd_greedy"]
+print("varlen json ok")
+PY
 echo "ok"
