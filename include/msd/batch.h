@@ -25,6 +25,12 @@ inline constexpr int32_t kIgnoreLabel = -100;  // labels at positions without lo
 inline constexpr int32_t kPadTokenId = 0;      // token id at padding positions
 inline constexpr uint32_t kVarlenAlign = 64;   // a variable-length row's positions are a multiple of this
 
+// Positions of a variable-length row holding `used` positions: `used`
+// rounded up to kVarlenAlign.
+inline constexpr uint64_t varlen_row_positions(uint64_t used) {
+  return (used + kVarlenAlign - 1) / kVarlenAlign * kVarlenAlign;
+}
+
 // Where a segment of the batch came from, for auditing and tests.
 struct DocSpan {
   uint32_t source = 0;     // index into the configuration's mix.sources

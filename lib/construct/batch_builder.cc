@@ -98,7 +98,7 @@ Rows rows_of(const Layout& layout, const MicroBatchWire& wire) {
   uint64_t used = 0;
   for (const auto& sequence : wire.sequences)
     for (const auto& piece : sequence.pieces) used += piece.length;
-  const uint64_t length = (used + kVarlenAlign - 1) / kVarlenAlign * kVarlenAlign;
+  const uint64_t length = varlen_row_positions(used);
   if (length > UINT32_MAX / 2)
     throw ProtocolError(str("step ", layout.plan.step, ": a variable-length row of ", used, " positions"));
   return {used > 0 ? size_t{1} : size_t{0}, static_cast<uint32_t>(length), static_cast<uint32_t>(length)};
@@ -334,14 +334,15 @@ uint64_t needed_bytes(const StepPlan& plan, const BuildOptions& options) {
     bits.at(position) = true;
   };
   std::vector<uint32_t> starts;
-  std::vector<PiecePlan> row;
+  std::vector<std::vector<PiecePlan>> rows;
   for (const auto& wire : plan.micro_batches) {
-    for (size_t q = 0; q < wire.sequences.size(); ++q) {
-      // A variable-length row holds all of the micro-batch's sequences.
-      if (options.varlen && q > 0) break;
-      row.clear();
-      for (size_t r = q; r < (options.varlen ? wire.sequences.size() : q + 1); ++r)
-        row.insert(row.end(), wire.sequences[r].pieces.begin(), wire.sequences[r].pieces.end());
+    // The micro-batch's rows: each sequence, or one of them all back to back.
+    rows.clear();
+    for (const auto& sequence : wire.sequences) {
+      if (!options.varlen || rows.empty()) rows.emplace_back();
+      rows.back().insert(rows.back().end(), sequence.pieces.begin(), sequence.pieces.end());
+    }
+    for (const auto& row : rows) {
       starts.clear();
       uint32_t offset = 0;
       for (const auto& piece : row) {

@@ -1076,10 +1076,6 @@ class BudgetEnforcer {
   std::vector<double> sequence_cost_;
 };
 
-}  // namespace
-
-namespace {
-
 // Variable-length rows: each micro-batch's packed sequences become one, their
 // pieces concatenated in order.
 void join_rows(std::vector<MicroBatchPlan>& micro_batches) {
@@ -1166,8 +1162,7 @@ PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& option
 }
 
 uint64_t row_positions(uint64_t used, uint32_t seq_len, bool varlen) {
-  if (!varlen) return seq_len;
-  return (used + kVarlenAlign - 1) / kVarlenAlign * kVarlenAlign;
+  return varlen ? varlen_row_positions(used) : seq_len;
 }
 
 void order_for_pipeline(std::vector<MicroBatchPlan>& micro_batches) {
@@ -1248,8 +1243,9 @@ PackOptions make_pack_options(const Config& config) {
   options.micro_batches = config.job.micro_batches;
   options.long_docs = config.job.long_docs == "truncate" ? LongDocs::truncate : LongDocs::split;
   options.balance = parse_balance_method(config.job.balance, "job.balance");
+  const TrainingMode mode = parse_training_mode(config.job.mode, config.job.balance);
   // A mode that names its balance (msd_tokens, msd_greedy, msd_kk) overrides job.balance.
-  switch (parse_training_mode(config.job.mode, config.job.balance)) {
+  switch (mode) {
     case TrainingMode::msd_tokens: options.balance = BalanceMethod::tokens; break;
     case TrainingMode::msd_greedy: options.balance = BalanceMethod::greedy; break;
     case TrainingMode::msd_kk: options.balance = BalanceMethod::karmarkar_karp; break;
@@ -1258,7 +1254,7 @@ PackOptions make_pack_options(const Config& config) {
   options.cp = static_cast<uint32_t>(config.topology.cp);
   options.pp = static_cast<uint32_t>(config.topology.pp);
   // The colocated baselines keep Megatron's fixed rows.
-  options.varlen = config.job.micro_batch_shape == "varlen" && !is_baseline(parse_training_mode(config.job.mode, config.job.balance));
+  options.varlen = config.job.micro_batch_shape == "varlen" && !is_baseline(mode);
   options.max_positions_per_micro_batch = config.job.max_positions_per_micro_batch;
   return options;
 }

@@ -54,7 +54,11 @@ double max_over_mean(const std::vector<double>& values) {
 }  // namespace
 
 MetricsWriter::MetricsWriter(const Config& config)
-    : config_(config), device_(make_device_model(config)), parallel_(parallel_of(config)) {
+    : config_(config),
+      device_(make_device_model(config)),
+      parallel_(parallel_of(config)),
+      cost_(make_cost_model(config)),
+      varlen_(make_pack_options(config).varlen) {
   const std::string& path = config.output.metrics;
   file_ = std::fopen(path.c_str(), "w");
   if (file_ == nullptr)
@@ -68,17 +72,16 @@ MetricsWriter::~MetricsWriter() {
 void MetricsWriter::planned(uint64_t step, const std::vector<BucketPlan>& buckets, const std::vector<PlanDoc>& docs) {
   // The documents' cost without the padding the planner also charges, as
   // the summary's balance counts it from the clients' batches.
-  const bool varlen = make_pack_options(config_).varlen;
-  const CostModel model = varlen ? make_cost_model(config_).unpadded() : make_cost_model(config_);
+  // (Variable-length rows: the planner charged none.)
   const uint32_t seq_len = config_.job.seq_len;
   std::vector<double> cost, device;
   for (const BucketPlan& bucket : buckets) {
     uint64_t padding = 0;
     for (const MicroBatchPlan& mb : bucket.micro_batches)
-      for (const PackedSequence& seq : mb.sequences) padding += row_positions(seq.used, seq_len, varlen) - seq.used;
-    cost.push_back(bucket.cost - model.padding(padding));
+      for (const PackedSequence& seq : mb.sequences) padding += varlen_ ? 0 : seq_len - seq.used;
+    cost.push_back(bucket.cost - cost_.padding(padding));
     std::vector<MicroBatchShape> shapes;
-    for (const MicroBatchPlan& mb : bucket.micro_batches) shapes.push_back(shape_of(mb, seq_len, docs, varlen));
+    for (const MicroBatchPlan& mb : bucket.micro_batches) shapes.push_back(shape_of(mb, seq_len, docs, varlen_));
     device.push_back(rank_time(device_, parallel_, shapes).seconds);
   }
   balance_[step] = Balance{max_over_mean(cost), max_over_mean(device)};

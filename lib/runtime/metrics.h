@@ -101,6 +101,8 @@ class MetricsWriter {
   std::FILE* file_ = nullptr;
   DeviceModel device_;
   Parallel parallel_;
+  CostModel cost_;     // the planner's, for the padding it charges
+  bool varlen_;        // variable-length rows (PackOptions::varlen): no padding charged
   std::chrono::steady_clock::time_point start_, last_;
   double planner_work_at_last_ = 0.0;
   std::map<uint64_t, Balance> balance_;  // planned, not yet completed
