@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <memory>
 #include <ostream>
-#include <thread>
 
 #include "common/error.h"
 #include "common/files.h"
@@ -45,9 +44,7 @@ void measure_source(uint32_t id, Source& source, const SourceConfig& config, uin
     read_measured(read_pool, options.threads, reads, [&](size_t k) {
       const uint64_t index = static_cast<uint64_t>((static_cast<__int128>(done + k) * n) / count);
       raws[k].clear();
-      // Emulated storage latency is part of a read's cost, as in the loader.
-      if (config.read_delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(config.read_delay_us));
-      source.read(index, raws[k]);
+      read_sample(source, config, index, raws[k]);
     });
     for (size_t k = 0; k < size; ++k) {
       good.push_back(&raws[k]);  // a reader's bad sample passes through apply_batch as its verdict

@@ -77,9 +77,7 @@ bool ColocatedClient::load(uint32_t source_index, uint64_t cursor, Prepared& out
   Source& source = *sources_[source_index];
   const StreamPosition pos = stream_position(config.job.seed, source_index, source.size(), cursor);
   RawSample raw;
-  if (const uint64_t delay = config.sources[source_index].read_delay_us; delay > 0)
-    std::this_thread::sleep_for(std::chrono::microseconds(delay));  // emulated storage (source.*.read_delay_us)
-  source.read(pos.index, raw);
+  read_sample(source, config.sources[source_index], pos.index, raw);
   std::string reason = raw.reason;
   const BadKind bad = raw.bad != BadKind::none ? raw.bad : transform_->apply(raw, sample, reason);
   if (bad != BadKind::none) {

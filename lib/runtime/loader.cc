@@ -271,9 +271,7 @@ void LoaderRole::prepare(std::span<const LoadItem> items, std::deque<Prepared>& 
   std::vector<double> reads(to_read.size());
   read_measured(read_pool_, threads_, reads, [&](size_t r) {
     const LoadItem& item = items[to_read[r]];
-    if (const uint64_t delay = job_.config.sources[item.source].read_delay_us; delay > 0)
-      std::this_thread::sleep_for(std::chrono::microseconds(delay));  // emulated storage (source.*.read_delay_us)
-    sources_[item.source]->read(item.index, raws[to_read[r]]);
+    read_sample(*sources_[item.source], job_.config.sources[item.source], item.index, raws[to_read[r]]);
   });
   std::vector<const RawSample*> to_transform;
   std::vector<TransformedSample*> outs;

@@ -1,5 +1,8 @@
 #include "source/source.h"
 
+#include <chrono>
+#include <thread>
+
 #include "common/error.h"
 #include "common/files.h"
 #include "source/indexed/indexed_source.h"
@@ -60,6 +63,11 @@ std::unique_ptr<Source> open_source(const SourceConfig& config, const SourceOpti
     throw ConfigError(str(path_option, ": the ", file_count, " file(s) matched by '", config.path,
                           "' hold no samples"));
   return source;
+}
+
+void read_sample(Source& source, const SourceConfig& config, uint64_t index, RawSample& out) {
+  if (config.read_delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(config.read_delay_us));
+  source.read(index, out);
 }
 
 }  // namespace msd

@@ -93,4 +93,10 @@ struct SourceOptions {
 // files. A zero-length file contributes no samples (with a warning).
 std::unique_ptr<Source> open_source(const SourceConfig& config, const SourceOptions& options);
 
+// source.read(index, out) after the source's emulated storage latency
+// (config.read_delay_us): how loaders, colocated ranks and msd-plan profile
+// all read, so the latency is part of every read's cost. Thread-safe as
+// Source::read is.
+void read_sample(Source& source, const SourceConfig& config, uint64_t index, RawSample& out);
+
 }  // namespace msd
