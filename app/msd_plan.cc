@@ -127,10 +127,15 @@ void print_calibration(const msd::Calibration& c, const std::string& timed_on, s
                 "msd-plan calibrate: %llu probe micro-batches timed on %s\n"
                 "fit: seconds = %.4g + %.4g * (a*L + L^2 + vision_scale*V) per micro-batch; R^2 %.5f, largest "
                 "error %.2f%%\n"
-                "put in the configuration:\n[model]\ncost_a = %.6g\ncost_vision_scale = %.6g\n",
+                "put in the configuration:\n[model]\ncost_a = %.6g\n",
                 static_cast<unsigned long long>(c.probes), timed_on.c_str(), c.overhead_seconds, c.seconds_per_unit,
-                c.r_squared, 100 * c.max_relative_error, c.a, c.vision_scale);
+                c.r_squared, 100 * c.max_relative_error, c.a);
   out << line;
+  // model.cost_vision_scale = 0 means "derive it", not "patches cost no more than text".
+  if (c.vision_scale > 0.0)
+    out << "cost_vision_scale = " << c.vision_scale << '\n';
+  else
+    out << "# the times show no vision-tower cost beyond text; cost_vision_scale has no value for that (0 derives it)\n";
 }
 
 int calibrate_main(int argc, char** argv) {
