@@ -11,6 +11,22 @@
 namespace msd {
 namespace {
 
+// Fekete and Schepers' dual-feasible function u_k (2001) of a piece's share
+// x = length / sequence of a sequence: x when (k + 1) x is whole, else
+// floor((k + 1) x) / k. Pieces whose shares fit in a sequence (sum <= 1)
+// have u_k summing to at most 1, so u_k may stand for positions in a
+// class's room: a piece over half a sequence (k = 1) or two thirds (k = 2)
+// fills a sequence's whole room, and the relaxation can no longer put two
+// such pieces in one sequence. Integer arithmetic: exact.
+double fekete_schepers(uint64_t length, uint64_t sequence, uint32_t k) {
+  const uint64_t scaled = (uint64_t{k} + 1) * length;
+  if (scaled % sequence == 0) return static_cast<double>(length) / static_cast<double>(sequence);
+  return static_cast<double>(scaled / sequence) / k;
+}
+
+// The dual-feasible functions tried beside positions: u_1 .. u_kDffs.
+constexpr uint32_t kDffs = 2;
+
 // The sequence-class bound, in units of one sequence's linear term (a *
 // seq_len). A bucket of class j holds j sequences: it costs j plus its
 // pieces' extras, so under a maximum c its extras are at most c - j, its
@@ -22,6 +38,14 @@ namespace {
 // its positions times the lowest line it may use. Weights summing over dp
 // prove c unreachable. Pieces are grouped by (classes they may use, r
 // rounded down): rounding down only lowers the weights, so the proof holds.
+//
+// Room by u_k: a piece's positions may be replaced by sigma * u_k of its
+// share of a sequence (its room q; C_j = j * sigma, no cap, r = e / q),
+// since a bucket of j sequences holds pieces of u_k summing to at most j.
+// Pieces of no room (u_k = 0) weigh their extra times the lowest slope.
+// Classes then go up to every count of sequences a bucket under c may
+// hold: a bucket of more sequences than its cap fills is no longer in the
+// class of the fewest.
 //
 // Huge pieces kept whole: the pieces of the most extra (e_max, within
 // rounding), when two of them cost more than c together (2 e_max plus the
@@ -39,29 +63,39 @@ class SequenceClasses {
   static constexpr size_t kBins = 2048;
   static constexpr uint32_t kMaxClasses = 48;
 
+  // `dff` 0: a piece fills a class's room by its positions; k >= 1: by the
+  // Fekete-Schepers function u_k of its share of a sequence (above).
   SequenceClasses(std::span<const uint32_t> lengths, std::span<const double> costs, const BoundShape& shape,
-                  const CostModel& cost)
-      : dp_(shape.dp) {
+                  const CostModel& cost, uint32_t dff)
+      : dp_(shape.dp), dff_(dff) {
     const double unit = cost.padding(shape.seq_len);
     const double seq_len = shape.seq_len;
-    sigma_ = static_cast<double>(std::min<uint64_t>(shape.seq_len, shape.limit)) / seq_len;
+    const uint64_t sequence = std::min<uint64_t>(shape.seq_len, shape.limit);
+    sigma_ = static_cast<double>(sequence) / seq_len;
     cap_ = static_cast<double>(shape.micro_batches) * static_cast<double>(shape.limit) / seq_len;
-    most_classes_ = static_cast<uint32_t>(std::min<double>(kMaxClasses, std::ceil(cap_ / sigma_)));
+    // With positions, a bucket of more sequences than fill its cap is in
+    // the class of the fewest that do (its room, looser extras). Under u_k
+    // every sequence adds room, so each count is a class, and a step whose
+    // buckets may hold more than kMaxClasses sequences is left to positions.
+    room_cap_ = dff == 0 ? cap_ : INFINITY;
+    most_classes_ = dff == 0 ? static_cast<uint32_t>(std::min<double>(kMaxClasses, std::ceil(cap_ / sigma_))) : kMaxClasses;
     pieces_.reserve(lengths.size());
     for (size_t i = 0; i < lengths.size(); ++i) {
       const double p = lengths[i] / seq_len;
+      const double q = dff == 0 ? p : sigma_ * fekete_schepers(lengths[i], sequence, dff);
       const double e = std::max(0.0, costs[i] - cost.padding(lengths[i])) / unit;
-      pieces_.push_back({p, e});
-      max_ratio_ = std::max(max_ratio_, e / p);
+      pieces_.push_back({p, q, e});
+      if (q > 0.0) max_ratio_ = std::max(max_ratio_, e / q);
       max_extra_ = std::max(max_extra_, e);
     }
-    for (const auto& [p, e] : pieces_)
-      if (e >= max_extra_ * (1.0 - 1e-9)) top_positions_ = std::min(top_positions_, p);
+    for (const Piece& piece : pieces_)
+      if (piece.e >= max_extra_ * (1.0 - 1e-9)) top_room_ = std::min(top_room_, piece.q);
   }
 
   // True when weights prove that no plan's heaviest bucket is <= c, the
   // huge pieces kept whole when there are (above).
   bool unreachable(double c) {
+    if (dff_ > 0 && std::ceil(c) - 1.0 > kMaxClasses) return false;  // buckets of more sequences than classes
     const uint32_t classes = static_cast<uint32_t>(std::min<double>(most_classes_, std::ceil(c) - 1.0));
     if (classes < 1) {  // every piece needs a sequence, which costs 1
       huge_count_ = 0;
@@ -88,53 +122,69 @@ class SequenceClasses {
   bool usable() const { return most_classes_ >= 1 && max_ratio_ > 0.0; }
   // Whether the last call to unreachable kept huge pieces whole.
   bool kept_whole() const { return huge_count_ > 0; }
+  // Whether it fills sequences' room by u_k, not positions.
+  bool by_room() const { return dff_ > 0; }
 
  private:
+  struct Piece {
+    double p;  // positions, in sequences
+    double q;  // the room it fills (p, or u_k of its share of a sequence times sigma)
+    double e;  // extra, in sequences' linear terms
+  };
   struct Group {
     uint32_t classes;  // classes (j, 0) for j in 1..classes may hold it
     uint32_t with;     // classes (j, 1) for j in first_with_..with may hold it
-    double ratio;      // extra per position, rounded down
-    double positions;  // in sequences
+    double room;       // the room its pieces fill
+    double extra;      // their extras: room times the ratio rounded down, or (no room) the sum
   };
 
   // Groups the pieces for maximum c; false when some piece fits no class
-  // (alone in a sequence it costs more than c).
+  // (alone in a sequence it costs more than c). Pieces of room are grouped
+  // by their extra per room, rounded down; those of none by classes alone.
   bool group(double c, uint32_t classes) {
     classes_ = classes;
     huge_count_ = 0;
-    huge_p_ = huge_e_ = INFINITY;
+    huge_p_ = huge_q_ = huge_e_ = INFINITY;
     // The huge pieces: those of the most extra, if two of them cost more
     // than c together (their extras and the sequences they fill).
     const double threshold = max_extra_ * (1.0 - 1e-9);
-    if (2.0 * threshold + std::ceil(2.0 * top_positions_ / sigma_ - 1e-9) > c)
-      for (const auto& [p, e] : pieces_)
-        if (e >= threshold) ++huge_count_, huge_p_ = std::min(huge_p_, p), huge_e_ = std::min(huge_e_, e);
+    if (2.0 * threshold + std::ceil(2.0 * top_room_ / sigma_ - 1e-9) > c)
+      for (const Piece& piece : pieces_)
+        if (piece.e >= threshold) {
+          ++huge_count_;
+          huge_p_ = std::min(huge_p_, piece.p), huge_q_ = std::min(huge_q_, piece.q), huge_e_ = std::min(huge_e_, piece.e);
+        }
     if (huge_count_ > 0 && huge_e_ > c - 1.0) return false;
     // Classes (j, 1) leave room for other pieces from the first j whose
     // positions exceed a huge piece's.
     first_with_ = 1;
     while (first_with_ <= classes && std::min(first_with_ * sigma_, cap_) <= huge_p_) ++first_with_;
     const size_t withs = huge_count_ > 0 ? size_t{classes} + 1 : 1;
-    sums_.assign((size_t{classes} + 1) * withs * kBins, 0.0);
-    for (const auto& [p, e] : pieces_) {
-      if (huge_count_ > 0 && e >= threshold) continue;
-      const double room = std::floor(c - e + 1e-9);
+    constexpr size_t kKeys = kBins + 1;  // bin kBins: the pieces of no room
+    sums_.assign((size_t{classes} + 1) * withs * kKeys, 0.0);
+    for (const Piece& piece : pieces_) {
+      if (huge_count_ > 0 && piece.e >= threshold) continue;
+      const double room = std::floor(c - piece.e + 1e-9);
       const uint32_t k = room < 1.0 ? 0 : static_cast<uint32_t>(std::min<double>(classes, room));
       if (k == 0) return false;  // alone in a sequence it costs more than c
       uint32_t with = 0;
       if (huge_count_ > 0) {
-        const double left = std::floor(c - huge_e_ - e + 1e-9);
+        const double left = std::floor(c - huge_e_ - piece.e + 1e-9);
         with = left < first_with_ ? 0 : static_cast<uint32_t>(std::min<double>(classes, left));
       }
-      const size_t bin = std::min(kBins - 1, static_cast<size_t>(e / p / max_ratio_ * kBins));
-      sums_[(k * withs + with) * kBins + bin] += p;
+      const size_t key = (k * withs + with) * kKeys;
+      if (piece.q > 0.0)
+        sums_[key + std::min(kBins - 1, static_cast<size_t>(piece.e / piece.q / max_ratio_ * kBins))] += piece.q;
+      else
+        sums_[key + kBins] += piece.e;
     }
     groups_.clear();
     for (size_t key = 0; key < sums_.size(); ++key) {
       if (sums_[key] <= 0.0) continue;
-      const size_t bin = key % kBins, with = key / kBins % withs, k = key / kBins / withs;
-      groups_.push_back({static_cast<uint32_t>(k), static_cast<uint32_t>(with),
-                         max_ratio_ * static_cast<double>(bin) / kBins * (1.0 - 1e-12), sums_[key]});
+      const size_t bin = key % kKeys, with = key / kKeys % withs, k = key / kKeys / withs;
+      const double ratio = max_ratio_ * static_cast<double>(bin) / kBins * (1.0 - 1e-12);
+      groups_.push_back({static_cast<uint32_t>(k), static_cast<uint32_t>(with), bin == kBins ? 0.0 : sums_[key],
+                         bin == kBins ? sums_[key] : sums_[key] * ratio});
     }
     return true;
   }
@@ -148,18 +198,18 @@ class SequenceClasses {
       const bool with = i >= classes_;
       const double j = static_cast<double>((with ? i - classes_ : i) + 1);
       const double scale = with ? 1.0 - mu_ : 1.0;
-      const double positions = std::min(j * sigma_, cap_) - (with ? huge_p_ : 0.0);
+      const double room = std::min(j * sigma_, room_cap_) - (with ? huge_q_ : 0.0);
       const double extras = c - j - (with ? huge_e_ : 0.0);
-      level_[i] = positions > 0.0 ? scale * theta_[i] / positions : INFINITY;
+      level_[i] = room > 0.0 ? scale * theta_[i] / room : INFINITY;
       slope_[i] = extras > 0.0 ? scale * (1.0 - theta_[i]) / extras : 1e300;  // finite: 0 * slope is 0
     }
     double total = mu_ * static_cast<double>(huge_count_);
+    const auto at = [&](const Group& g, size_t i) { return (g.room > 0.0 ? g.room * level_[i] : 0.0) + g.extra * slope_[i]; };
     for (const Group& g : groups_) {
       double lowest = INFINITY;
-      for (uint32_t j = 0; j < g.classes; ++j) lowest = std::min(lowest, level_[j] + slope_[j] * g.ratio);
-      for (uint32_t j = first_with_; j <= g.with; ++j)
-        lowest = std::min(lowest, level_[classes_ + j - 1] + slope_[classes_ + j - 1] * g.ratio);
-      total += g.positions * lowest;
+      for (uint32_t j = 0; j < g.classes; ++j) lowest = std::min(lowest, at(g, j));
+      for (uint32_t j = first_with_; j <= g.with; ++j) lowest = std::min(lowest, at(g, classes_ + j - 1));
+      total += lowest;
     }
     return total;
   }
@@ -191,12 +241,12 @@ class SequenceClasses {
     return best;
   }
 
-  uint32_t dp_;
-  double sigma_ = 1.0, cap_ = 1.0, max_ratio_ = 0.0, max_extra_ = 0.0, top_positions_ = INFINITY;
+  uint32_t dp_, dff_;
+  double sigma_ = 1.0, cap_ = 1.0, room_cap_ = 1.0, max_ratio_ = 0.0, max_extra_ = 0.0, top_room_ = INFINITY;
   uint32_t most_classes_ = 0, classes_ = 0, first_with_ = 1;
   size_t huge_count_ = 0;
-  double huge_p_ = INFINITY, huge_e_ = INFINITY, mu_ = 0.0;
-  std::vector<std::pair<double, double>> pieces_;  // (positions, extra) in sequences
+  double huge_p_ = INFINITY, huge_q_ = INFINITY, huge_e_ = INFINITY, mu_ = 0.0;
+  std::vector<Piece> pieces_;
   std::vector<double> sums_, theta_, slope_, level_;
   std::vector<Group> groups_;
 };
@@ -248,22 +298,34 @@ StepBound step_bound(std::span<const uint32_t> lengths, std::span<const double> 
   // bisected between what is proven and the plan.
   const double unit = cost.padding(shape.seq_len);
   if (n == 0 || unit <= 0.0 || high <= bound.cost) return bound;
-  SequenceClasses classes(lengths, costs, shape, cost);
-  if (!classes.usable()) return bound;
-  double lo = bound.cost / unit * (1.0 + 1e-9), hi = high / unit;
-  if (!classes.unreachable(lo)) return bound;  // adds nothing to the other terms
-  bool whole = classes.kept_whole();
-  // The bound often lands within a few percent of the plan: the first
-  // probe is 2% below it, then plain bisection to 2e-4.
-  for (int it = 0; it < 16 && hi - lo > 2e-4 * lo; ++it) {
-    const double mid = it == 0 ? std::max(0.5 * (lo + hi), hi * 0.98) : 0.5 * (lo + hi);
-    if (classes.unreachable(mid))
-      lo = mid, whole = classes.kept_whole();
-    else
-      hi = mid;
+  // One search per way of filling a sequence's room: positions, then u_1 ..
+  // u_kDffs, each from what the ones before proved (one probe for a search
+  // that proves no more), bisected up to the plan. The bound often lands
+  // within a few percent of the plan: the first probe is 2% below it, then
+  // plain bisection to kTolerance.
+  constexpr double kTolerance = 2e-4;
+  double lo = bound.cost / unit * (1.0 + 1e-9);
+  const double plan = high / unit;
+  bool proven = false, whole = false, room = false;  // how the best proof went
+  for (uint32_t dff = 0; dff <= kDffs; ++dff) {
+    SequenceClasses classes(lengths, costs, shape, cost, dff);
+    const double more = proven ? lo * (1.0 + kTolerance) : lo;
+    if (more >= plan || !classes.usable() || !classes.unreachable(more)) continue;
+    lo = more, proven = true;
+    whole = classes.kept_whole(), room = classes.by_room();
+    double hi = plan;
+    for (int it = 0; it < 16 && hi - lo > kTolerance * lo; ++it) {
+      const double mid = it == 0 ? std::max(0.5 * (lo + hi), hi * 0.98) : 0.5 * (lo + hi);
+      if (classes.unreachable(mid))
+        lo = mid, whole = classes.kept_whole(), room = classes.by_room();
+      else
+        hi = mid;
+    }
   }
+  if (!proven) return bound;  // adds nothing to the other terms
   bound.class_cost = lo * unit;
   if (whole) bound.whole_cost = bound.class_cost;
+  if (room) bound.room_cost = bound.class_cost;
   bound.cost = std::max(bound.cost, bound.class_cost);
   return bound;
 }

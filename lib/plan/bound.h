@@ -28,6 +28,7 @@ struct StepBound {
   double cost = 0.0;           // no plan's heaviest bucket costs less
   double class_cost = 0.0;     // the sequence-class term alone (below); 0 when it adds nothing
   double whole_cost = 0.0;     // class_cost when it kept the huge pieces whole (below); else 0
+  double room_cost = 0.0;      // class_cost when a u_k proved it (sequences' room, below); else 0
 };
 
 // The bound over pieces of `lengths` positions costing `costs` (each
@@ -46,7 +47,11 @@ struct StepBound {
 //    bisection between `low` and `high` (a plan's heaviest bucket). The
 //    pieces of the most extra are kept whole (not split over buckets) when
 //    no bucket under C can hold two of them: classes are then also split by
-//    whether they hold one.
+//    whether they hold one. The class's room is counted in positions, and
+//    again by each of Fekete and Schepers' dual-feasible functions u_1 and u_2
+//    of a piece's share of a sequence (u_1 counts a piece over half a
+//    sequence as a whole one): a fractional plan can then no longer put two
+//    such pieces in one sequence. C is proven when any of these proves it.
 // REQUIRES lengths.size() == costs.size(), lengths within seq_len.
 // O(pieces * log(pieces)) plus O(groups * classes) per dual evaluation
 // (groups: pieces bucketed by extra cost per position, at most 2048 per class).

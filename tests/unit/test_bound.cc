@@ -106,7 +106,7 @@ double exhaustive_optimum(const std::vector<uint32_t>& lengths, const std::vecto
 // ceiling, so what it proves is tested, not capped.
 TEST_CASE("bound: never above the exhaustive optimum on small random steps", "[bound]") {
   std::mt19937_64 rng(7);
-  int tighter = 0, whole = 0, rounds = 0;
+  int tighter = 0, whole = 0, room = 0, room_at_optimum = 0, rounds = 0;
   for (int round = 0; round < 1500; ++round) {
     const uint32_t seq_len = std::uniform_int_distribution<uint32_t>(8, 64)(rng);
     msd::BoundShape shape;
@@ -136,19 +136,24 @@ TEST_CASE("bound: never above the exhaustive optimum on small random steps", "[b
     const msd::StepBound bound = msd::step_bound(lengths, costs, shape, cost, 10.0 * optimum);
     INFO("round " << round << ": dp " << shape.dp << " mb " << shape.micro_batches << " seq_len " << seq_len
                   << " limit " << shape.limit << " n " << n << ": bound " << bound.cost << " (classes "
-                  << bound.class_cost << ", huge pieces whole " << bound.whole_cost << "), optimum " << optimum);
+                  << bound.class_cost << ", huge pieces whole " << bound.whole_cost << ", by room " << bound.room_cost
+                  << "), optimum " << optimum);
     REQUIRE(bound.cost <= optimum * (1 + 1e-9));
     REQUIRE(bound.class_cost <= optimum * (1 + 1e-9));
     REQUIRE(bound.whole_cost <= optimum * (1 + 1e-9));
+    REQUIRE(bound.room_cost <= optimum * (1 + 1e-9));
     ++rounds;
+    if (bound.room_cost > 0.0) ++room, room_at_optimum += bound.room_cost >= optimum * (1 - 1e-3);
     if (bound.class_cost > 0.0) ++tighter;
     if (bound.whole_cost > 0.0) ++whole;
   }
   INFO("the sequence classes raised the bound on " << tighter << " of " << rounds << " steps, the huge pieces kept whole on "
-                                                   << whole);
+                                                   << whole << ", filled by room on " << room << " (at the optimum on "
+                                                   << room_at_optimum << ")");
   CHECK(rounds >= 1000);
   CHECK(tighter > 0);  // the class terms are exercised, not dead code
   CHECK(whole > 0);
+  CHECK(room_at_optimum > 0);  // the room functions reach the optimum: 1% more would fail above
 }
 
 // At 512 DP ranks x 32k the sequence classes are what the bound rests on:
