@@ -427,8 +427,13 @@ std::vector<BucketSequences> pieces_first(const std::vector<PlacedPiece>& pieces
 // is then not used).
 class SequencePlacer {
  public:
-  SequencePlacer(const PackOptions& options, const CostModel& cost, uint64_t capacity, uint32_t max_sequences)
-      : seq_len_(options.seq_len), cost_(cost), capacity_(capacity), max_sequences_(max_sequences),
+  // `target`: none (infinity) places each piece where it leaves its bucket
+  // lightest; a cost places it where it leaves its bucket heaviest without
+  // going over the target (best fit), and the placement fails when a piece
+  // fits under it nowhere.
+  SequencePlacer(const PackOptions& options, const CostModel& cost, uint64_t capacity, uint32_t max_sequences,
+                 double target = INFINITY)
+      : seq_len_(options.seq_len), cost_(cost), capacity_(capacity), max_sequences_(max_sequences), target_(target),
         buckets_(options.dp), in_room_(options.dp, false) {
     for (uint32_t b = 0; b < options.dp; ++b) {
       by_cost_.insert({0.0, b});
@@ -478,20 +483,41 @@ class SequencePlacer {
     }
     const double extra = placed.cost - cost_.padding(length);
     const double alone = placed.cost + cost_.padding(seq_len_ - length);
-    double best = INFINITY;
-    uint32_t chosen = UINT32_MAX;
+    const Spot spot = target_ < INFINITY ? fullest(length, extra, alone) : lightest(length, extra, alone);
+    if (spot.bucket == UINT32_MAX) return false;
+    put(placed, spot.bucket, spot.into_room, spot.total);
+    return true;
+  }
+
+  struct Spot {
+    uint32_t bucket = UINT32_MAX;
     bool into_room = false;
+    double total = INFINITY;  // the bucket's cost with the piece
+  };
+
+  // Whether bucket b of room_ still has room for pieces of `length`; drops
+  // it from room_ when not.
+  bool has_room(std::set<std::pair<double, uint32_t>>::iterator& it, uint32_t length) {
+    const uint32_t b = it->second;
+    if (buckets_[b].most_free >= length) return true;
+    it = room_.erase(it);
+    in_room_[b] = false;
+    short_of_room_.push({buckets_[b].most_free, b});
+    return false;
+  }
+
+  bool may_open(const Open& bucket, uint32_t length) const {
+    return bucket.sequences.size() < max_sequences_ && bucket.positions + length <= capacity_;
+  }
+
+  // Where the piece leaves its bucket lightest (no target).
+  Spot lightest(uint32_t length, double extra, double alone) {
+    Spot best;
     size_t tried = 0;
     for (auto it = room_.begin(); it != room_.end() && tried < kCandidates; ++tried) {
-      const uint32_t b = it->second;
-      if (buckets_[b].most_free < length) {  // no longer has room for pieces this long
-        it = room_.erase(it);
-        in_room_[b] = false;
-        short_of_room_.push({buckets_[b].most_free, b});
-        continue;
-      }
-      if (buckets_[b].positions + length <= capacity_) {
-        best = it->first + extra, chosen = b, into_room = true;
+      if (!has_room(it, length)) continue;
+      if (buckets_[it->second].positions + length <= capacity_) {
+        best = {it->second, true, it->first + extra};
         break;
       }
       ++it;
@@ -499,16 +525,43 @@ class SequencePlacer {
     tried = 0;
     for (auto it = by_cost_.begin(); it != by_cost_.end() && tried < kCandidates; ++it, ++tried) {
       const auto& [load, b] = *it;
-      if (load + alone >= best) break;
-      const Open& bucket = buckets_[b];
-      if (bucket.sequences.size() < max_sequences_ && bucket.positions + length <= capacity_) {
-        best = load + alone, chosen = b, into_room = false;
+      if (load + alone >= best.total) break;
+      if (may_open(buckets_[b], length)) {
+        best = {b, false, load + alone};
         break;
       }
     }
-    if (chosen == UINT32_MAX) return false;
-    put(placed, chosen, into_room, best);
-    return true;
+    return best;
+  }
+
+  // Where the piece leaves its bucket heaviest, at most target_ (best fit):
+  // the heaviest bucket under target_ less what the piece adds, with room
+  // for it or a new sequence. Ties: into room, then the higher bucket.
+  Spot fullest(uint32_t length, double extra, double alone) {
+    Spot best;
+    double most = -INFINITY;
+    size_t tried = 0;
+    for (auto it = room_.upper_bound({target_ - extra, UINT32_MAX}); it != room_.begin() && tried < kCandidates;
+         ++tried) {
+      --it;
+      if (!has_room(it, length)) continue;  // it: the next one up; --it goes past it again
+      if (buckets_[it->second].positions + length <= capacity_) {
+        best = {it->second, true, it->first + extra}, most = best.total;
+        break;
+      }
+    }
+    tried = 0;
+    for (auto it = by_cost_.upper_bound({target_ - alone, UINT32_MAX}); it != by_cost_.begin() && tried < kCandidates;
+         ++tried) {
+      --it;
+      const auto& [load, b] = *it;
+      if (load + alone <= most) break;
+      if (may_open(buckets_[b], length)) {
+        best = {b, false, load + alone};
+        break;
+      }
+    }
+    return best;
   }
 
   void put(const PlacedPiece& placed, uint32_t b, bool into_room, double total) {
@@ -547,6 +600,7 @@ class SequencePlacer {
   const CostModel& cost_;
   uint64_t capacity_;
   uint32_t max_sequences_;
+  double target_;
   std::vector<Open> buckets_;
   std::vector<bool> in_room_;                         // whether in room_ (else in short_of_room_)
   std::set<std::pair<double, uint32_t>> by_cost_;     // (cost, bucket), every bucket, lightest first
@@ -867,6 +921,37 @@ class BucketRefiner {
   std::vector<double> given_;
 };
 
+// The sequence placement under a target (best fit), the target bisected
+// between the step's cheap lower bound (bound.h without the classes) and
+// `lightest`, a plan's heaviest bucket: the lightest placement that fits,
+// or empty when none beats `lightest`. At most kTargetTries placements.
+std::vector<BucketSequences> fit_under_target(const std::vector<PlacedPiece>& heaviest, const PackOptions& options,
+                                              const CostModel& cost, uint64_t capacity, uint32_t sequences,
+                                              ZigzagCost& zigzag, double lightest) {
+  constexpr int kTargetTries = 6;
+  constexpr double kTolerance = 5e-4;
+  std::vector<uint32_t> lengths;
+  std::vector<double> costs;
+  lengths.reserve(heaviest.size());
+  costs.reserve(heaviest.size());
+  for (const PlacedPiece& p : heaviest) lengths.push_back(p.piece.length), costs.push_back(p.cost);
+  const BoundShape shape{options.seq_len, options.dp, options.micro_batches, capacity / options.micro_batches};
+  double lo = step_bound(lengths, costs, shape, cost, 0.0).cost, hi = lightest;
+  std::vector<BucketSequences> best;
+  for (int it = 0; it < kTargetTries && hi > lo * (1.0 + kTolerance); ++it) {
+    const double target = 0.5 * (lo + hi);
+    std::vector<BucketSequences> placed =
+        SequencePlacer(options, cost, capacity, sequences, target).place(heaviest, options, zigzag);
+    if (placed.empty()) {
+      lo = target;
+      continue;
+    }
+    hi = max_bucket_cost(placed);
+    best = std::move(placed);
+  }
+  return best;
+}
+
 // Cost balance, padding-aware: a sequence costs its pieces plus the linear
 // term over its padding (its GEMMs run over all seq_len positions). Three
 // placements are made, sequences first, pieces first by cost and by
@@ -918,6 +1003,11 @@ std::vector<BucketPlan> plan_by_cost(const std::vector<PlacedPiece>& pieces, con
     if (optimal() || flat(kept)) return into_micro_batches(std::move(kept), options, budget);
     std::vector<BucketSequences> placed =
         SequencePlacer(options, cost, capacity, sequences).place(heaviest, options, zigzag);
+    if (!placed.empty()) {
+      refiner.run(placed);
+      if (max_bucket_cost(placed) < lightest) kept = std::move(placed), lightest = max_bucket_cost(kept);
+    }
+    placed = fit_under_target(heaviest, options, cost, capacity, sequences, zigzag, lightest);
     if (!placed.empty()) {
       refiner.run(placed);
       if (max_bucket_cost(placed) < lightest) kept = std::move(placed);

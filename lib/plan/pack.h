@@ -210,7 +210,12 @@ struct PackedStep {
 //    the heaviest piece in a sequence of its own, no later one is made; with
 //    cp = 1 the sequence placement is not made when the refined plan is
 //    flat (its heaviest bucket within 0.1% of its mean: a plan lighter by
-//    more needs fewer sequences). Each bucket's whole sequences are then
+//    more needs fewer sequences). With cp = 1 a fifth placement follows the
+//    sequence placement: the same, each piece where it leaves its bucket
+//    heaviest without passing a target cost (best fit), the target bisected
+//    between the step's cheap lower bound (step_bound without the classes)
+//    and the lightest plan so far (at most 6 placements); the lightest that
+//    fits is refined and kept when lighter. Each bucket's whole sequences are then
 //    balanced by cost over `micro_batches` bins, none over the budget, and
 //    the bins ordered heaviest first (ties: lower bin), so micro-batch i is
 //    the i-th heaviest on every rank. A micro-batch is empty only when its bucket has fewer
