@@ -928,8 +928,9 @@ class BucketRefiner {
 std::vector<BucketSequences> fit_under_target(const std::vector<PlacedPiece>& heaviest, const PackOptions& options,
                                               const CostModel& cost, uint64_t capacity, uint32_t sequences,
                                               ZigzagCost& zigzag, double lightest) {
-  constexpr int kTargetTries = 6;
+  constexpr int kTargetTries = 4;
   constexpr double kTolerance = 5e-4;
+  constexpr double kFirstStep = 0.015;  // plans land within a few percent of the bound
   std::vector<uint32_t> lengths;
   std::vector<double> costs;
   lengths.reserve(heaviest.size());
@@ -939,7 +940,7 @@ std::vector<BucketSequences> fit_under_target(const std::vector<PlacedPiece>& he
   double lo = step_bound(lengths, costs, shape, cost, 0.0).cost, hi = lightest;
   std::vector<BucketSequences> best;
   for (int it = 0; it < kTargetTries && hi > lo * (1.0 + kTolerance); ++it) {
-    const double target = 0.5 * (lo + hi);
+    const double target = it == 0 ? std::max(0.5 * (lo + hi), hi * (1.0 - kFirstStep)) : 0.5 * (lo + hi);
     std::vector<BucketSequences> placed =
         SequencePlacer(options, cost, capacity, sequences, target).place(heaviest, options, zigzag);
     if (placed.empty()) {
