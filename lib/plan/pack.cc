@@ -567,8 +567,9 @@ class SequencePlacer {
   void put(const PlacedPiece& placed, uint32_t b, bool into_room, double total) {
     Open& bucket = buckets_[b];
     const uint32_t length = placed.piece.length;
-    by_cost_.erase({bucket.total, b});
-    if (in_room_[b]) room_.erase({bucket.total, b});
+    // The sets' nodes are moved to the new cost, not reallocated.
+    auto by_cost = by_cost_.extract({bucket.total, b});
+    auto room = in_room_[b] ? room_.extract({bucket.total, b}) : decltype(room_)::node_type{};
     size_t into = bucket.sequences.size();
     if (into_room) {
       for (size_t s = 0; s < bucket.sequences.size(); ++s)
@@ -587,9 +588,14 @@ class SequencePlacer {
     bucket.most_free = 0;
     for (const PackedSequence& sequence : bucket.sequences)
       bucket.most_free = std::max(bucket.most_free, seq_len_ - sequence.used);
-    by_cost_.insert({total, b});
+    const auto reinsert = [&](std::set<std::pair<double, uint32_t>>& set, auto& node) {
+      if (node.empty()) return set.insert({total, b}), void();
+      node.value() = {total, b};
+      set.insert(std::move(node));
+    };
+    reinsert(by_cost_, by_cost);
     if (in_room_[b] && bucket.most_free >= length) {
-      room_.insert({total, b});
+      reinsert(room_, room);
     } else {
       in_room_[b] = false;
       short_of_room_.push({bucket.most_free, b});
