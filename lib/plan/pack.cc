@@ -930,13 +930,15 @@ class BucketRefiner {
 // The sequence placement under a target (best fit), the target bisected
 // between the step's cheap lower bound (bound.h without the classes) and
 // `lightest`, a plan's heaviest bucket: the lightest placement that fits,
-// or empty when none beats `lightest`. At most kTargetTries placements.
+// or empty when none beats `lightest`. At most kTargetTries placements, the
+// first kFirstStep below `lightest` (plans land within a few percent of the
+// bound), then halving.
 std::vector<BucketSequences> fit_under_target(const std::vector<PlacedPiece>& heaviest, const PackOptions& options,
                                               const CostModel& cost, uint64_t capacity, uint32_t sequences,
                                               ZigzagCost& zigzag, double lightest) {
   constexpr int kTargetTries = 4;
   constexpr double kTolerance = 5e-4;
-  constexpr double kFirstStep = 0.015;  // plans land within a few percent of the bound
+  constexpr double kFirstStep = 0.015;
   std::vector<uint32_t> lengths;
   std::vector<double> costs;
   lengths.reserve(heaviest.size());

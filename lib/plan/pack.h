@@ -214,9 +214,10 @@ struct PackedStep {
 //    sequence placement: the same, each piece where it leaves its bucket
 //    heaviest without passing a target cost (best fit), the target bisected
 //    between the step's cheap lower bound (step_bound without the classes)
-//    and the lightest plan so far (at most 6 placements); the lightest that
-//    fits is refined and kept when lighter. Each bucket's whole sequences are then
-//    balanced by cost over `micro_batches` bins, none over the budget, and
+//    and the lightest plan so far (at most 4 placements, the first 1.5%
+//    below that plan); the lightest that fits is refined and kept when
+//    lighter. Each bucket's whole sequences are then balanced by cost over
+//    `micro_batches` bins, none over the budget, and
 //    the bins ordered heaviest first (ties: lower bin), so micro-batch i is
 //    the i-th heaviest on every rank. A micro-batch is empty only when its bucket has fewer
 //    sequences than micro-batches; a micro-batch never adds a sequence.
@@ -240,10 +241,11 @@ struct PackedStep {
 // O(pieces * log(pieces) * log(dp)) time for karmarkar_karp, O(pieces *
 // log(pieces)) otherwise, plus the swaps' bounded rounds (balance.h); no pass
 // over all buckets per piece; the refiner's rounds each touch at most 64
-// buckets. About 5-7 ms CPU a step at 512 DP ranks x 32k (4096 documents,
-// the statistics' sequence-class bound included; about 2.5-3 ms less
-// without it, PackOptions::lower_bound) and about 3 ms at 4096 ranks (8192
-// documents: the first placement is already optimal) on one core.
+// buckets; best fit under a target at most 4 placements. About 6-8 ms CPU
+// a step at 512 DP ranks x 32k (4096 documents; about 50M instructions)
+// without the statistics' sequence-class bound (PackOptions::lower_bound;
+// 2-3 ms more with it) and about 3 ms at 4096 ranks (8192 documents: the
+// first placement is already optimal) on one core.
 // The planner's packing options for a job: seq_len, dp, micro_batches,
 // long_docs and balance from the configuration. The planner and msd-replay
 // both use it, so a replay packs exactly as the run did.
