@@ -7,6 +7,7 @@
 #include "common/digest.h"
 #include "common/json_writer.h"
 #include "plan/mix.h"
+#include "plan/modes.h"
 #include "source/source.h"
 
 namespace msd {
@@ -592,7 +593,10 @@ std::string data_text(const Report& r) {
   for (size_t s = 0; s < m.sources; ++s)
     text += line("    %-12s %6.3f -> %6.3f  (%llu samples, %llu tokens)\n", config.sources[s].name.c_str(), m.share[s],
                  m.realized_share(s), static_cast<ull>(m.samples(s)), static_cast<ull>(m.source_tokens(s)));
-  text += "  bad samples replaced: " + std::to_string(m.bad_total);
+  // colocated_samples' ranks load only their own share, so they drop a bad
+  // sample (runtime/colocated.cc); every other mode replaces it.
+  const bool dropped = loads_on_trainers(parse_training_mode(config.job.mode, config.job.balance));
+  text += std::string("  bad samples ") + (dropped ? "dropped" : "replaced") + ": " + std::to_string(m.bad_total);
   if (m.bad_total) {
     std::string parts;
     for (int k = 1; k < bad_kind_count; ++k)
