@@ -424,7 +424,8 @@ std::vector<BucketSequences> pieces_first(const std::vector<PlacedPiece>& pieces
 // them when the pieces get shorter than its room): O(log dp) a piece.
 // Deterministic: ties go to a sequence with room, then the lighter bucket,
 // then the lower index. Empty when some piece fits nowhere (the placement
-// is then not used).
+// is then not used). Under a target (best fit, fit_under_target) each piece
+// goes where it leaves its bucket heaviest without passing the target.
 class SequencePlacer {
  public:
   // `target`: none (infinity) places each piece where it leaves its bucket
@@ -495,8 +496,8 @@ class SequencePlacer {
     double total = INFINITY;  // the bucket's cost with the piece
   };
 
-  // Whether bucket b of room_ still has room for pieces of `length`; drops
-  // it from room_ when not.
+  // Whether the bucket at `it` in room_ still has room for pieces of
+  // `length`; when not, erases it (`it` then points past it).
   bool has_room(std::set<std::pair<double, uint32_t>>::iterator& it, uint32_t length) {
     const uint32_t b = it->second;
     if (buckets_[b].most_free >= length) return true;
@@ -544,7 +545,7 @@ class SequencePlacer {
     for (auto it = room_.upper_bound({target_ - extra, UINT32_MAX}); it != room_.begin() && tried < kCandidates;
          ++tried) {
       --it;
-      if (!has_room(it, length)) continue;  // it: the next one up; --it goes past it again
+      if (!has_room(it, length)) continue;  // erased: it is the one above, and --it the one below
       if (buckets_[it->second].positions + length <= capacity_) {
         best = {it->second, true, it->first + extra}, most = best.total;
         break;
