@@ -1001,7 +1001,8 @@ std::vector<BucketPlan> plan_by_cost(const std::vector<PlacedPiece>& pieces, con
   if (optimal() || sequences == 0) return into_micro_batches(std::move(kept), options, budget);
   if (options.cp <= 1) {
     // The refiner on the lightest of the three, then the sequence placement
-    // refined; the lighter result is kept (ties: the former). A refined plan
+    // and best fit under a target, each refined and kept when lighter (ties:
+    // the former). A refined plan
     // that is flat is kept as it is: a plan lighter by more than kFlat needs
     // fewer sequences (flat()), and the sequence placement, which like LPT
     // opens sequences in the lightest buckets, ends with about as many: on
@@ -1011,17 +1012,14 @@ std::vector<BucketPlan> plan_by_cost(const std::vector<PlacedPiece>& pieces, con
     refiner.run(kept);
     lightest = max_bucket_cost(kept);
     if (optimal() || flat(kept)) return into_micro_batches(std::move(kept), options, budget);
-    std::vector<BucketSequences> placed =
-        SequencePlacer(options, cost, capacity, sequences).place(heaviest, options, zigzag);
-    if (!placed.empty()) {
+    const auto keep_if_lighter = [&](std::vector<BucketSequences> placed) {
+      if (placed.empty()) return;
       refiner.run(placed);
-      if (max_bucket_cost(placed) < lightest) kept = std::move(placed), lightest = max_bucket_cost(kept);
-    }
-    placed = fit_under_target(heaviest, options, cost, capacity, sequences, zigzag, lightest);
-    if (!placed.empty()) {
-      refiner.run(placed);
-      if (max_bucket_cost(placed) < lightest) kept = std::move(placed);
-    }
+      const double most = max_bucket_cost(placed);
+      if (most < lightest) kept = std::move(placed), lightest = most;
+    };
+    keep_if_lighter(SequencePlacer(options, cost, capacity, sequences).place(heaviest, options, zigzag));
+    keep_if_lighter(fit_under_target(heaviest, options, cost, capacity, sequences, zigzag, lightest));
     return into_micro_batches(std::move(kept), options, budget);
   }
   std::vector<BucketSequences> placed = SequencePlacer(options, cost, capacity, sequences).place(heaviest, options, zigzag);
