@@ -16,13 +16,30 @@ demo_build() {
   fi
 }
 
-# demo_data NAME BUILD_DIR: makes the embedded default dataset in data/demo
-# unless it is there.
+# demo_data NAME BUILD_DIR CONFIG: makes the embedded default dataset in
+# data/demo beside the configuration's folder (the configs name
+# ../data/demo/...) unless it is there.
 demo_data() {
-  if [ ! -f "$root/data/demo/MANIFEST" ]; then
-    echo "$1: generating the default dataset in data/demo"
-    "$2/app/msd-datagen" --out "$root/data/demo" --scale demo --seed 1
+  local data
+  data="$(cd "$(dirname "$3")/.." && pwd)/data/demo"
+  if [ ! -f "$data/MANIFEST" ]; then
+    echo "$1: generating the default dataset in $data"
+    "$2/app/msd-datagen" --out "$data" --scale demo --seed 1
   fi
+}
+
+# demo_args "$@": sets build, configure and config from the scripts' own
+# options (--build DIR: an existing build, not rebuilt; --config FILE) and
+# leaves the rest, for msd-run, in args.
+demo_args() {
+  args=()
+  while (($#)); do
+    case $1 in
+      --build) build=$(cd "$2" && pwd); configure=0; shift 2 ;;
+      --config) config=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
+      *) args+=("$1"); shift ;;
+    esac
+  done
 }
 
 # demo_run NAME BUILD_DIR OUT_DIR CONFIG [msd-run args...]: runs the job with

@@ -5,13 +5,19 @@
 # (metrics.jsonl, metrics.png; docs/metrics.md). Extra arguments go to
 # msd-run, e.g.
 #   tools/demo.sh --loaders 2 --summary-json out.json
+# except --build DIR (an existing build, used as it is, instead of
+# build/release) and --config FILE (another configuration; the dataset is made
+# in data/demo beside its folder when absent).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="$root/build/release"
-"$root/tools/setup.sh"
+configure=1
+config="$root/configs/demo.ini"
 source "$root/tools/demo-lib.sh"
-demo_build demo "$build" 1 msd-run msd-datagen msd-bench msd-replay
-demo_data demo "$build"
-echo "demo: running configs/demo.ini on $("$build/app/msd-run" --config "$root/configs/demo.ini" --print-world-size "$@") MPI ranks"
+demo_args "$@"
+"$root/tools/setup.sh"
+demo_build demo "$build" $configure msd-run msd-datagen msd-bench msd-replay
+demo_data demo "$build" "$config"
+echo "demo: running $(basename "$config") on $("$build/app/msd-run" --config "$config" --print-world-size "${args[@]}") MPI ranks"
 out="$build/demo-out"
-demo_run demo "$build" "$out" "$root/configs/demo.ini" "$@"
+demo_run demo "$build" "$out" "$config" "${args[@]}"
