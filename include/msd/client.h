@@ -96,12 +96,16 @@ class Client {
 // passed to MPI_Abort, so they reach the scheduler.
 inline constexpr int kExitOk = 0;            // every step delivered, summary written
 inline constexpr int kExitConfig = 2;        // bad configuration; resuming would fail the same way
-inline constexpr int kExitAborted = 3;       // a fatal error mid-run ended the job: requeue and --resume
+inline constexpr int kExitAborted = 3;       // a transient failure (a peer died, stalled, was lost): requeue and --resume
+inline constexpr int kExitData = 4;          // the data itself failed (DataError); a restart would fail the same way
 
 // Ends the whole job now, from any rank, without any collective call: logs
 // one line naming this rank, its role and `cause`, then MPI_Abort with
-// kExitConfig for a ConfigError and kExitAborted for anything else.
+// exit_status(cause).
 [[noreturn]] void abort_job(const std::exception& cause);
+// kExitConfig for a ConfigError, kExitData for a DataError (deterministic:
+// never requeue), kExitAborted (transient: requeue) for anything else.
+int exit_status(const std::exception& cause);
 
 // What a client rank's trainer reports to the summary.
 struct TrainerStats {

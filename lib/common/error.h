@@ -31,6 +31,14 @@ class IoError : public Error {
   using Error::Error;
 };
 
+// A failure of the data itself, found at run time, that a restart would meet
+// the same way (every sample of a source is bad): the job must not be
+// requeued (exit status kExitData, docs/errors.md).
+class DataError : public Error {
+ public:
+  using Error::Error;
+};
+
 // An MPI call failed (transport/mpi.h builds the message).
 class MpiError : public Error {
  public:

@@ -9,8 +9,14 @@
 
 namespace msd {
 
+int exit_status(const std::exception& cause) {
+  if (dynamic_cast<const ConfigError*>(&cause)) return kExitConfig;
+  if (dynamic_cast<const DataError*>(&cause)) return kExitData;
+  return kExitAborted;
+}
+
 void abort_job(const std::exception& cause) {
-  const int status = dynamic_cast<const ConfigError*>(&cause) ? kExitConfig : kExitAborted;
+  const int status = exit_status(cause);
   int rank = -1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   log_error("fatal on world rank ", rank, ": ", cause.what(), "; ending the whole job (exit status ", status, ")");

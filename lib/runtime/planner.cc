@@ -283,7 +283,7 @@ void PlannerRole::on_meta(int loader_rank, const std::vector<SampleMeta>& metas)
       // A source whose every sample fails would be re-requested forever. Two
       // epochs' worth of failures without a single good sample proves it.
       if (!src.seen_good && src.bad_in_flight >= 2 * src.samples)
-        throw IoError(str("source '", job_.config.sources[meta.source].name, "': none of its ", src.samples,
+        throw DataError(str("source '", job_.config.sources[meta.source].name, "': none of its ", src.samples,
                           " samples can be loaded; see the bad-sample messages above"));
     } else {
       src.seen_good = true;

@@ -4,21 +4,24 @@
 # or the planner while the other ranks are inside MPI. Each must end the whole
 # job soon, with one line naming the rank, its role and the cause, and exit
 # status 3 (docs/errors.md) — not wait forever, nor hang in a collective free.
+# A source with no good sample is deterministic: status 4, never requeued.
 source "$(dirname "$0")/common.sh"
 write_tiny_config "$WORK/job.ini"
 sed -i 's/^steps = 8/steps = 40/' "$WORK/job.ini"
 clients=2  # dp 2 x tp 1; world: planner 0, loaders 1-2, clients 3-4
 
-# expect_abort NAME PATTERN ARGS...: runs the job, checks status 3 and the line.
+# expect_abort NAME PATTERN ARGS...: runs the job, checks status 3 (or
+# $STATUS) and the line.
 expect_abort() {
-  local name=$1 pattern=$2
+  local name=$1 pattern=$2 expected=${STATUS:-3}
   shift 2
   local start rc=0
   start=$(now_s)
-  TIMEOUT=60 run_job "$WORK/job.ini" "$@" >"$WORK/$name.out" 2>&1 || rc=$?
+  TIMEOUT=60 run_job "${CONFIG:-$WORK/job.ini}" "$@" >"$WORK/$name.out" 2>&1 || rc=$?
   local seconds
   seconds=$(echo "$(now_s) - $start" | bc)
-  [ "$rc" = 3 ] || { echo "FAIL: $name: exit status $rc, expected 3"; tail -20 "$WORK/$name.out"; exit 1; }
+  [ "$rc" != 124 ] || { echo "FAIL: $name: the job hung (timeout's 124 is not an abort)"; tail -20 "$WORK/$name.out"; exit 1; }
+  [ "$rc" = "$expected" ] || { echo "FAIL: $name: exit status $rc, expected $expected"; tail -20 "$WORK/$name.out"; exit 1; }
   grep -E "fatal on world rank [0-9]+: .*$pattern" "$WORK/$name.out" | head -1 >"$WORK/$name.line" ||
     { echo "FAIL: $name: no fatal line matching '$pattern'"; tail -20 "$WORK/$name.out"; exit 1; }
   echo "$name: exit status $rc after ${seconds}s (whole run): $(cat "$WORK/$name.line")"
@@ -32,4 +35,6 @@ expect_abort crash_planner "injected crash \(fault.kind = crash\) at step 3" --f
 grep -q '^\[loader 0\]' "$WORK/crash_loader.line" || { echo "FAIL: the loader's line does not name its role"; exit 1; }
 grep -q '^\[client 1\]' "$WORK/crash_client.line" || { echo "FAIL: the client's line does not name its role"; exit 1; }
 grep -q '^\[planner\]' "$WORK/crash_planner.line" || { echo "FAIL: the planner's line does not name its role"; exit 1; }
-echo "fail_fast: no shadow left and crashes on loader, client and planner each ended the job with status 3"
+write_bad_source_config "$WORK/bad.ini"
+STATUS=4 CONFIG="$WORK/bad.ini" expect_abort bad_source "source 'web': none of its 12 samples can be loaded"
+echo "fail_fast: no shadow left and crashes on loader, client and planner each ended the job with status 3; a source with no good sample with status 4"

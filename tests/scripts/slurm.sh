@@ -27,3 +27,35 @@ rc=$?
 set -e
 [ $rc -ne 0 ] && grep -q "needs $n tasks" "$WORK"/wrong-*.out || { echo "FAIL: a wrong task count was not refused"; exit 1; }
 echo "slurm: sbatch + srun --mpi=pmix delivered the mpirun batch stream ($(json_field "$WORK/slurm.json" batch_digest))"
+
+# sbatch_until_gone NAME CONFIG [msd-run args...]: submits the script (output
+# appended over requeues to $WORK/NAME.out) and waits, bounded, until the job
+# has left the queue for good, requeues included. A requeued job waits about
+# 2 minutes for its begin time (Slurm's own delay); the test starts it now.
+sbatch_until_gone() {
+  local name=$1 config=$2 id i state
+  shift 2
+  id=$(MSD_BUILD="$MSD_BUILD" MSD_CONFIG="$config" sbatch --parsable --ntasks="$("$MSD_RUN" --config "$config" --print-world-size)" \
+    --open-mode=append --output="$WORK/$name.out" "$MSD_SOURCE/slurm/msd-run.sbatch" "$@")
+  for i in $(seq 240); do
+    state=$(squeue -h -j "$id" -o '%T %r' 2>/dev/null)
+    [ -n "$state" ] || return 0
+    [[ $state != *BeginTime* ]] || scontrol update JobId="$id" StartTime=now >/dev/null 2>&1 || true
+    sleep 1
+  done
+  scancel "$id"
+  echo "FAIL: $name: job $id still queued after 240 s"; cat "$WORK/$name.out"; exit 1
+}
+# A deterministic failure (a source with no good sample: exit status 4) is
+# not requeued.
+write_bad_source_config "$WORK/bad.ini"
+sbatch_until_gone bad "$WORK/bad.ini"
+grep -q "exit status 4 (the data: deterministic); not requeued" "$WORK/bad.out" && ! grep -q requeueing "$WORK/bad.out" ||
+  { cat "$WORK/bad.out"; echo "FAIL: a data failure was requeued, or not reported"; exit 1; }
+# A transient one (an injected crash: exit status 3) is requeued, at most
+# MSD_MAX_REQUEUES times across restarts.
+MSD_MAX_REQUEUES=1 sbatch_until_gone crash "$WORK/job.ini" --fault.kind=crash --fault.rank=0 --fault.step=2
+runs=$(grep -c "fatal on world rank 0" "$WORK/crash.out" || true)
+[ "$runs" = 2 ] && grep -q "requeue 1 of at most 1" "$WORK/crash.out" && grep -q "after 1 requeue(s); not requeued again" "$WORK/crash.out" ||
+  { cat "$WORK/crash.out"; echo "FAIL: a transient failure was not requeued exactly once (ran $runs times)"; exit 1; }
+echo "slurm: a data failure (status 4) was not requeued; a crash (status 3) was requeued once under MSD_MAX_REQUEUES=1, then not again"
