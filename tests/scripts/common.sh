@@ -86,9 +86,19 @@ run_reference() {
     { echo "FAIL: the clean reference run failed"; grep -v "bad sample" "$summary.out" | tail -20; exit 1; }
 }
 
-# json_field FILE KEY: a top-level string or number field.
+# json_field FILE KEY: a top-level string or number field. A field that is
+# missing or empty fails the test (it runs in $(...), so it signals the test's
+# shell): two absent digests must never compare equal.
+trap 'echo "FAIL: a summary field is missing or empty (json_field above)" >&2; exit 1' USR1
 json_field() {
-  grep -o "\"$2\":\"\?[^,\"}]*" "$1" | head -1 | sed 's/.*:"\?//'
+  local value
+  value=$(grep -so "\"$2\":\"\?[^,\"}]*" "$1" | head -1 | sed 's/.*:"\?//')
+  if [ -z "$value" ]; then
+    echo "json_field: no value for '$2' in $1" >&2
+    kill -USR1 $$
+    return 1
+  fi
+  echo "$value"
 }
 
 # rank_pid PATTERN RANK: the pid of the msd-run process of world rank RANK
@@ -106,3 +116,17 @@ rank_pid() {
 
 # now_s: seconds since the epoch, with fractions.
 now_s() { date +%s.%N; }
+
+# write_bad_source_config FILE: a tiny job whose one source holds no good
+# sample (every line is invalid JSON): the planner must end it with a
+# DataError, exit status 4 (docs/errors.md), which is never requeued.
+write_bad_source_config() {
+  local file=$1 dir
+  dir=$(dirname "$file")/bad-source
+  mkdir -p "$dir"
+  for i in $(seq 12); do echo "not json, line $i"; done >"$dir/bad.jsonl"
+  write_tiny_config "$file"
+  sed -i -e "s/^sources = .*/sources = web/" -e "s/^schedule = .*/schedule = constant/" \
+    -e "s/^weight = 0:0.6, 8:0.2/weight = 1/" -e "s|^path = .*/web/\*.jsonl|path = $dir/*.jsonl|" \
+    -e "/^\[source.images\]/,/^$/d" -e "/^\[source.books\]/,/^$/d" -e "/^\[source.corpus\]/,/^$/d" "$file"
+}
