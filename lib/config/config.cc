@@ -300,7 +300,8 @@ std::vector<OptionSpec> job_options() {
             [](auto& c) -> auto& { return c.job.max_positions_per_micro_batch; }),
       count("job.stall_timeout_s", "S",
             "a step unacknowledged this long ends the job naming the client; a client without a plan this long + 10 s "
-            "ends it naming the planner; must exceed the trainer's longest step; 0: never",
+            "ends it naming the planner; must exceed (job.prefetch_steps + 1) of the trainer's longest steps plus its "
+            "longest pause (evaluation, saving); at most a week; 0: never",
             [](auto& c) -> auto& { return c.job.stall_timeout_s; }),
   };
 }
@@ -840,6 +841,22 @@ void require_at_least(T value, T minimum, const char* key) {
   require(value >= minimum, str(key, ": must be at least ", +minimum, " (got ", +value, ")"));
 }
 
+template <typename T>
+void require_at_most(T value, T maximum, const char* key, const char* why) {
+  require(value <= maximum, str(key, ": must be at most ", +maximum, " (got ", +value, "; ", why, ")"));
+}
+
+// Bounds on the waits and the window, so that no product or shift of them
+// overflows and no wait is unbounded in practice: a week, and 1 TiB.
+void validate_limits(const Config& config) {
+  require_at_least(config.loader.window_mb, uint64_t{1}, "loader.window_mb");
+  constexpr uint64_t kWeekS = 7 * 24 * 3600, kWeekMs = kWeekS * 1000;
+  require_at_most(config.job.stall_timeout_s, kWeekS, "job.stall_timeout_s", "a week");
+  require_at_most(config.loader.deadline_ms, kWeekMs, "loader.deadline_ms", "a week");
+  require_at_most(config.fault.stall_ms, kWeekMs, "fault.stall_ms", "a week");
+  require_at_most(config.loader.window_mb, uint64_t{1} << 20, "loader.window_mb", "1 TiB");
+}
+
 void require_one_of(const std::string& value, std::initializer_list<const char*> allowed, const std::string& key) {
   std::string list;
   for (const char* name : allowed) {
@@ -995,7 +1012,7 @@ void validate(const Config& config) {
                 image.max_side, ", image.patch = ", image.patch, ") plus a caption token"));
   }
 
-  require_at_least(config.loader.window_mb, uint64_t{1}, "loader.window_mb");
+  validate_limits(config);
   require_at_least(job.max_sample_bytes, uint64_t{64}, "job.max_sample_bytes");
   require(trainers_load(job.mode) || (config.loader.window_mb << 20) >= job.max_sample_bytes,
           str("loader.window_mb: ", config.loader.window_mb, " MiB cannot hold one sample of job.max_sample_bytes = ",

@@ -271,6 +271,15 @@ TEST_CASE("config: every error names the option", "[config]") {
                Catch::StartsWith("loader.window_mb: 1 MiB cannot hold one sample of job.max_sample_bytes = 2097152"));
     CHECK_THAT(error_of_ini(kBase, {"--job.max_sample_bytes=10"}), Catch::StartsWith("job.max_sample_bytes"));
   }
+  SECTION("waits and the window have upper bounds") {
+    CHECK_THAT(error_of_ini(kBase, {"--job.stall_timeout_s=604801"}),
+               Catch::StartsWith("job.stall_timeout_s: must be at most 604800 (got 604801; a week)"));
+    CHECK_THAT(error_of_ini(kBase, {"--loader.deadline_ms=18446744073709551615"}),
+               Catch::StartsWith("loader.deadline_ms: must be at most 604800000"));
+    CHECK_THAT(error_of_ini(kBase, {"--fault.stall_ms=604800001"}), Catch::StartsWith("fault.stall_ms: must be at most"));
+    CHECK_THAT(error_of_ini(kBase, {"--loader.window_mb=17592186044416"}),
+               Catch::StartsWith("loader.window_mb: must be at most 1048576"));
+  }
   SECTION("crash faults name a rank of the job") {
     CHECK_THAT(error_of_ini(kBase, {"--fault.kind=crash", "--fault.rank=9999"}), Catch::StartsWith("fault.rank: 9999"));
     CHECK_THAT(error_of_ini(kBase, {"--fault.kind=hang", "--fault.rank=0"}), Catch::StartsWith("fault.rank: only"));
