@@ -28,6 +28,14 @@ std::vector<std::string> split_patterns(const std::string& patterns) {
   return items;
 }
 
+bool is_msd_own_file(const std::string& path) {
+  const std::string name = path.substr(path.find_last_of('/') + 1);
+  if (name.ends_with(kIndexCacheSuffix)) return true;
+  const size_t tmp = name.rfind(".tmp.");
+  return tmp != std::string::npos && tmp + 5 < name.size() &&
+         name.find_first_not_of("0123456789", tmp + 5) == std::string::npos;
+}
+
 std::vector<std::string> expand_globs(const std::string& patterns, const std::string& what) {
   std::vector<std::string> files;
   for (std::string pattern : split_patterns(patterns)) {
@@ -37,16 +45,22 @@ std::vector<std::string> expand_globs(const std::string& patterns, const std::st
     glob_t result{};
     int rc = ::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &result);
     size_t matched = 0;
+    std::string own;  // the first of msd's own files the pattern matched
     if (rc == 0) {
       for (size_t i = 0; i < result.gl_pathc; ++i) {
         struct stat st {};
         if (::stat(result.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode)) {
+          if (is_msd_own_file(result.gl_pathv[i]) && own.empty()) own = result.gl_pathv[i];
           files.emplace_back(result.gl_pathv[i]);
           ++matched;
         }
       }
     }
     globfree(&result);
+    if (!own.empty())
+      throw ConfigError(str(what, ": '", pattern, "' matches ", own,
+                            ", msd's own index cache or temporary file, not data; narrow the pattern or remove the "
+                            "file (caches live in a hidden .msd/ folder beside the data)"));
     if (matched == 0)
       throw ConfigError(str(what, ": '", pattern, "' matches no file"));
   }

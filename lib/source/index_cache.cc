@@ -30,7 +30,7 @@ std::string derived_name(const std::string& data_path) {
   if (error) absolute = data_path;
   Digest digest;
   digest.update(absolute.data(), absolute.size());
-  return str(std::filesystem::path(data_path).filename().string(), ".", digest.hex(), ".msdidx");
+  return str(std::filesystem::path(data_path).filename().string(), ".", digest.hex(), kIndexCacheSuffix);
 }
 
 }  // namespace
@@ -44,7 +44,10 @@ std::string index_cache_path(const std::string& data_path, const std::string& ca
   }
   std::string dir = std::filesystem::path(data_path).parent_path().string();
   if (dir.empty()) dir = ".";
-  if (::access(dir.c_str(), W_OK) == 0) return data_path + ".msdidx";
+  // A hidden folder: no source glob (`*`, `*.jsonl`) matches its files.
+  if (::access(dir.c_str(), W_OK) == 0 && ensure_directory(join_path(dir, kIndexCacheFolder)))
+    return join_path(join_path(dir, kIndexCacheFolder),
+                     std::filesystem::path(data_path).filename().string() + kIndexCacheSuffix);
   const char* home = std::getenv("HOME");
   if (home != nullptr && *home != '\0') {
     std::string home_cache = join_path(join_path(home, ".cache"), "msd");

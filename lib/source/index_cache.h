@@ -5,8 +5,9 @@
 // Where a cache lives (index_cache_path):
 //   - SourceOptions::cache_dir when set, under a name derived from the data
 //     file's absolute path ("<basename>.<hash of the path>.msdidx");
-//   - else beside the data file as "<file>.msdidx" when its directory is
-//     writable;
+//   - else beside the data file, in its folder's hidden `.msd/`, as
+//     "<file>.msdidx" when that folder is writable (no source glob matches
+//     it: msd never reads its own files as data, docs/errors.md);
 //   - else in $HOME/.cache/msd under the derived name.
 //
 // Cache file layout (little-endian, the host's; caches are not portable):

@@ -7,7 +7,7 @@
 # that does not exist) stops the job before start-up with a message naming it.
 source "$(dirname "$0")/common.sh"
 cp -r "$DATA" "$WORK/data"
-rm -f "$WORK"/data/*/*.msdidx
+rm -rf "$WORK"/data/*/.msd
 D="$WORK/data"
 : >"$D/web/web-empty.jsonl"  # a zero-length shard
 # Cut the last image shard inside its last member's data: a truncated member.

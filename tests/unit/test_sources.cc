@@ -348,6 +348,31 @@ TEST_CASE("jsonl bad lines are bad samples with what and where") {
   CHECK(sample.text == "also good");
 }
 
+// Where a cache lives beside its data file: in the folder's hidden .msd/.
+std::string cache_beside(const std::string& path) {
+  const fs::path p(path);
+  return (p.parent_path() / ".msd" / (p.filename().string() + ".msdidx")).string();
+}
+
+TEST_CASE("msd never reads its own files as data: caches are hidden from globs, and refused by name") {
+  TempDir dir;
+  const std::string path = dir / "a.jsonl";
+  write_text(path, json_line("one"));
+  auto config = source_config("jsonl", dir / "*");
+  CHECK(open_source(config, {})->size() == 1);
+  REQUIRE(file_exists(cache_beside(path)));
+  CHECK(open_source(config, {})->size() == 1);  // the second open does not read the cache as data
+  write_text(dir / "old.jsonl.msdidx", "a cache of an earlier layout");
+  CHECK_THROWS_WITH(open_source(config, {}), Catch::Contains("matches " + (dir / "old.jsonl.msdidx")) &&
+                                                  Catch::Contains("msd's own index cache"));
+  fs::remove(dir / "old.jsonl.msdidx");
+  write_text(dir / "b.jsonl.tmp.4242", json_line("torn"));
+  CHECK_THROWS_WITH(open_source(config, {}), Catch::Contains("b.jsonl.tmp.4242"));
+  CHECK(is_msd_own_file("/x/y.msdidx"));
+  CHECK_FALSE(is_msd_own_file("/x/y.tmp.jsonl"));
+  CHECK_FALSE(is_msd_own_file("/x/y.tmp."));
+}
+
 TEST_CASE("jsonl index cache is created, reused without a rescan, and rebuilt after a change") {
   TempDir dir;
   std::string path = dir / "c.jsonl";
@@ -358,7 +383,7 @@ TEST_CASE("jsonl index cache is created, reused without a rescan, and rebuilt af
     CHECK(source.index_counts().cached == 0);
     CHECK(source.size() == 3);
   }
-  REQUIRE(file_exists(path + ".msdidx"));
+  REQUIRE(file_exists(cache_beside(path)));
   {
     JsonlSource source({path}, {});
     CHECK(source.index_counts().scanned == 0);
@@ -398,9 +423,9 @@ TEST_CASE("jsonl index cache is created, reused without a rescan, and rebuilt af
     CHECK(source.size() == 4);
   }
   // A damaged cache is rebuilt, never trusted.
-  std::string cache = read_text(path + ".msdidx");
+  std::string cache = read_text(cache_beside(path));
   cache[cache.size() - 20] ^= 0x55;
-  write_text(path + ".msdidx", cache);
+  write_text(cache_beside(path), cache);
   {
     JsonlSource source({path}, {});
     CHECK(source.index_counts().scanned == 1);
@@ -419,7 +444,7 @@ TEST_CASE("index caches go to the cache directory when one is given") {
     auto source = open_source(config, SourceOptions{cache_dir});
     CHECK(source->size() == 1);
   }
-  CHECK_FALSE(file_exists(data_dir + "/x.jsonl.msdidx"));
+  CHECK_FALSE(file_exists(cache_beside(data_dir + "/x.jsonl")));
   std::vector<std::string> cached;
   for (const auto& entry : fs::directory_iterator(cache_dir)) cached.push_back(entry.path().filename().string());
   REQUIRE(cached.size() == 1);
@@ -679,7 +704,7 @@ TEST_CASE("wds index cache is reused and rebuilt when the shard changes") {
     WdsSource source({path}, {});
     CHECK(source.index_counts().scanned == 1);
   }
-  REQUIRE(file_exists(path + ".msdidx"));
+  REQUIRE(file_exists(cache_beside(path)));
   {
     WdsSource source({path}, {});
     CHECK(source.index_counts().cached == 1);
