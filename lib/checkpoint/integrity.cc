@@ -84,7 +84,7 @@ uint64_t attribute_digest(hid_t root, const std::string& name) {
   h5::Datatype type = canonical_type(stored.get(), hint);
   h5::Dataspace space(MSD_H5(H5Aget_space(attribute.get()), hint));
   const uint64_t count = static_cast<uint64_t>(MSD_H5(H5Sget_simple_extent_npoints(space.get()), hint));
-  std::vector<unsigned char> buffer(count * H5Tget_size(type.get()), 0);
+  std::vector<unsigned char> buffer(checked_mul(count, H5Tget_size(type.get()), hint.c_str()), 0);
   if (!buffer.empty()) MSD_H5(H5Aread(attribute.get(), type.get(), buffer.data()), hint);
   return digest_values(type.get(), count, buffer, hint);
 }
@@ -96,13 +96,14 @@ uint64_t dataset_digest(hid_t root, const std::string& name) {
   h5::Datatype type = canonical_type(stored.get(), hint);
   h5::Dataspace space(MSD_H5(H5Dget_space(dataset.get()), hint));
   const uint64_t count = static_cast<uint64_t>(MSD_H5(H5Sget_simple_extent_npoints(space.get()), hint));
-  std::vector<unsigned char> buffer(count * H5Tget_size(type.get()), 0);
+  std::vector<unsigned char> buffer(checked_mul(count, H5Tget_size(type.get()), hint.c_str()), 0);
   // HDF5 allocates and clears its type-conversion buffer (1 MiB by default)
   // on every converting read: sized to the data, a small table costs
   // microseconds instead of a millisecond.
   h5::PropertyList transfer(MSD_H5(H5Pcreate(H5P_DATASET_XFER), hint));
   const size_t largest = std::max(H5Tget_size(type.get()), H5Tget_size(stored.get()));
-  MSD_H5(H5Pset_buffer(transfer.get(), std::clamp<size_t>(count * largest, 4096, 1 << 20), nullptr, nullptr), hint);
+  const size_t bytes = std::clamp<size_t>(checked_mul(count, largest, hint.c_str()), 4096, 1 << 20);
+  MSD_H5(H5Pset_buffer(transfer.get(), bytes, nullptr, nullptr), hint);
   if (!buffer.empty())
     MSD_H5(H5Dread(dataset.get(), type.get(), H5S_ALL, H5S_ALL, transfer.get(), buffer.data()), hint);
   return digest_values(type.get(), count, buffer, hint);

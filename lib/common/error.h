@@ -72,6 +72,15 @@ To checked_cast(From value) {
   return static_cast<To>(value);
 }
 
+// a * b for a size read from a file: throws Error naming `what` instead of
+// wrapping around.
+inline uint64_t checked_mul(uint64_t a, uint64_t b, const char* what) {
+  uint64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product))
+    throw Error(str(what, ": ", a, " x ", b, " does not fit 64 bits (a damaged or hostile file)"));
+  return product;
+}
+
 }  // namespace msd
 
 // Invariant checks stay on in every build: they guard the determinism contract.

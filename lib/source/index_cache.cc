@@ -83,7 +83,9 @@ std::optional<std::vector<unsigned char>> load_index_cache(const std::string& ca
     return std::nullopt;
   if (size_bytes != stamp.size_bytes || mtime_ns != stamp.mtime_ns) return std::nullopt;
   constexpr size_t header_bytes = 8 + 4 + 4 + 8 + 8 + 8;
-  if (bytes.size() != header_bytes + payload_bytes + sizeof(uint64_t)) return std::nullopt;
+  // Compared without adding the file's payload_bytes, which could wrap.
+  if (bytes.size() < header_bytes + sizeof(uint64_t) || payload_bytes != bytes.size() - header_bytes - sizeof(uint64_t))
+    return std::nullopt;
   Digest digest;
   digest.update(bytes.data() + header_bytes, payload_bytes);
   uint64_t stored_digest = 0;

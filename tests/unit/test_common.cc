@@ -28,6 +28,13 @@ TEST_CASE("checked_cast refuses a value the target cannot hold", "[common]") {
   CHECK_THROWS_WITH(checked_cast<uint8_t>(300), Catch::Contains("300"));
 }
 
+TEST_CASE("checked_mul refuses a product of sizes that would wrap", "[common]") {
+  CHECK(checked_mul(uint64_t{1} << 31, uint64_t{1} << 32, "x") == uint64_t{1} << 63);
+  CHECK(checked_mul(0, ~uint64_t{0}, "x") == 0);
+  CHECK_THROWS_WITH(checked_mul(uint64_t{1} << 32, uint64_t{1} << 32, "rows of /steps"),
+                    Catch::StartsWith("rows of /steps: 4294967296 x 4294967296 does not fit 64 bits"));
+}
+
 TEST_CASE("UTF-8 validation rejects every ill-formed kind and says where", "[common][utf8]") {
   CHECK(is_valid_utf8(""));
   CHECK(is_valid_utf8("plain ascii"));
