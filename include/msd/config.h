@@ -34,6 +34,10 @@ struct SourceConfig {
   // Emulated storage latency: every read of a sample first waits this long
   // (benchmarks on one machine; docs/scaling.md). 0: none.
   uint64_t read_delay_us = 0;
+  // A record whose stored size (from the index: a jsonl line, a wds sample's
+  // members, an indexed sequence's ids as int32) exceeds this is bad as
+  // too_large without being read: no read allocates more. 0: no cap.
+  uint64_t max_read_bytes = uint64_t{256} << 20;
 };
 
 struct TopologyConfig {

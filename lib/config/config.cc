@@ -591,6 +591,10 @@ Section source_section(const std::string& name) {
       option("read_delay_us", "US", "emulated storage latency: each sample read first waits this long (benchmarks)",
              [](SourceConfig& src, const Setting& s, const ParseContext& x) { src.read_delay_us = to_count<uint64_t>(s, x); },
              [](const SourceConfig& src) { return str(src.read_delay_us); }),
+      option("max_read_bytes", "BYTES",
+             "a record stored bigger than this (by the index, before any read) is bad as too_large; 0: no cap",
+             [](SourceConfig& src, const Setting& s, const ParseContext& x) { src.max_read_bytes = to_count<uint64_t>(s, x); },
+             [](const SourceConfig& src) { return str(src.max_read_bytes); }),
   };
   section.options[2].default_text = "1";  // a bare weight, as users write it
   std::vector<Section> one{std::move(section)};

@@ -67,7 +67,15 @@ std::unique_ptr<Source> open_source(const SourceConfig& config, const SourceOpti
 
 void read_sample(Source& source, const SourceConfig& config, uint64_t index, RawSample& out) {
   if (config.read_delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(config.read_delay_us));
-  source.read(index, out);
+  const uint64_t hint = source.length_hint(index);
+  const uint64_t bytes = source.kind() == SampleKind::tokens ? checked_mul(hint, sizeof(int32_t), "a sequence's ids") : hint;
+  if (config.max_read_bytes == 0 || bytes <= config.max_read_bytes) return source.read(index, out);
+  out.clear();
+  out.kind = source.kind();
+  out.where = source.locate(index);
+  out.bad = BadKind::too_large;
+  out.reason = str("stored as ", bytes, " bytes, more than source.", config.name, ".max_read_bytes = ", config.max_read_bytes,
+                   "; not read");
 }
 
 }  // namespace msd

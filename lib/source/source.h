@@ -28,7 +28,7 @@ enum class BadKind : uint8_t {
   truncated_member,  // tar member cut short by the end of the shard
   missing_member,    // wds sample without an image or without a caption
   empty,             // zero tokens after the transform
-  too_large,         // bigger than a loader's whole window
+  too_large,         // bigger than a loader's whole window, or stored bigger than source.NAME.max_read_bytes
   read_error,        // the storage failed for this record
   count_             // number of kinds; not a kind
 };
@@ -95,8 +95,9 @@ std::unique_ptr<Source> open_source(const SourceConfig& config, const SourceOpti
 
 // source.read(index, out) after the source's emulated storage latency
 // (config.read_delay_us): how loaders, colocated ranks and msd-plan profile
-// all read, so the latency is part of every read's cost. Thread-safe as
-// Source::read is.
+// all read, so the latency is part of every read's cost. A record stored
+// bigger than config.max_read_bytes is not read: `out` is bad as too_large.
+// Thread-safe as Source::read is.
 void read_sample(Source& source, const SourceConfig& config, uint64_t index, RawSample& out);
 
 }  // namespace msd

@@ -373,6 +373,26 @@ TEST_CASE("msd never reads its own files as data: caches are hidden from globs, 
   CHECK_FALSE(is_msd_own_file("/x/y.tmp."));
 }
 
+TEST_CASE("read_sample caps a record's stored size before reading it (source.NAME.max_read_bytes)") {
+  TempDir dir;
+  write_text(dir / "a.jsonl", json_line("short") + json_line(std::string(5000, 'x')) + json_line("also short"));
+  SourceConfig config = source_config("jsonl", dir / "a.jsonl");
+  config.max_read_bytes = 1000;
+  auto source = open_source(config, {});
+  RawSample sample;
+  read_sample(*source, config, 1, sample);
+  CHECK(sample.bad == BadKind::too_large);
+  CHECK_THAT(sample.reason, Catch::Contains("more than source.") && Catch::Contains(".max_read_bytes = 1000"));
+  CHECK(sample.where.file == dir / "a.jsonl");
+  CHECK(sample.text.empty());
+  read_sample(*source, config, 2, sample);
+  CHECK(sample.bad == BadKind::none);
+  CHECK(sample.text == "also short");
+  config.max_read_bytes = 0;  // no cap
+  read_sample(*source, config, 1, sample);
+  CHECK(sample.text.size() == 5000);
+}
+
 TEST_CASE("jsonl index cache is created, reused without a rescan, and rebuilt after a change") {
   TempDir dir;
   std::string path = dir / "c.jsonl";
