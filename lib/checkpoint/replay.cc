@@ -384,8 +384,12 @@ int verify_command(const std::string& trace_path, std::string checkpoint_path, s
     out << "verify: data: CHANGED since the run:\n";
     for (const auto& d : data.differences) out << "  " << d << "\n";
   }
+  if (!trace.closed())
+    out << "verify: CUT: the run did not close the trace: it holds steps " << trace.first_step() << " up to "
+        << trace.end_step() << " (exclusive; killed after its last flush, or still running)\n";
   if (report.divergence) return kVerifyDivergence;
-  return data.checked && !data.differences.empty() ? kVerifyDataChanged : kVerifyIdentical;
+  if (data.checked && !data.differences.empty()) return kVerifyDataChanged;
+  return trace.closed() ? kVerifyIdentical : kVerifyCut;
 }
 
 }  // namespace msd

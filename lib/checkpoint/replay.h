@@ -60,6 +60,7 @@ inline constexpr int kVerifyIdentical = 0;
 inline constexpr int kVerifyDivergence = 1;    // intact files, but the re-plan differs
 inline constexpr int kVerifyTampered = 4;      // a file changed after it was written
 inline constexpr int kVerifyDataChanged = 5;   // no divergence, but the data is not the data of the run
+inline constexpr int kVerifyCut = 6;           // no divergence, but the run did not close the trace (killed)
 
 // The whole of `msd-replay verify TRACE [--checkpoint FILE]`: the integrity of
 // the trace (header and step chain) and of the checkpoint, then the re-plan,

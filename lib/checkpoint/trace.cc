@@ -70,7 +70,9 @@ h5::CompoundType piece_type() {
 
 // The trace's tables that grow by appends; the step chain covers them, the
 // header's integrity record covers every other item.
-const std::string kTables[] = {"steps", "samples", "pieces"};
+// Items the header's seal leaves out: the tables grow (the step chain covers
+// them) and the close record is written last.
+const std::string kTables[] = {"steps", "samples", "pieces", "end_step", "end_chain"};
 
 // docs/trace.md, "Integrity": rows digested field by field, in row order.
 uint64_t rows_digest(std::span<const SampleRow> rows) {
@@ -305,6 +307,8 @@ bool TraceWriter::reopen(const TraceHeader& header, uint64_t first_step) {
     const StepRowData end = keep > 0 ? rows[keep - 1] : StepRowData{0, 0, 0, 0, 0, seal_digest(file.get())};
     if (end.samples_end > tables->samples.size() || end.pieces_end > tables->pieces.size())
       throw IoError(str(path_, ": /steps points past the end of /samples or /pieces"));
+    for (const char* name : {"end_step", "end_chain"})
+      if (MSD_H5(H5Aexists(file.get(), name), path_) > 0) MSD_H5(H5Adelete(file.get(), name), path_);
     tables->steps.truncate(keep);
     tables->samples.truncate(end.samples_end);
     tables->pieces.truncate(end.pieces_end);
@@ -351,9 +355,19 @@ void TraceWriter::flush() {
   since_flush_ = 0;
 }
 
-void TraceWriter::close() {
+void TraceWriter::sync() {
   if (!file_.valid()) return;
   flush();
+  sync_path(path_);
+}
+
+void TraceWriter::close() {
+  if (!file_.valid()) return;
+  // The close record: a trace without it was cut (its run was killed), one
+  // whose steps end elsewhere lost rows (check_trace_integrity).
+  h5::write_attribute(file_.get(), "end_step", next_step_);
+  h5::write_attribute(file_.get(), "end_chain", chain_);
+  sync();
   tables_.reset();
   file_.close(str("closing trace ", path_));
 }
@@ -365,6 +379,8 @@ TraceReader::TraceReader(const std::string& path) : path_(path) {
   file_ = h5::open_file(path, false, access.get());
   header_ = read_header(file_.get(), path);
   first_step_ = h5::read_u64_attribute(file_.get(), "first_step");
+  if (MSD_H5(H5Aexists(file_.get(), "end_step"), path) > 0)
+    closed_end_ = h5::read_u64_attribute(file_.get(), "end_step");
   tables_ = std::make_unique<Tables>();
   tables_->steps = h5::AppendableDataset::open(file_.get(), "steps", tables_->step_type.get());
   tables_->samples = h5::AppendableDataset::open(file_.get(), "samples", tables_->sample_type.get());
@@ -406,6 +422,19 @@ StepRecord TraceReader::step(uint64_t step) const {
 
 // --- integrity ----------------------------------------------------------------
 
+// A closed trace's steps end where its close record says, on its chain.
+std::optional<std::string> check_close_record(hid_t root, size_t rows, uint64_t chain) {
+  if (MSD_H5(H5Aexists(root, "end_step"), h5::in_file(root, "reading the close record")) <= 0) return std::nullopt;
+  const uint64_t first = h5::read_u64_attribute(root, "first_step");
+  const uint64_t end = h5::read_u64_attribute(root, "end_step");
+  if (end != first + rows)
+    return str("/steps: the run closed the trace with steps ", first, " up to ", end, " (exclusive) but it holds ",
+               rows, " step rows (rows were cut)");
+  if (h5::read_u64_attribute(root, "end_chain") != chain)
+    return str("/steps: the last row's chain is not the one the run closed the trace with");
+  return std::nullopt;
+}
+
 std::optional<std::string> check_trace_integrity(const std::string& path) {
   h5::PropertyList access = h5::file_access();
   h5::File file = h5::open_file(path, false, access.get());
@@ -442,7 +471,7 @@ std::optional<std::string> check_trace_integrity(const std::string& path) {
     samples_begin = row.samples_end;
     pieces_begin = row.pieces_end;
   }
-  return std::nullopt;
+  return check_close_record(root, rows.size(), chain);
 }
 
 }  // namespace msd

@@ -5,7 +5,9 @@
 //
 // Durability: the writer flushes every `flush_every` steps and at close. A
 // job killed between flushes leaves a trace that reads up to an earlier
-// flush; the planner flushes before each planner checkpoint, so a resumed
+// flush; the planner syncs (flush and fsync) before each planner checkpoint,
+// and close() writes the close record (end_step, end_chain) and syncs: a
+// trace without the record was cut, and msd-replay verify says so. A resumed
 // run's trace has every step before the checkpoint and continues it (the
 // steps at and after the checkpoint are cut away and written again).
 #pragma once
@@ -107,7 +109,8 @@ class TraceWriter {
   // REQUIRES record.step == next_step().
   void append_step(const StepRecord& record);
   void flush();
-  void close();  // flushes and closes; later calls do nothing
+  void sync();   // flush, then fsync: on disk before a checkpoint that names it
+  void close();  // writes the close record, syncs and closes; later calls do nothing
   uint64_t next_step() const { return next_step_; }
   uint64_t first_step() const { return first_step_; }
   const std::string& path() const { return path_; }
@@ -153,6 +156,9 @@ class TraceReader {
   const TraceHeader& header() const { return header_; }
   uint64_t first_step() const { return first_step_; }           // the first step recorded
   uint64_t end_step() const { return first_step_ + steps_.size(); }  // one past the last
+  // Whether the run closed the trace (its close record); a trace that is not
+  // closed was cut: its run was killed after its last flush, or still runs.
+  bool closed() const { return closed_end_.has_value(); }
   // REQUIRES first_step() <= step < end_step().
   StepRecord step(uint64_t step) const;
 
@@ -161,6 +167,7 @@ class TraceReader {
   std::string path_;
   TraceHeader header_;
   uint64_t first_step_ = 0;
+  std::optional<uint64_t> closed_end_;
   h5::File file_;
   std::unique_ptr<Tables> tables_;
   std::vector<TraceStepRow> steps_;

@@ -525,7 +525,7 @@ PlannerCheckpoint PlannerRole::state_before(uint64_t step) const {
 
 void PlannerRole::checkpoint(uint64_t step) {
   // The trace must hold every step before a checkpoint a resume may start from.
-  if (trace_) trace_->flush();
+  if (trace_) trace_->sync();
   checkpoints_->submit(state_before(step));
   const double seconds = checkpoints_->last_write_seconds();
   report_.checkpoints++;

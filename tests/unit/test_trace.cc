@@ -292,6 +292,51 @@ TEST_CASE("any single value changed in a trace is reported as tampering, with wh
              Catch::Contains("/steps row 8"));
 }
 
+TEST_CASE("a cut trace: verify reports one its run did not close; rows cut after the close are tampering",
+          "[trace][integrity]") {
+  const Config config = job_config();
+  const PlannedRun run = plan_run(config, 6);
+  const std::string dir = scratch_dir("trace_cut");
+  const std::string path = dir + "/trace.h5", cut = dir + "/cut.h5", copy = dir + "/tampered.h5";
+  {
+    TraceWriter writer(path, make_trace_header(config, kSourceSamples));
+    for (uint64_t step = 0; step < 4; ++step) writer.append_step(run.records[step]);
+    writer.sync();
+    fs::copy_file(path, cut, fs::copy_options::overwrite_existing);  // what a kill after the sync leaves
+    for (uint64_t step = 4; step < 6; ++step) writer.append_step(run.records[step]);
+  }
+  CHECK(TraceReader(path).closed());
+  std::ostringstream whole;
+  CHECK(verify_command(path, "", whole) == kVerifyIdentical);
+  CHECK_THAT(whole.str(), !Catch::Contains("CUT"));
+
+  CHECK_FALSE(TraceReader(cut).closed());
+  CHECK_FALSE(check_trace_integrity(cut).has_value());  // intact, only shorter
+  std::ostringstream out;
+  CHECK(verify_command(cut, "", out) == kVerifyCut);
+  CHECK_THAT(out.str(), Catch::Contains("CUT: the run did not close the trace: it holds steps 0 up to 4"));
+
+  // The close record kept, but it and the rows disagree: tampering.
+  fs::copy_file(path, copy, fs::copy_options::overwrite_existing);
+  test::poke_attribute(copy, "end_step");
+  CHECK_THAT(check_trace_integrity(copy).value_or(""), Catch::Contains("(rows were cut)"));
+  fs::copy_file(path, copy, fs::copy_options::overwrite_existing);
+  test::poke_attribute(copy, "end_chain");
+  CHECK_THAT(check_trace_integrity(copy).value_or(""), Catch::Contains("last row's chain"));
+
+  // A resume reopens a closed trace: not closed until its run closes it again.
+  {
+    TraceWriter writer(path, make_trace_header(config, kSourceSamples), 4);
+    writer.append_step(run.records[4]);
+    writer.sync();
+    fs::copy_file(path, cut, fs::copy_options::overwrite_existing);
+    writer.append_step(run.records[5]);
+  }
+  CHECK_FALSE(TraceReader(cut).closed());
+  CHECK(TraceReader(path).closed());
+  CHECK_FALSE(check_trace_integrity(path).has_value());
+}
+
 TEST_CASE("query, mix, balance and export read the trace", "[trace][replay]") {
   const Config config = job_config();
   const PlannedRun run = plan_run(config, 8);
