@@ -101,6 +101,25 @@ json_field() {
   echo "$value"
 }
 
+# wait_until SECONDS WHAT COMMAND...: runs COMMAND every 0.05 s until it
+# succeeds. When SECONDS pass first the test fails, naming WHAT: a polling
+# loop never falls through to what comes after it.
+wait_until() {
+  local seconds=$1 what=$2 deadline
+  shift 2
+  deadline=$(($(date +%s%N) + seconds * 1000000000))
+  until "$@"; do
+    [ "$(date +%s%N)" -lt "$deadline" ] || { echo "FAIL: waited ${seconds}s for $what" >&2; exit 1; }
+    sleep 0.05
+  done
+}
+
+# found_rank_pid PATTERN RANK: sets pid to rank_pid's answer; true if found.
+found_rank_pid() {
+  pid=$(rank_pid "$1" "$2")
+  [ -n "$pid" ]
+}
+
 # rank_pid PATTERN RANK: the pid of the msd-run process of world rank RANK
 # whose command line contains PATTERN (e.g. this test's $WORK); empty if none.
 rank_pid() {

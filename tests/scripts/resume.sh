@@ -26,11 +26,8 @@ kill_rank() {
   timeout 120 $MSD_MPIEXEC -n "$n" "$MSD_RUN" --config "$WORK/job.ini" --checkpoint.dir="$dir" \
     --checkpoint.planner_every=4 --output.progress_every=1 --output.log_level=info "$@" >"$dir.log" 2>&1 &
   local launcher=$!
-  for _ in $(seq 1 600); do
-    # shellcheck disable=SC2086
-    ls $wait_for >/dev/null 2>&1 && break
-    sleep 0.05
-  done
+  # shellcheck disable=SC2086
+  wait_until 30 "the checkpoints of step 8 ($wait_for)" eval "ls $wait_for >/dev/null 2>&1"
   local victim=""
   for pid in $(pgrep -f "msd-run --config $WORK/job.ini"); do
     if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$rank"; then victim=$pid; fi
@@ -42,6 +39,7 @@ kill_rank() {
   local rc=$?
   set -e
   [ $rc -ne 0 ] || { echo "FAIL: the job survived the SIGKILL of rank $rank"; exit 1; }
+  [ $rc -ne 124 ] || { echo "FAIL: the job hung after the SIGKILL of rank $rank (timeout's 124)"; exit 1; }
   delivered=$( (grep -o 'step [0-9]*/' "$dir.log" || true) | tail -1 | tr -dc 0-9)
   echo "killed rank $rank after step ${delivered:-0} was delivered"
 }
@@ -87,5 +85,6 @@ set +e
 run_job "$WORK/job.ini" --checkpoint.dir="$WORK/b" --resume --seed 77 >"$WORK/refused" 2>&1
 rc=$?
 set -e
-[ $rc -ne 0 ] && grep -q "seed" "$WORK/refused" || { echo "FAIL: a resume with another seed was not refused"; cat "$WORK/refused"; exit 1; }
+[ $rc = 2 ] && grep -q "seed" "$WORK/refused" ||
+  { echo "FAIL: a resume with another seed was not refused with status 2 (got $rc)"; cat "$WORK/refused"; exit 1; }
 echo "resume: exact after SIGKILL of a loader and of a client"

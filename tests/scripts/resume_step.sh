@@ -63,8 +63,8 @@ refused() {
   run_job "$WORK/job.ini" "${ckpt[@]}" "${@:1:$#-1}" >"$WORK/refused" 2>&1
   rc=$?
   set -e
-  [ $rc -ne 0 ] && grep -q -- "$expected" "$WORK/refused" ||
-    { echo "FAIL: expected a refusal naming '$expected' (exit $rc)"; cat "$WORK/refused"; exit 1; }
+  [ $rc = 2 ] && grep -q -- "$expected" "$WORK/refused" ||
+    { echo "FAIL: expected a refusal (status 2) naming '$expected' (exit $rc)"; cat "$WORK/refused"; exit 1; }
   echo "refused: $(grep -m1 -- "$expected" "$WORK/refused")"
 }
 refused --checkpoint.dir="$WORK/full" --resume-step $steps "checkpoint.resume_step: $steps is beyond the run"

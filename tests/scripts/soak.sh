@@ -21,11 +21,12 @@ TIMEOUT=240 run_job "$WORK/job.ini" "${args[@]}" --checkpoint.dir="$WORK/soak" -
 job=$!
 trap 'kill $job 2>/dev/null || true; rm -rf "$WORK"' EXIT
 declare -A pids
-for _ in $(seq 600); do
+# all_pids: fills pids for world ranks 1-4; true once every one is found.
+all_pids() {
   for rank in 1 2 3 4; do pids[$rank]=${pids[$rank]:-$(rank_pid "$WORK/job.ini" $rank)}; done
-  [ -n "${pids[1]}" ] && [ -n "${pids[2]}" ] && [ -n "${pids[3]}" ] && [ -n "${pids[4]}" ] && break
-  sleep 0.1
-done
+  [ -n "${pids[1]}" ] && [ -n "${pids[2]}" ] && [ -n "${pids[3]}" ] && [ -n "${pids[4]}" ]
+}
+wait_until 60 "the processes of world ranks 1-4" all_pids
 RANDOM=11
 short=0 long=0 round=0
 while kill -0 $job 2>/dev/null && [ ! -s "$WORK/soak.json" ]; do

@@ -19,12 +19,11 @@ trap 'kill $job 2>/dev/null || true; rm -rf "$WORK"' EXIT
 # seconds in (not inside the next checkpoint's collective write: a loader
 # stopped there ends the job with exit status 3, docs/fault-tolerance.md).
 pid=
-for _ in $(seq 600); do pid=$(rank_pid "$WORK/job.ini" 1); [ -n "$pid" ] && break; sleep 0.1; done
-[ -n "$pid" ] || { echo "FAIL: no process of world rank 1 found"; exit 1; }
-for _ in $(seq 600); do [ -e "$WORK/ckpt/loaders-000000000020.h5" ] && break; sleep 0.05; done
+wait_until 60 "the process of world rank 1" found_rank_pid "$WORK/job.ini" 1
+wait_until 30 "the loader checkpoint of step 20" test -e "$WORK/ckpt/loaders-000000000020.h5"
 stopped_at=$(now_s)
 kill -STOP "$pid"
-for _ in $(seq 1200); do [ -s "$WORK/stop.json" ] && break; sleep 0.1; done
+wait_until 120 "the summary after the stop" test -s "$WORK/stop.json"
 summary_at=$(now_s)
 rc=0
 wait $job || rc=$?

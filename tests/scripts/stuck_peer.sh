@@ -18,9 +18,8 @@ stop_rank() {
     >"$WORK/$name.out" 2>&1 &
   local job=$!
   pid=
-  for _ in $(seq 600); do pid=$(rank_pid "$WORK/job.ini" "$rank"); [ -n "$pid" ] && break; sleep 0.1; done
-  [ -n "$pid" ] || { echo "FAIL: $name: no process of world rank $rank found"; exit 1; }
-  for _ in $(seq 600); do grep -q "step 5/" "$WORK/$name.out" && break; sleep 0.05; done
+  wait_until 60 "$name: the process of world rank $rank" found_rank_pid "$WORK/job.ini" "$rank"
+  wait_until 30 "$name: step 5" grep -q "step 5/" "$WORK/$name.out"
   kill -STOP "$pid"
   stopped_at=$(now_s)
   wait $job || rc=$?
