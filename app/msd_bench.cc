@@ -214,17 +214,25 @@ int memory_main(int argc, char** argv) {
 
 int sweep_main(int argc, char** argv) {
   msd::bench::SweepOptions options;
-  bool json = false;
-  std::string seq_lens = "4096,8192,16384,32768,65536", dps = "8,16,32,64,128,256,512", pps = "1,4";
-  std::string mixes = "longtail_text,text_image,demo", csv, plot, cost_model = "calibrated", shape = "fixed";
+  bool json = false, no_sensitivity = false;
+  std::string seq_lens = "4096,16384,32768,65536", dps = "16,128", pps = "1,4";
+  std::string mixes = "longtail_text,text_image,demo,pile,llama", csv, plot;
   po::options_description described(
       "Usage: msd-bench sweep [options]\n\n"
-      "The gain at scale without MPI (docs/evaluation.md): for every seq_len x dp x mix x\n"
-      "pp, synthetic steps placed by colocated_samples, colocated_tokens and msd_greedy\n"
-      "are timed on the device model, and msd_greedy's tokens/s over each baseline's is\n"
-      "printed, with the average and best over rows and the average per seq_len.\n"
-      "Mixes: longtail_text (15% long documents), text_image (15% long, 40% image-text),\n"
-      "demo (the demo dataset's: 30% long, 20% image-text).\n\n"
+      "The gain at scale on the device model, without MPI (docs/evaluation.md). For every\n"
+      "seq_len x dp x mix x pp row and seeds 1..N, the same synthetic steps are placed by\n"
+      "megatron (Megatron-LM's GPTDataset: the stream cut into seq_len sequences, an equal\n"
+      "count per DP rank), megatron_varlen (the same stream in packed-sequence rows),\n"
+      "colocated_samples (the published system's baseline), msd_tokens and msd_greedy\n"
+      "(fixed and variable-length rows), and timed on the device model; every comparison\n"
+      "is the time to train the same tokens. Per row: the geometric mean over seeds; over\n"
+      "rows and seeds, and at seq_len >= 32k: geometric means with 95% bootstrap intervals.\n"
+      "The planner's cost is analytic; calibrated_* comparisons place by a cost fitted on\n"
+      "another seed's steps. Sensitivity rows (the longest seq_len, the first dp and pp,\n"
+      "longtail_text): GEMM efficiency x0.8 and x1.2, FlashAttention-2 tables, 5% and 30%\n"
+      "long documents. Mixes: longtail_text (15% long documents), text_image (15% long,\n"
+      "40% image-text), demo (the demo dataset's shares: 30% long, 20% image-text), pile\n"
+      "and llama (text lengths from the Pile's and LLaMA's published statistics).\n\n"
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")
@@ -237,19 +245,15 @@ int sweep_main(int argc, char** argv) {
        "samples per DP rank and step")
       ("micro-batches-per-stage", po::value(&options.micro_batches_per_stage)->default_value(options.micro_batches_per_stage),
        "micro-batches per DP rank = this x pp")
-      ("steps", po::value(&options.steps)->default_value(options.steps), "steps per row")
-      ("seed", po::value(&options.seed)->default_value(options.seed), "seed of the synthetic steps")
+      ("steps", po::value(&options.steps)->default_value(options.steps), "steps per row and seed")
+      ("seeds", po::value(&options.seeds)->default_value(options.seeds), "seeds per row (1..N)")
+      ("resamples", po::value(&options.resamples)->default_value(options.resamples), "bootstrap resamples")
+      ("no-sensitivity", po::bool_switch(&no_sensitivity), "skip the sensitivity rows")
       ("model", po::value(&options.compare.model_preset)->default_value(options.compare.model_preset),
        "device model's language model preset")
       ("vision", po::value(&options.compare.vision_preset)->default_value(options.compare.vision_preset),
        "vision tower preset, or none")
       ("device", po::value(&options.compare.device_preset)->default_value(options.compare.device_preset), "GPU preset")
-      ("cost-model", po::value(&cost_model)->default_value(cost_model),
-       "the planner's cost, calibrated (fitted per row to probe micro-batches timed on the device model) or "
-       "analytic (6*hidden)")
-      ("micro-batch-shape", po::value(&shape)->default_value(shape),
-       "msd_greedy's micro-batches: fixed [sequences, seq_len] rows, or varlen (one row of their positions; the "
-       "baselines keep fixed rows)")
       ("csv", po::value(&csv), "also write the rows as CSV to this file")
       ("plot", po::value(&plot), "also draw the rows as a PNG (tools/plot_sweep.py, /usr/bin/python3 + matplotlib)")
       ("json", po::bool_switch(&json), "print one JSON object instead of text");
@@ -258,8 +262,7 @@ int sweep_main(int argc, char** argv) {
   options.dps = number_list<uint32_t>(dps, "--dps");
   options.pps = number_list<uint32_t>(pps, "--pps");
   options.mixes = parse_list<std::string>(mixes, [](const std::string& item) { return item; });
-  options.compare.calibrate = msd::parse_cost_model(cost_model, "--cost-model");
-  options.varlen = msd::parse_micro_batch_shape(shape, "--micro-batch-shape");
+  options.sensitivity = !no_sensitivity;
   const msd::bench::SweepReport report = msd::bench::run_sweep(options);
   if (!csv.empty() || !plot.empty()) msd::bench::write_sweep_files(report, csv, plot);
   if (json) {
@@ -414,7 +417,7 @@ constexpr Subcommand subcommands[] = {
     {"transforms", "tokenizer and JPEG speed against tiktoken and TurboJPEG", transforms_main},
     {"throughput", "every training mode on one configuration: msd against the baselines", throughput_main},
     {"memory", "loader memory and fetched bytes, colocated vs disaggregated, over sources x ranks", memory_main},
-    {"sweep", "msd_greedy over the baselines on the device model, seq_len x dp x mix x pp", sweep_main},
+    {"sweep", "msd over Megatron's placements on the device model, seq_len x dp x mix x pp x seeds", sweep_main},
     {"handoff", "client MPI_Get from loader windows vs memcpy, shared memory and network path", handoff_main},
     {"fanout", "the planner's work and messages per step over client ranks and data groups", fanout_main},
     {"handoff-worker", "(started by handoff under mpirun)", handoff_worker_main},

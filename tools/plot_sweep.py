@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""Draws `msd-bench sweep --csv` rows: msd_greedy's speedup over each baseline
-against the data-parallel size, one panel per baseline, a line per
-(seq_len, mix, pp). Usage: plot_sweep.py ROWS.csv OUT.png"""
+"""Draws `msd-bench sweep --csv` rows: msd_greedy's tokens/s over megatron's
+(fixed rows) and over megatron_varlen's (both in variable-length rows)
+against seq_len, one panel each, a line per (dp, mix, pp).
+Usage: plot_sweep.py ROWS.csv OUT.png"""
 import csv
 import sys
 
@@ -10,33 +11,36 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+PANELS = [("msd_greedy_over_megatron", "msd_greedy over megatron (fixed rows)"),
+          ("msd_greedy_varlen_over_megatron_varlen", "msd_greedy over megatron_varlen (varlen rows)")]
+
 
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     rows = list(csv.DictReader(open(sys.argv[1])))
-    baselines = ["colocated_samples", "colocated_tokens"]
-    fig, axes = plt.subplots(1, 2, figsize=(14, 6), sharey=False)
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(14, 6))
     series = {}
     for row in rows:
-        series.setdefault((int(row["seq_len"]), row["mix"], int(row["pp"])), []).append(row)
-    seq_lens = sorted({key[0] for key in series})
-    colors = {s: plt.cm.viridis(i / max(1, len(seq_lens) - 1)) for i, s in enumerate(seq_lens)}
-    styles = {"longtail_text": "-", "text_image": "--", "demo": ":"}
-    for ax, baseline in zip(axes, baselines):
-        for (seq_len, mix, pp), points in sorted(series.items()):
-            points.sort(key=lambda r: int(r["dp"]))
-            ax.plot([int(r["dp"]) for r in points], [float(r["over_" + baseline]) for r in points],
-                    linestyle=styles.get(mix, "-"), marker="o" if pp == 1 else "s", markersize=3,
-                    color=colors[seq_len], label=f"{seq_len // 1024}k {mix} pp{pp}")
+        series.setdefault((int(row["dp"]), row["mix"], int(row["pp"])), []).append(row)
+    dps = sorted({key[0] for key in series})
+    colors = {d: plt.cm.viridis(i / max(1, len(dps) - 1)) for i, d in enumerate(dps)}
+    styles = ["-", "--", ":", "-.", (0, (1, 3))]
+    mixes = sorted({key[1] for key in series})
+    for ax, (column, title) in zip(axes, PANELS):
+        for (dp, mix, pp), points in sorted(series.items()):
+            points.sort(key=lambda r: int(r["seq_len"]))
+            ax.plot([int(r["seq_len"]) for r in points], [float(r[column]) for r in points],
+                    linestyle=styles[mixes.index(mix) % len(styles)], marker="o" if pp == 1 else "s", markersize=3,
+                    color=colors[dp], label=f"dp{dp} {mix} pp{pp}")
         ax.axhline(1.0, color="grey", linewidth=0.8)
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("data-parallel ranks")
-        ax.set_ylabel(f"msd_greedy tokens/s over {baseline}")
-        ax.set_title(f"over {baseline}")
+        ax.set_xlabel("seq_len")
+        ax.set_ylabel("tokens/s ratio (geometric mean over seeds)")
+        ax.set_title(title)
         ax.grid(True, alpha=0.3)
-    axes[1].legend(fontsize=6, ncol=2, loc="upper left")
-    fig.suptitle("msd-bench sweep: msd_greedy on the device model")
+    axes[-1].legend(fontsize=6, ncol=2, loc="upper left")
+    fig.suptitle("msd-bench sweep on the device model")
     fig.tight_layout()
     fig.savefig(sys.argv[2], dpi=110)
 

@@ -1,8 +1,10 @@
 #include "bench/sweep.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
-#include <cstdio>
+#include <numeric>
+#include <random>
 #include <fstream>
 #include <sstream>
 
@@ -18,15 +20,14 @@
 namespace msd::bench {
 namespace {
 
-const TrainingMode kBaselines[] = {TrainingMode::colocated_samples, TrainingMode::colocated_tokens};
-
 SweepMix find_mix(const std::string& name) {
   for (const SweepMix& mix : sweep_mixes())
     if (mix.name == name) return mix;
-  throw ConfigError(str("--mixes: '", name, "' is not a mix (longtail_text, text_image, demo)"));
+  throw ConfigError(str("--mixes: '", name, "' is not a mix (longtail_text, text_image, demo, pile, llama)"));
 }
 
-SweepRow run_row(const SweepOptions& options, uint32_t seq_len, uint32_t dp, uint32_t pp, const SweepMix& mix) {
+SimulateOptions row_options(const SweepOptions& options, uint32_t seq_len, uint32_t dp, uint32_t pp,
+                            const SweepMix& mix, uint64_t seed) {
   SimulateOptions sim;
   sim.dp = dp;
   sim.tp = options.tp;
@@ -35,156 +36,338 @@ SweepRow run_row(const SweepOptions& options, uint32_t seq_len, uint32_t dp, uin
   sim.samples_per_gpu = options.samples_per_gpu;
   sim.micro_batches = options.micro_batches_per_stage * pp;
   sim.steps = options.steps;
-  sim.seed = options.seed;
+  sim.seed = seed;
+  sim.lengths = mix.lengths;
   sim.long_share = mix.long_share;
   sim.image_share = mix.image_share;
-  sim.varlen = options.varlen;
-  CompareOptions compare = options.compare;
-  compare.modes = {TrainingMode::colocated_samples, TrainingMode::colocated_tokens, TrainingMode::msd_greedy};
+  return sim;
+}
+
+// A mode's evaluation by key: its name, + "_varlen" for variable-length
+// rows of an msd mode, "calibrated_" + that when placed by the calibrated cost.
+using Evaluations = std::map<std::string, ModeEvaluation>;
+
+std::string evaluation_key(TrainingMode mode, bool varlen, bool calibrated) {
+  std::string key = training_mode_name(mode);
+  if (varlen && !is_baseline(mode)) key += "_varlen";
+  return calibrated ? "calibrated_" + key : key;
+}
+
+// Returns the calibration it placed by (probes == 0: analytic).
+Calibration add_evaluations(Evaluations& out, SimulateOptions sim, CompareOptions compare,
+                            std::vector<TrainingMode> modes, bool varlen, bool calibrated) {
+  sim.varlen = varlen;
+  compare.modes = std::move(modes);
+  compare.calibrate = calibrated;
+  compare.calibration_seed = sim.seed + 1000;  // fitted on other steps than those judged
   const CompareReport report = compare_modes(sim, compare);
-  SweepRow row{seq_len, dp, pp, mix.name, {}, report.modes.back().dp_max_over_mean, {}, {}, report.cost,
-               report.calibration};
-  for (TrainingMode baseline : kBaselines)
-    row.speedup[training_mode_name(baseline)] = speedup(report, TrainingMode::msd_greedy, baseline);
-  for (const ModeEvaluation& e : report.modes) {
-    row.dp_max_over_mean[training_mode_name(e.mode)] = e.dp_max_over_mean;
-    row.padding_fraction[training_mode_name(e.mode)] = e.padding_fraction;
+  for (const ModeEvaluation& e : report.modes) out[evaluation_key(e.mode, varlen, calibrated)] = e;
+  return report.calibration;
+}
+
+// Every evaluation one row and seed needs (calibrated ones when asked, their
+// fit in *calibration).
+Evaluations evaluate_cell(const SimulateOptions& sim, const CompareOptions& compare, bool calibrated,
+                          Calibration* calibration = nullptr) {
+  Evaluations out;
+  add_evaluations(out, sim, compare,
+                  {TrainingMode::colocated_samples, TrainingMode::megatron, TrainingMode::megatron_varlen,
+                   TrainingMode::msd_tokens, TrainingMode::msd_greedy},
+                  false, false);
+  add_evaluations(out, sim, compare, {TrainingMode::msd_greedy}, true, false);
+  if (calibrated) {
+    const Calibration fit = add_evaluations(out, sim, compare, {TrainingMode::msd_greedy}, false, true);
+    add_evaluations(out, sim, compare, {TrainingMode::msd_greedy}, true, true);
+    if (calibration) *calibration = fit;
+  }
+  return out;
+}
+
+double ratio(const Evaluations& cell, const SweepComparison& c) {
+  const ModeEvaluation& mine = cell.at(evaluation_key(c.mode, c.mode_varlen, c.calibrated));
+  const ModeEvaluation& theirs = cell.at(evaluation_key(c.baseline, c.baseline_varlen, false));
+  MSD_CHECK_EQ(mine.real_positions, theirs.real_positions);  // the same tokens
+  return theirs.tokens_per_s > 0 ? mine.tokens_per_s / theirs.tokens_per_s : 0.0;
+}
+
+SweepRow run_row(const SweepOptions& options, uint32_t seq_len, uint32_t dp, uint32_t pp, const SweepMix& mix) {
+  SweepRow row;
+  row.seq_len = seq_len;
+  row.dp = dp;
+  row.pp = pp;
+  row.mix = mix.name;
+  for (uint64_t seed = 1; seed <= options.seeds; ++seed) {
+    Calibration fit;
+    const Evaluations cell =
+        evaluate_cell(row_options(options, seq_len, dp, pp, mix, seed), options.compare, true, &fit);
+    for (const SweepComparison& c : sweep_comparisons()) row.ratios[c.name].push_back(ratio(cell, c));
+    if (seed != 1) continue;
+    for (const auto& [key, e] : cell) {
+      row.dp_max_over_mean[key] = e.dp_max_over_mean;
+      row.padding_fraction[key] = e.padding_fraction;
+      row.sequences_per_rank[key] = {e.sequences_per_rank_min, e.sequences_per_rank_max};
+    }
+    row.calibration = fit;
   }
   return row;
 }
 
-// The planner's cost over the rows: analytic, or calibrated with the range
-// of fitted a and the worst fit.
-std::string cost_model_summary(const SweepReport& report) {
-  if (report.rows.empty()) return "";
-  double a_min = report.rows[0].cost.a, a_max = a_min, r2 = 1.0, error = 0.0;
-  for (const SweepRow& row : report.rows) {
-    a_min = std::min(a_min, row.cost.a);
-    a_max = std::max(a_max, row.cost.a);
-    r2 = std::min(r2, row.calibration.r_squared);
-    error = std::max(error, row.calibration.max_relative_error);
+// The sensitivity rows at one reference row (the longest seq_len, the first
+// dp and pp, longtail_text): the device model and the long share varied.
+std::vector<SensitivityRow> run_sensitivity(const SweepOptions& options) {
+  const uint32_t seq_len = *std::max_element(options.seq_lens.begin(), options.seq_lens.end());
+  const SweepMix reference = find_mix("longtail_text");
+  struct Variant {
+    std::string name;
+    double gemm = 1.0;
+    uint32_t flash = 3;
+    double long_share;
+  };
+  const std::vector<Variant> variants = {{"reference", 1.0, 3, reference.long_share},
+                                         {"gemm_efficiency x0.8", 0.8, 3, reference.long_share},
+                                         {"gemm_efficiency x1.2", 1.2, 3, reference.long_share},
+                                         {"flash_attention 2", 1.0, 2, reference.long_share},
+                                         {"long_share 0.05", 1.0, 3, 0.05},
+                                         {"long_share 0.30", 1.0, 3, 0.30}};
+  std::vector<SensitivityRow> out;
+  for (const Variant& v : variants) {
+    CompareOptions compare = options.compare;
+    compare.gemm_efficiency_scale = v.gemm;
+    compare.flash_attention = v.flash;
+    SweepMix mix = reference;
+    mix.long_share = v.long_share;
+    std::map<std::string, std::vector<double>> ratios;
+    for (uint64_t seed = 1; seed <= options.seeds; ++seed) {
+      const Evaluations cell = evaluate_cell(
+          row_options(options, seq_len, options.dps.front(), options.pps.front(), mix, seed), compare, false);
+      for (const SweepComparison& c : sweep_comparisons())
+        if (!c.calibrated) ratios[c.name].push_back(ratio(cell, c));
+    }
+    SensitivityRow row{v.name, {}};
+    for (const auto& [name, values] : ratios) row.summary[name] = summarize(values, options.resamples);
+    out.push_back(std::move(row));
   }
-  char line[256];
-  if (report.rows[0].calibration.probes == 0)
-    std::snprintf(line, sizeof line, "  planner cost: analytic, a = %.0f", a_min);
-  else
-    std::snprintf(line, sizeof line,
-                  "  planner cost: calibrated per row on probe micro-batches timed on the device model: a = %.0f..%.0f "
-                  "(fit R^2 >= %.4f, largest error %.1f%%)",
-                  a_min, a_max, r2, 100 * error);
-  return line;
+  return out;
+}
+
+const char* shape_name(bool varlen) { return varlen ? "varlen" : "fixed"; }
+
+std::string rows_of(const SweepComparison& c) {
+  return str(shape_name(c.mode_varlen), " over ", shape_name(c.baseline_varlen));
+}
+
+void write_summary(JsonWriter& w, const std::string& key, const Summary& s) {
+  w.begin_object(key).value("geomean", s.geomean).value("n", s.n);
+  w.begin_array("ci95").value("", s.low).value("", s.high).end_array();
+  w.end_object();
 }
 
 }  // namespace
 
 std::vector<SweepMix> sweep_mixes() {
-  return {{"longtail_text", 0.15, 0.0}, {"text_image", 0.15, 0.4}, {"demo", 0.3, 0.2}};
+  return {{"longtail_text", "pareto", 0.15, 0.0},
+          {"text_image", "pareto", 0.15, 0.4},
+          {"demo", "pareto", 0.3, 0.2},
+          {"pile", "pile", 0.0, 0.0},
+          {"llama", "llama", 0.0, 0.0}};
+}
+
+const std::vector<SweepComparison>& sweep_comparisons() {
+  using M = TrainingMode;
+  static const std::vector<SweepComparison> comparisons = {
+      {"msd_greedy_over_megatron", M::msd_greedy, M::megatron, false, false, false},
+      {"msd_tokens_over_megatron", M::msd_tokens, M::megatron, false, false, false},
+      {"msd_greedy_varlen_over_megatron_varlen", M::msd_greedy, M::megatron_varlen, true, true, false},
+      {"msd_greedy_varlen_over_megatron", M::msd_greedy, M::megatron, true, false, false},
+      {"megatron_varlen_over_megatron", M::megatron_varlen, M::megatron, true, false, false},
+      {"msd_greedy_over_colocated_samples", M::msd_greedy, M::colocated_samples, false, false, false},
+      {"calibrated_msd_greedy_over_megatron", M::msd_greedy, M::megatron, false, false, true},
+      {"calibrated_msd_greedy_varlen_over_megatron_varlen", M::msd_greedy, M::megatron_varlen, true, true, true},
+  };
+  return comparisons;
+}
+
+Summary summarize(const std::vector<double>& ratios, uint32_t resamples) {
+  Summary s;
+  s.n = ratios.size();
+  if (ratios.empty()) return s;
+  std::vector<double> logs;
+  for (double r : ratios) {
+    MSD_CHECK_LT(0.0, r);
+    logs.push_back(std::log(r));
+  }
+  auto mean = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / v.size(); };
+  s.geomean = std::exp(mean(logs));
+  std::mt19937_64 rng(20261202);
+  std::uniform_int_distribution<size_t> pick(0, logs.size() - 1);
+  std::vector<double> means, sample(logs.size());
+  for (uint32_t b = 0; b < std::max(resamples, 1u); ++b) {
+    for (double& x : sample) x = logs[pick(rng)];
+    means.push_back(mean(sample));
+  }
+  std::sort(means.begin(), means.end());
+  auto at = [&](double q) { return std::exp(means[static_cast<size_t>(q * static_cast<double>(means.size() - 1))]); };
+  s.low = at(0.025);
+  s.high = at(0.975);
+  return s;
 }
 
 SweepReport run_sweep(const SweepOptions& options) {
   if (options.seq_lens.empty() || options.dps.empty() || options.pps.empty() || options.mixes.empty())
     throw ConfigError("--seq-lens, --dps, --pps and --mixes need a value each");
-  if (options.steps == 0 || options.samples_per_gpu == 0 || options.micro_batches_per_stage == 0)
-    throw ConfigError("--steps, --samples-per-gpu and --micro-batches-per-stage must be at least 1");
+  if (options.steps == 0 || options.seeds == 0 || options.samples_per_gpu == 0 || options.micro_batches_per_stage == 0)
+    throw ConfigError("--steps, --seeds, --samples-per-gpu and --micro-batches-per-stage must be at least 1");
   std::vector<SweepMix> mixes;
   for (const std::string& name : options.mixes) mixes.push_back(find_mix(name));
+  compare_device_model(options.compare);  // its checks, before any work
   SweepReport report;
   report.options = options;
-  std::map<uint32_t, std::map<std::string, int>> counts;
+  std::map<std::string, std::vector<double>> all, long_context;
   for (uint32_t seq_len : options.seq_lens)
     for (uint32_t dp : options.dps)
       for (const SweepMix& mix : mixes)
         for (uint32_t pp : options.pps) {
           report.rows.push_back(run_row(options, seq_len, dp, pp, mix));
-          for (const auto& [baseline, x] : report.rows.back().speedup) {
-            report.average[baseline] += x;
-            report.best[baseline] = std::max(report.best[baseline], x);
-            report.by_seq_len[seq_len][baseline] += x;
-            counts[seq_len][baseline] += 1;
+          for (const auto& [name, values] : report.rows.back().ratios) {
+            all[name].insert(all[name].end(), values.begin(), values.end());
+            if (seq_len >= 32768) long_context[name].insert(long_context[name].end(), values.begin(), values.end());
           }
         }
-  for (auto& [baseline, sum] : report.average) sum /= static_cast<double>(report.rows.size());
-  for (auto& [seq_len, by_baseline] : report.by_seq_len)
-    for (auto& [baseline, sum] : by_baseline) sum /= counts[seq_len][baseline];
+  for (const auto& [name, values] : all) report.overall[name] = summarize(values, options.resamples);
+  for (const auto& [name, values] : long_context) report.long_context[name] = summarize(values, options.resamples);
+  if (options.sensitivity) report.sensitivity = run_sensitivity(options);
   return report;
 }
 
 std::string sweep_json(const SweepReport& report) {
+  const SweepOptions& o = report.options;
   JsonWriter w;
   w.begin_object();
-  w.value("model", report.options.compare.model_preset).value("device", report.options.compare.device_preset);
-  w.value("tp", report.options.tp).value("samples_per_gpu", report.options.samples_per_gpu);
-  w.value("steps", report.options.steps).value("micro_batch_shape", report.options.varlen ? "varlen" : "fixed");
+  w.value("model", o.compare.model_preset).value("device", o.compare.device_preset);
+  w.value("tp", o.tp).value("samples_per_gpu", o.samples_per_gpu);
+  w.value("seeds", o.seeds).value("steps_per_row", o.steps).value("bootstrap_resamples", o.resamples);
+  w.value("planner_cost", "analytic (headline); calibrated_*: fitted per row on another seed's steps");
   w.begin_array("rows");
   for (const SweepRow& row : report.rows) {
     w.begin_object();
     w.value("seq_len", row.seq_len).value("dp", row.dp).value("pp", row.pp).value("mix", row.mix);
-    w.begin_object("speedup");
-    for (const auto& [baseline, x] : row.speedup) w.value(baseline, x);
+    w.begin_object("comparisons");
+    for (const auto& [name, values] : row.ratios) {
+      w.begin_object(name).value("geomean", summarize(values, 0).geomean);
+      w.value("min", *std::min_element(values.begin(), values.end()));
+      w.value("max", *std::max_element(values.begin(), values.end())).end_object();
+    }
     w.end_object();
-    w.value("msd_greedy_dp_max_over_mean", row.greedy_dp_max_over_mean);
     for (const auto& [key, values] : {std::pair{"dp_max_over_mean", &row.dp_max_over_mean},
                                       std::pair{"padding_fraction", &row.padding_fraction}}) {
       w.begin_object(key);
       for (const auto& [mode, x] : *values) w.value(mode, x);
       w.end_object();
     }
-    write_cost_model(w, row.cost, row.calibration);
+    w.begin_object("sequences_per_rank");
+    for (const auto& [mode, range] : row.sequences_per_rank)
+      w.begin_object(mode).value("min", range.first).value("max", range.second).end_object();
+    w.end_object();
+    write_cost_model(w, calibrated(CostModel{}, row.calibration), row.calibration);
     w.end_object();
   }
   w.end_array();
-  for (const auto& [key, values] : {std::pair{"average", &report.average}, std::pair{"best", &report.best}}) {
-    w.begin_object(key);
-    for (const auto& [baseline, x] : *values) w.value(baseline, x);
-    w.end_object();
-  }
-  w.begin_object("by_seq_len");
-  for (const auto& [seq_len, by_baseline] : report.by_seq_len) {
-    w.begin_object(std::to_string(seq_len));
-    for (const auto& [baseline, x] : by_baseline) w.value(baseline, x);
+  w.begin_object("comparisons");
+  for (const SweepComparison& c : sweep_comparisons()) {
+    if (!report.overall.count(c.name)) continue;
+    w.begin_object(c.name).value("rows", rows_of(c));
+    const Summary& s = report.overall.at(c.name);
+    w.value("geomean", s.geomean).value("n", s.n);
+    w.begin_array("ci95").value("", s.low).value("", s.high).end_array();
+    if (report.long_context.count(c.name)) write_summary(w, "seq_len_32k_and_above", report.long_context.at(c.name));
     w.end_object();
   }
   w.end_object();
+  w.begin_array("sensitivity");
+  for (const SensitivityRow& row : report.sensitivity) {
+    w.begin_object().value("name", row.name).begin_object("comparisons");
+    for (const auto& [name, s] : row.summary) write_summary(w, name, s);
+    w.end_object().end_object();
+  }
+  w.end_array();
   w.end_object();
   return w.str();
 }
 
 std::string sweep_csv(const SweepReport& report) {
   std::ostringstream out;
-  out << "seq_len,dp,pp,mix,over_colocated_samples,over_colocated_tokens,msd_greedy_dp_max_over_mean\n";
-  for (const SweepRow& row : report.rows)
-    out << row.seq_len << ',' << row.dp << ',' << row.pp << ',' << row.mix << ','
-        << row.speedup.at("colocated_samples") << ',' << row.speedup.at("colocated_tokens") << ','
-        << row.greedy_dp_max_over_mean << '\n';
+  out << "seq_len,dp,pp,mix";
+  for (const SweepComparison& c : sweep_comparisons()) out << ',' << c.name;
+  out << '\n';
+  for (const SweepRow& row : report.rows) {
+    out << row.seq_len << ',' << row.dp << ',' << row.pp << ',' << row.mix;
+    for (const SweepComparison& c : sweep_comparisons()) out << ',' << summarize(row.ratios.at(c.name), 0).geomean;
+    out << '\n';
+  }
   return out.str();
 }
+
+namespace {
+
+// The text table's columns: the headline comparisons, short.
+const std::pair<const char*, const char*> kColumns[] = {
+    {"msd_greedy_over_megatron", "greedy/meg"},
+    {"msd_tokens_over_megatron", "tokens/meg"},
+    {"msd_greedy_varlen_over_megatron_varlen", "grV/megV"},
+    {"msd_greedy_varlen_over_megatron", "grV/meg"},
+    {"msd_greedy_over_colocated_samples", "greedy/col"},
+    {"calibrated_msd_greedy_over_megatron", "cal gr/meg"},
+};
+
+void write_summaries(const std::map<std::string, Summary>& summaries, std::ostream& out) {
+  char line[256];
+  for (const SweepComparison& c : sweep_comparisons()) {
+    if (!summaries.count(c.name)) continue;
+    const Summary& s = summaries.at(c.name);
+    std::snprintf(line, sizeof line, "    %-50s %-16s %6.3fx  [%.3f, %.3f]  n=%llu\n", c.name.c_str(),
+                  rows_of(c).c_str(), s.geomean, s.low, s.high, static_cast<unsigned long long>(s.n));
+    out << line;
+  }
+}
+
+}  // namespace
 
 void write_sweep_text(const SweepReport& report, std::ostream& out) {
   const SweepOptions& o = report.options;
   char line[256];
-  out << "msd-bench sweep: msd_greedy's tokens/s over each baseline's, on the device model (" << o.compare.model_preset
-      << " on " << o.compare.device_preset << ", tp " << o.tp << ", " << o.samples_per_gpu
-      << " samples per DP rank, " << o.steps << " steps per row; msd_greedy's micro-batches: "
-      << (o.varlen ? "variable-length rows" : "fixed rows") << ")\n" << cost_model_summary(report) << '\n';
-  std::snprintf(line, sizeof line, "  %8s %5s %3s %-14s %18s %18s\n", "seq_len", "dp", "pp", "mix",
-                "/colocated_samples", "/colocated_tokens");
+  out << "msd-bench sweep: tokens/s ratios on the device model (" << o.compare.model_preset << " on "
+      << o.compare.device_preset << ", tp " << o.tp << ", " << o.samples_per_gpu << " samples per DP rank), "
+      << o.seeds << " seeds x " << o.steps << " steps per row; geometric means over seeds\n"
+      << "  planner cost: analytic; cal: calibrated per row on another seed's steps timed on the device model\n"
+      << "  rows: meg = megatron (fixed rows), megV = megatron_varlen, grV = msd_greedy in varlen rows, col = "
+         "colocated_samples (the published system's baseline)\n";
+  std::snprintf(line, sizeof line, "  %7s %4s %2s %-13s", "seq_len", "dp", "pp", "mix");
   out << line;
+  for (const auto& [name, title] : kColumns) {
+    std::snprintf(line, sizeof line, " %10s", title);
+    out << line;
+  }
+  out << '\n';
   for (const SweepRow& row : report.rows) {
-    std::snprintf(line, sizeof line, "  %8u %5u %3u %-14s %17.3fx %17.3fx\n", row.seq_len, row.dp, row.pp,
-                  row.mix.c_str(), row.speedup.at("colocated_samples"), row.speedup.at("colocated_tokens"));
+    std::snprintf(line, sizeof line, "  %7u %4u %2u %-13s", row.seq_len, row.dp, row.pp, row.mix.c_str());
     out << line;
+    for (const auto& [name, title] : kColumns) {
+      std::snprintf(line, sizeof line, " %9.3fx", summarize(row.ratios.at(name), 0).geomean);
+      out << line;
+    }
+    out << '\n';
   }
-  for (const auto& [seq_len, by] : report.by_seq_len) {
-    std::snprintf(line, sizeof line, "  average at seq_len %-6u %28.3fx %17.3fx\n", seq_len, by.at("colocated_samples"),
-                  by.at("colocated_tokens"));
-    out << line;
+  out << "  over all rows and seeds (geometric mean [95% bootstrap interval]):\n";
+  write_summaries(report.overall, out);
+  if (!report.long_context.empty()) {
+    out << "  seq_len >= 32k:\n";
+    write_summaries(report.long_context, out);
   }
-  std::snprintf(line, sizeof line, "  average over %zu rows %30.3fx %17.3fx\n  best %47.3fx %17.3fx\n",
-                report.rows.size(), report.average.at("colocated_samples"), report.average.at("colocated_tokens"),
-                report.best.at("colocated_samples"), report.best.at("colocated_tokens"));
-  out << line;
-  out << "  published (docs/evaluation.md): 1.77x average, 4.54x best, 3.09x average at 16k over the colocated\n"
-         "  baseline; WLB-LLM 1.23x from balancing alone\n";
+  for (const SensitivityRow& row : report.sensitivity) {
+    out << "  sensitivity, " << row.name << ":\n";
+    write_summaries(row.summary, out);
+  }
+  out << "  published (docs/evaluation.md): WLB-LLM 1.23x over Megatron-style fixed-length packing\n";
 }
 
 }  // namespace msd::bench

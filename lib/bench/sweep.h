@@ -1,7 +1,13 @@
-// msd-bench sweep: the gain at scale, without MPI. For every seq_len x dp x
-// mix x pp row, msd_greedy against each baseline on the device model
-// (plan/simulate_compare.h), with the average and best over rows and the
-// average per seq_len, as text, JSON, CSV and a PNG plot.
+// msd-bench sweep: the gain at scale on the device model, without MPI. For
+// every seq_len x dp x mix x pp row and every seed, the same synthetic steps
+// are placed by the baselines (Megatron's GPTDataset in fixed and in
+// packed-sequence rows, and the published system's colocated_samples) and by
+// msd_tokens and msd_greedy (fixed and variable-length rows), and each
+// comparison's tokens/s ratio is summarised as a geometric mean over rows and
+// seeds with a 95% bootstrap interval. The planner's cost is analytic for the
+// headline; a calibrated cost, fitted on another seed's steps, is shown beside
+// it. Sensitivity rows vary the device model (GEMM efficiency, FlashAttention
+// 2 against 3) and the share of long documents. Text, JSON, CSV and a PNG.
 #pragma once
 
 #include <cstdint>
@@ -14,48 +20,76 @@
 
 namespace msd::bench {
 
-// A synthetic document mix (SimulateOptions' shares).
+// A document mix (SimulateOptions' shares and lengths).
 struct SweepMix {
   std::string name;
-  double long_share = 0.0;   // long documents (Pareto from seq_len / 4)
-  double image_share = 0.0;  // image-text samples
+  std::string lengths = "pareto";  // SimulateOptions::lengths
+  double long_share = 0.0;         // long documents (pareto: Pareto from seq_len / 4)
+  double image_share = 0.0;        // image-text samples
 };
 // "longtail_text" (15% long, no images), "text_image" (15% long, 40%
-// image-text), "demo" (the demo dataset's mix: 30% long books, 20% images).
+// image-text), "demo" (the demo dataset's shares: 30% long, 20% images),
+// "pile" and "llama" (text lengths of the published corpora, corpus_mix).
 std::vector<SweepMix> sweep_mixes();
 
+// One comparison: `mode` over `baseline`, each in its row shape.
+struct SweepComparison {
+  std::string name;  // e.g. msd_greedy_over_megatron
+  TrainingMode mode, baseline;
+  bool mode_varlen, baseline_varlen;
+  bool calibrated;  // the msd mode placed by the calibrated cost
+};
+// msd_greedy, msd_tokens and msd_greedy_varlen over megatron and
+// megatron_varlen, over colocated_samples, megatron_varlen over megatron,
+// and the calibrated msd_greedy's.
+const std::vector<SweepComparison>& sweep_comparisons();
+
+// A geometric mean of ratios with its 95% bootstrap interval.
+struct Summary {
+  double geomean = 0.0, low = 0.0, high = 0.0;
+  uint64_t n = 0;
+};
+// Deterministic (fixed seed) percentile bootstrap over `ratios`, `resamples`
+// times. REQUIRES every ratio > 0.
+Summary summarize(const std::vector<double>& ratios, uint32_t resamples);
+
 struct SweepOptions {
-  std::vector<uint32_t> seq_lens = {4096, 8192, 16384, 32768, 65536};
-  std::vector<uint32_t> dps = {8, 16, 32, 64, 128, 256, 512};
+  std::vector<uint32_t> seq_lens = {4096, 16384, 32768, 65536};
+  std::vector<uint32_t> dps = {16, 128};
   std::vector<uint32_t> pps = {1, 4};
-  std::vector<std::string> mixes = {"longtail_text", "text_image", "demo"};
+  std::vector<std::string> mixes = {"longtail_text", "text_image", "demo", "pile", "llama"};
   uint32_t tp = 8;
-  uint32_t samples_per_gpu = 16;  // samples per DP rank and step
+  uint32_t samples_per_gpu = 16;         // samples per DP rank and step
   uint32_t micro_batches_per_stage = 2;  // micro-batches = this x pp (at least pp, for 1F1B)
-  uint32_t steps = 4;
-  uint64_t seed = 1;
-  bool varlen = false;     // msd_greedy's micro-batches as variable-length rows (PackOptions::varlen)
-  CompareOptions compare;  // model and device presets
+  uint32_t steps = 50;                   // steps per row and seed
+  uint32_t seeds = 5;                    // seeds 1..seeds per row
+  uint32_t resamples = 2000;             // bootstrap resamples
+  bool sensitivity = true;               // the sensitivity rows
+  CompareOptions compare;                // model and device presets
 };
 
 struct SweepRow {
   uint32_t seq_len = 0, dp = 0, pp = 0;
   std::string mix;
-  std::map<std::string, double> speedup;  // msd_greedy over each baseline, by baseline name
-  double greedy_dp_max_over_mean = 1.0;
-  // Device-time DP max/mean and padding fraction of each mode placed (by mode
-  // name): a baseline's DP max/mean is about the most that balancing alone
-  // can win over it.
+  std::map<std::string, std::vector<double>> ratios;  // by comparison, one per seed
+  // Of the first seed, by mode name (msd_greedy_varlen for the varlen one):
+  // device-time DP max/mean, padding fraction, fewest and most sequences a
+  // DP rank got in a step.
   std::map<std::string, double> dp_max_over_mean, padding_fraction;
-  CostModel cost;           // the planner's in this row (calibrated per row unless --cost-model analytic)
-  Calibration calibration;  // probes == 0: analytic
+  std::map<std::string, std::pair<uint64_t, uint64_t>> sequences_per_rank;
+  Calibration calibration;  // the first seed's held-out fit
+};
+
+struct SensitivityRow {
+  std::string name;  // e.g. "gemm_efficiency x0.8"
+  std::map<std::string, Summary> summary;  // by comparison, over seeds
 };
 
 struct SweepReport {
   SweepOptions options;
   std::vector<SweepRow> rows;
-  std::map<std::string, double> average, best;                   // by baseline
-  std::map<uint32_t, std::map<std::string, double>> by_seq_len;  // average per seq_len, by baseline
+  std::map<std::string, Summary> overall, long_context;  // by comparison; long: seq_len >= 32768
+  std::vector<SensitivityRow> sensitivity;
 };
 
 // Throws ConfigError for an unknown mix or an empty list.

@@ -17,7 +17,8 @@ namespace msd {
 // One mode over a run of steps. Ratios are medians over steps.
 struct ModeEvaluation {
   TrainingMode mode = TrainingMode::msd_greedy;
-  uint64_t steps = 0;
+  uint64_t steps = 0;                // steps placed (a stream mode's may differ from the run's)
+  bool varlen = false;               // its rows: variable-length (varlen_rows) or fixed [sequences, seq_len]
   uint64_t real_positions = 0;       // tokens + patches placed (padding excluded)
   uint64_t computed_positions = 0;   // rows' positions (sequences x seq_len, or varlen rows): what the GPUs compute
   double seconds = 0.0;              // sum over steps of StepTime::step_seconds
@@ -31,10 +32,16 @@ struct ModeEvaluation {
   // its device time, over the step's micro-batches (median over steps; 1 when
   // a step has fewer than 3 micro-batches with work).
   double cost_model_fit = 1.0;
+  // The fewest and most sequences (rows) a DP rank got in a step: equal for
+  // the megatron modes (a stream's last, partial step aside).
+  uint64_t sequences_per_rank_min = 0, sequences_per_rank_max = 0;
 };
 
 // `steps[t]` holds step t's documents in arrival order, with ids 0..n-1
-// (any order). options.dp and options.cp must equal parallel.dp and .cp.
+// (any order), placed by place_run (ids made unique over the run). The
+// tokens/s is the run's positions over its time: every mode places the
+// same documents, so it compares the time to train the same tokens.
+// options.dp and options.cp must equal parallel.dp and .cp.
 ModeEvaluation evaluate_mode(TrainingMode mode, const std::vector<std::vector<PlanDoc>>& steps,
                              const PackOptions& options, const CostModel& cost, const DeviceModel& device,
                              const Parallel& parallel);

@@ -17,6 +17,10 @@ constexpr std::array<double, 6> kAttentionLengths = {512, 1024, 2048, 4096, 8192
 constexpr std::array<double, 6> kForwardCausal = {292, 423, 521, 579, 602, 616};
 constexpr std::array<double, 6> kForwardFull = {467, 565, 625, 638, 646, 648};
 constexpr std::array<double, 6> kBackwardFull = {316, 424, 501, 542, 559, 561};
+// FlashAttention-2 in the same figures (same GPU, head dim, tokens).
+constexpr std::array<double, 6> kForwardCausal2 = {191, 260, 298, 319, 333, 335};
+constexpr std::array<double, 6> kForwardFull2 = {309, 350, 362, 368, 370, 370};
+constexpr std::array<double, 6> kBackwardFull2 = {214, 260, 291, 310, 318, 322};
 
 // Elementwise (norm, rotary, activation, residual, dropout-free) traffic per
 // position and layer, forward + backward, in units of hidden * bytes: the 34
@@ -54,9 +58,10 @@ double attention_seconds(const ModelSpec& spec, const DeviceSpec& device, double
   if (pairs <= 0) return 0.0;
   const double flops = 4.0 * pairs * spec.heads * spec.head_dim();
   const double scale = device.peak_flops / 989.4e12;  // the tables are an H100's
-  const double full_fwd = table_tflops(kForwardFull, length);
-  const double fwd = causal ? table_tflops(kForwardCausal, length) : full_fwd;
-  const double bwd = table_tflops(kBackwardFull, length) * (fwd / full_fwd);
+  const bool fa2 = device.flash_attention == 2;
+  const double full_fwd = table_tflops(fa2 ? kForwardFull2 : kForwardFull, length);
+  const double fwd = causal ? table_tflops(fa2 ? kForwardCausal2 : kForwardCausal, length) : full_fwd;
+  const double bwd = table_tflops(fa2 ? kBackwardFull2 : kBackwardFull, length) * (fwd / full_fwd);
   return (flops / (fwd * 1e12) + 2.5 * flops / (bwd * 1e12)) / scale;
 }
 

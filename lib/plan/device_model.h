@@ -52,6 +52,9 @@ struct DeviceSpec {
   double ib_bytes_per_s = 50e9;        // between nodes (one 400 Gb/s NIC per GPU)
   uint32_t gpus_per_node = 8;
   double micro_batch_overhead_s = 0.5e-3;  // launches and synchronisation per micro-batch and stage
+  // Which FlashAttention's published H100 tables time attention: 3 (the
+  // default) or 2 (docs/device-model.md "Attention").
+  uint32_t flash_attention = 3;
 };
 
 // Everything the device model needs. `vision` is an optional vision tower

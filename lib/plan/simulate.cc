@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ostream>
 #include <random>
+#include <tuple>
 #include <time.h>
 
 #include "common/error.h"
@@ -40,7 +41,53 @@ uint32_t data_parallel(const SimulateOptions& options) {
   return static_cast<uint32_t>(options.gpus / replica);
 }
 
+// Draws text lengths from a corpus_mix: a component by its share of
+// documents (token share over mean length), then a log-normal length with
+// that mean.
+class CorpusLengths {
+ public:
+  explicit CorpusLengths(const std::vector<CorpusComponent>& mix) {
+    std::vector<double> documents;
+    for (const CorpusComponent& c : mix) {
+      documents.push_back(c.token_share / c.mean_tokens);
+      // A log-normal's mean is exp(mu + sigma^2 / 2); sigma 1.
+      lengths_.emplace_back(std::log(c.mean_tokens) - 0.5, 1.0);
+    }
+    pick_ = std::discrete_distribution<size_t>(documents.begin(), documents.end());
+  }
+  double operator()(std::mt19937_64& rng) { return lengths_[pick_(rng)](rng); }
+
+ private:
+  std::discrete_distribution<size_t> pick_;
+  std::vector<std::lognormal_distribution<double>> lengths_;
+};
+
 }  // namespace
+
+std::vector<CorpusComponent> corpus_mix(const std::string& name, const std::string& what) {
+  constexpr double kTokensPerKiB = 1024.0 / 4.0;
+  if (name == "pile") {
+    // Effective size (GiB, the weight) and mean document size (KiB).
+    const std::vector<std::tuple<const char*, double, double>> table = {
+        {"Pile-CC", 227.12, 4.33},        {"PubMed Central", 180.55, 30.55}, {"Books3", 151.44, 538.36},
+        {"OpenWebText2", 125.54, 3.85},   {"ArXiv", 112.42, 46.61},          {"Github", 95.16, 5.25},
+        {"FreeLaw", 76.73, 15.06},        {"StackExchange", 64.39, 2.16},    {"USPTO Backgrounds", 45.81, 4.08},
+        {"PubMed Abstracts", 38.53, 1.30}, {"Gutenberg (PG-19)", 27.19, 398.73}, {"OpenSubtitles", 19.47, 30.48},
+        {"Wikipedia (en)", 19.13, 1.11},  {"DM Mathematics", 15.49, 8.00},   {"Ubuntu IRC", 11.03, 545.48},
+        {"BookCorpus2", 9.45, 369.87},    {"EuroParl", 9.17, 68.87},         {"HackerNews", 7.80, 4.92},
+        {"YoutubeSubtitles", 7.47, 22.55}, {"PhilPapers", 4.76, 73.37},      {"NIH ExPorter", 3.79, 2.11},
+        {"Enron Emails", 1.76, 1.78}};
+    std::vector<CorpusComponent> mix;
+    for (const auto& [component, gib, kib] : table) mix.push_back({component, gib, kib * kTokensPerKiB});
+    return mix;
+  }
+  if (name == "llama")
+    return {{"CommonCrawl", 67.0, 4.33 * kTokensPerKiB}, {"C4", 15.0, 4.33 * kTokensPerKiB},
+            {"GitHub", 4.5, 5.25 * kTokensPerKiB},       {"Wikipedia", 4.5, 1.11 * kTokensPerKiB},
+            {"Books", 4.5, 538.36 * kTokensPerKiB},      {"ArXiv", 2.5, 46.61 * kTokensPerKiB},
+            {"StackExchange", 2.0, 2.16 * kTokensPerKiB}};
+  throw ConfigError(str(what, ": '", name, "' is not a length distribution (pareto, pile, llama)"));
+}
 
 // Lengths: short web text is log-normal (median 600 tokens, sigma 1); long
 // documents are Pareto from seq_len/4 with alpha 1.1 (a few run to many
@@ -55,6 +102,9 @@ std::vector<PlanDoc> synthetic_step(const SimulateOptions& options, const CostMo
   const double long_min = std::max(1.0, options.seq_len / 4.0);
   const double cap = 16.0 * options.seq_len;
   const uint64_t count = static_cast<uint64_t>(data_parallel(options)) * options.samples_per_gpu;
+  const bool pareto = options.lengths == "pareto";
+  CorpusLengths corpus(pareto ? std::vector<CorpusComponent>{{"web", 1.0, 600.0}}
+                              : corpus_mix(options.lengths, "--lengths"));
   std::vector<PlanDoc> docs;
   docs.reserve(count);
   for (uint64_t i = 0; i < count; ++i) {
@@ -62,13 +112,14 @@ std::vector<PlanDoc> synthetic_step(const SimulateOptions& options, const CostMo
     doc.id = checked_cast<uint32_t>(i);
     const double kind = unit(rng);
     double length;
-    if (kind < options.long_share) {
+    const double long_share = pareto ? options.long_share : 0.0;
+    if (kind < long_share) {
       length = long_min / std::pow(1.0 - unit(rng), 1.0 / 1.1);
-    } else if (kind < options.long_share + options.image_share) {
+    } else if (kind < long_share + options.image_share) {
       doc.fixed = std::min(patches(rng), options.seq_len - 1);
       length = doc.fixed + caption(rng);
     } else {
-      length = web(rng);
+      length = pareto ? web(rng) : corpus(rng);
     }
     doc.positions = static_cast<uint32_t>(std::clamp(length, 1.0, cap));
     doc.positions = std::max(doc.positions, doc.fixed);

@@ -30,6 +30,10 @@ struct SimulateOptions {
   // The synthetic mix (shares of samples; the rest is short web text).
   double long_share = 0.15;        // long documents: Pareto lengths from seq_len / 4, alpha 1.1
   double image_share = 0.2;        // image-text: 64..1024 patches and a short caption
+  // Lengths of the text documents (the samples not image-text): "pareto"
+  // (short web text and long_share long documents, above), or a published
+  // corpus mix (corpus_mix; long_share then unused).
+  std::string lengths = "pareto";
   std::vector<BalanceMethod> methods = {BalanceMethod::tokens, BalanceMethod::greedy, BalanceMethod::karmarkar_karp};
 };
 
@@ -60,6 +64,23 @@ struct SimulateReport {
   double docs_per_step = 0.0, pieces_per_step = 0.0;
   std::vector<MethodReport> methods;
 };
+
+// A corpus's documents as published: per component, the share of its tokens
+// in the mix and its mean document length in tokens. Lengths are drawn
+// log-normal (sigma 1) around each component's mean.
+struct CorpusComponent {
+  const char* name;
+  double token_share;
+  double mean_tokens;
+};
+// "pile": the Pile (Gao et al. 2021, arXiv:2101.00027, Table 1): every
+// component's effective size (weight) and mean document size, at 4 bytes a
+// token. "llama": LLaMA's pre-training mix (Touvron et al. 2023,
+// arXiv:2302.13971, Table 1, sampling proportions) with the mean document
+// size of the Pile's component of the same kind (CommonCrawl and C4: Pile-CC;
+// GitHub; Wikipedia; Books: Books3; ArXiv; StackExchange). ConfigError
+// naming `what` for another name.
+std::vector<CorpusComponent> corpus_mix(const std::string& name, const std::string& what);
 
 // The documents of step `step`: a pure function of (options, step).
 std::vector<PlanDoc> synthetic_step(const SimulateOptions& options, const CostModel& cost, uint64_t step);

@@ -1,5 +1,6 @@
 #include "plan/simulate_compare.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ostream>
 
@@ -25,8 +26,62 @@ DeviceModel compare_device_model(const CompareOptions& compare) {
   device.model = model_spec_preset(compare.model_preset, "--model");
   if (compare.vision_preset != "none") device.vision = model_spec_preset(compare.vision_preset, "--vision");
   device.device = device_spec_preset(compare.device_preset, "--device");
+  device.device.gemm_efficiency *= compare.gemm_efficiency_scale;
+  if (compare.flash_attention != 2 && compare.flash_attention != 3)
+    throw ConfigError(str("--flash-attention: ", compare.flash_attention, " has no tables; give 2 or 3"));
+  device.device.flash_attention = compare.flash_attention;
   return device;
 }
+
+namespace {
+
+// options.steps synthetic steps of `seed`, each in its arrival order.
+std::vector<std::vector<PlanDoc>> arrived_steps(SimulateOptions options, const CostModel& cost, uint64_t seed) {
+  options.seed = seed;
+  std::vector<std::vector<PlanDoc>> steps;
+  for (uint32_t s = 0; s < options.steps; ++s) {
+    const std::vector<PlanDoc> docs = synthetic_step(options, cost, s);
+    std::vector<PlanDoc> arrived;
+    for (uint32_t i : arrival_order(seed, s, static_cast<uint32_t>(docs.size()))) arrived.push_back(docs[i]);
+    steps.push_back(std::move(arrived));
+  }
+  return steps;
+}
+
+// At most 8 steps of `seed` for the held-out fit.
+std::vector<std::vector<PlanDoc>> held_out_steps(SimulateOptions options, const CostModel& cost, uint64_t seed) {
+  options.steps = std::min(options.steps, 8u);
+  return arrived_steps(options, cost, seed);
+}
+
+// The held-out fit: the sequences of `steps` placed by megatron and
+// msd_tokens in fixed rows, each alone and each with the next as one
+// micro-batch (the sequence count must vary for the fit to tell positions
+// from per-micro-batch overhead), timed on the device model.
+Calibration calibrate_on_steps(const DeviceModel& device, const Parallel& parallel, const CostModel& cost,
+                               const std::vector<std::vector<PlanDoc>>& steps, PackOptions pack) {
+  pack.varlen = false;
+  std::vector<SequenceShape> sequences;
+  for (TrainingMode mode : {TrainingMode::megatron, TrainingMode::msd_tokens}) {
+    for (const std::vector<PlanDoc>& step : steps) {
+      std::vector<PlanDoc> docs(step.size());
+      for (const PlanDoc& doc : step) docs.at(doc.id) = doc;
+      for (const BucketPlan& bucket : place_step(mode, step, pack, cost))
+        for (const MicroBatchPlan& mb : bucket.micro_batches)
+          for (SequenceShape& sequence : shape_of(mb, pack.seq_len, docs, false)) sequences.push_back(std::move(sequence));
+    }
+  }
+  std::vector<MicroBatchShape> shapes;
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    shapes.push_back({sequences[i]});
+    if (i + 1 < sequences.size()) shapes.push_back({sequences[i], sequences[i + 1]});
+  }
+  std::vector<double> seconds;
+  for (const MicroBatchShape& shape : shapes) seconds.push_back(micro_batch_seconds(device, parallel, shape));
+  return calibrate(shapes, seconds, cost, pack.cp);
+}
+
+}  // namespace
 
 CompareReport compare_modes(const SimulateOptions& options, const CompareOptions& compare) {
   // simulate()'s checks and dp, on one cheap step.
@@ -44,18 +99,6 @@ CompareReport compare_modes(const SimulateOptions& options, const CompareOptions
   const DeviceModel device = compare_device_model(compare);
   const Parallel parallel{report.dp, options.pp, options.cp, options.tp};
   report.cost = CostModel::from(options.model, options.cost_a);
-  if (compare.calibrate) {
-    report.calibration = calibrate_on_device(device, parallel, report.cost, options.seq_len);
-    report.cost = calibrated(report.cost, report.calibration);
-  }
-  const CostModel& cost = report.cost;
-  std::vector<std::vector<PlanDoc>> steps;
-  for (uint32_t s = 0; s < options.steps; ++s) {
-    const std::vector<PlanDoc> docs = synthetic_step(options, cost, s);
-    std::vector<PlanDoc> arrived;
-    for (uint32_t i : arrival_order(options.seed, s, static_cast<uint32_t>(docs.size()))) arrived.push_back(docs[i]);
-    steps.push_back(std::move(arrived));
-  }
   PackOptions pack;
   pack.seq_len = options.seq_len;
   pack.dp = report.dp;
@@ -64,6 +107,14 @@ CompareReport compare_modes(const SimulateOptions& options, const CompareOptions
   pack.cp = options.cp;
   pack.pp = options.pp;
   pack.varlen = options.varlen;
+  if (compare.calibrate) {
+    report.calibration = compare.calibration_seed == 0
+                             ? calibrate_on_device(device, parallel, report.cost, options.seq_len)
+                             : calibrate_on_steps(device, parallel, report.cost, held_out_steps(options, report.cost, compare.calibration_seed), pack);
+    report.cost = calibrated(report.cost, report.calibration);
+  }
+  const CostModel& cost = report.cost;
+  const std::vector<std::vector<PlanDoc>> steps = arrived_steps(options, cost, options.seed);
   for (TrainingMode mode : compare.modes) report.modes.push_back(evaluate_mode(mode, steps, pack, cost, device, parallel));
   return report;
 }
@@ -108,27 +159,32 @@ void print_compare(const CompareReport& report, std::ostream& out) {
   char line[512];
   std::snprintf(line, sizeof line,
                 "msd-plan simulate --compare: %u DP ranks x tp %u pp %u cp %u, seq_len %u, %u micro-batches, %u "
-                "samples per DP rank, %u steps; %s on %s (vision: %s); msd's micro-batches: %s\n",
+                "samples per DP rank, %u steps; %s on %s (vision: %s); msd's micro-batches: %s (rows: each mode's)\n",
                 report.dp, o.tp, o.pp, o.cp, o.seq_len, o.micro_batches, o.samples_per_gpu, o.steps,
                 report.compare.model_preset.c_str(), report.compare.device_preset.c_str(),
                 report.compare.vision_preset.c_str(), o.varlen ? "variable-length rows" : "fixed rows");
   out << line << cost_model_line(report) << '\n';
-  std::snprintf(line, sizeof line, "%-18s %12s %9s %9s %10s %10s %9s %9s\n", "mode", "tokens/s", "step s", "padding",
-                "DP max/mn", "mb max/mn", "bubble", "cost fit");
+  std::snprintf(line, sizeof line, "%-18s %6s %12s %6s %9s %9s %10s %10s %9s %9s\n", "mode", "rows", "tokens/s",
+                "steps", "step s", "padding", "DP max/mn", "mb max/mn", "bubble", "seq/rank");
   out << line;
   for (const ModeEvaluation& e : report.modes) {
-    std::snprintf(line, sizeof line, "%-18s %12.0f %9.4f %8.1f%% %10.3f %10.3f %8.1f%% %9.3f\n",
-                  training_mode_name(e.mode), e.tokens_per_s, e.steps ? e.seconds / e.steps : 0.0,
+    const std::string per_rank = str(e.sequences_per_rank_min, "-", e.sequences_per_rank_max);
+    std::snprintf(line, sizeof line, "%-18s %6s %12.0f %6llu %9.4f %8.1f%% %10.3f %10.3f %8.1f%% %9s\n",
+                  training_mode_name(e.mode), e.varlen ? "varlen" : "fixed", e.tokens_per_s,
+                  static_cast<unsigned long long>(e.steps), e.steps ? e.seconds / e.steps : 0.0,
                   100 * e.padding_fraction, e.dp_max_over_mean, e.microbatch_max_over_mean, 100 * e.bubble_fraction,
-                  e.cost_model_fit);
+                  per_rank.c_str());
     out << line;
   }
+  out << "(tokens/s: the same documents over each mode's time to train them; seq/rank: fewest-most sequences a DP "
+         "rank got in a step)\n";
   for (const ModeEvaluation& e : report.modes) {
     if (is_baseline(e.mode)) continue;
     out << "speedup of " << training_mode_name(e.mode) << ":";
     for (const ModeEvaluation& b : report.modes) {
       if (!is_baseline(b.mode)) continue;
-      std::snprintf(line, sizeof line, "  %.3fx over %s", speedup(report, e.mode, b.mode), training_mode_name(b.mode));
+      std::snprintf(line, sizeof line, "  %.3fx over %s%s", speedup(report, e.mode, b.mode), training_mode_name(b.mode),
+                    e.varlen == b.varlen ? "" : (e.varlen ? " (varlen over fixed rows)" : " (fixed over varlen rows)"));
       out << line;
     }
     out << '\n';
@@ -150,7 +206,11 @@ std::string compare_json(const CompareReport& report) {
     json.value("tokens_per_s", e.tokens_per_s).value("step_s", e.steps ? e.seconds / e.steps : 0.0);
     json.value("padding_fraction", e.padding_fraction).value("dp_max_over_mean", e.dp_max_over_mean);
     json.value("microbatch_max_over_mean", e.microbatch_max_over_mean).value("bubble_fraction", e.bubble_fraction);
-    json.value("cost_model_fit", e.cost_model_fit);
+    json.value("cost_model_fit", e.cost_model_fit).value("rows", e.varlen ? "varlen" : "fixed");
+    json.value("steps", e.steps);
+    json.begin_object("sequences_per_rank");
+    json.value("min", e.sequences_per_rank_min).value("max", e.sequences_per_rank_max);
+    json.end_object();
     json.end_object();
   }
   json.end_object();

@@ -18,12 +18,22 @@ struct CompareOptions {
   std::string model_preset = "llama3-8b";  // the language model (model_spec_preset)
   std::string vision_preset = "vit-l";     // the vision tower for image patches; "none": patches run as text
   std::string device_preset = "h100";      // device_spec_preset
-  std::vector<TrainingMode> modes{std::begin(kTrainingModes), std::end(kTrainingModes)};
+  std::vector<TrainingMode> modes{std::begin(kEvaluationModes), std::end(kEvaluationModes)};
   // The planner's cost model: calibrated (its a and vision_scale fitted to
   // probe micro-batches timed on the device model, plan/calibrate.h, as one
   // profiles a GPU before a run) or analytic (a = 6 * hidden, or
   // SimulateOptions::cost_a). Default: calibrated.
   bool calibrate = true;
+  // Where the calibration's micro-batches come from: 0, probe micro-batches
+  // (calibrate_on_device); otherwise the micro-batches of `steps` synthetic
+  // steps of this seed (not the judged one), placed by megatron and
+  // msd_tokens and timed on the device model: a fit held out from the steps
+  // it is judged on.
+  uint64_t calibration_seed = 0;
+  // Device sensitivity: the GEMM efficiency times this, and which
+  // FlashAttention's tables time attention (2 or 3).
+  double gemm_efficiency_scale = 1.0;
+  uint32_t flash_attention = 3;
 };
 
 struct CompareReport {

@@ -15,19 +15,28 @@ import json, sys
 report = json.loads(sys.argv[1])
 assert report["dp"] == 8 and report["pp"] == 2, report
 modes = report["modes"]
-assert sorted(modes) == sorted(["colocated_samples", "colocated_tokens", "msd_tokens", "msd_greedy", "msd_kk"]), modes
+assert sorted(modes) == sorted(["colocated_samples", "colocated_tokens", "megatron", "megatron_varlen", "msd_tokens",
+                                "msd_greedy", "msd_kk"]), modes
 keys = ["tokens_per_s", "step_s", "padding_fraction", "dp_max_over_mean", "microbatch_max_over_mean",
-        "bubble_fraction", "cost_model_fit"]
+        "bubble_fraction", "cost_model_fit", "rows", "steps", "sequences_per_rank"]
 for name, m in modes.items():
     missing = [k for k in keys if k not in m]
     assert not missing, (name, missing)
     assert m["tokens_per_s"] > 0 and m["dp_max_over_mean"] >= 1 - 1e-9, (name, m)
     assert 0 <= m["padding_fraction"] < 1 and 0 <= m["bubble_fraction"] < 1, (name, m)
+# Megatron's GPTDataset gives every DP rank the same sequence count (its
+# stream's last, partial step aside); the packed-sequence baseline computes
+# variable-length rows; the others keep fixed rows here.
+for name in ("megatron", "megatron_varlen"):
+    spr = modes[name]["sequences_per_rank"]
+    assert spr["min"] == spr["max"] >= 1, (name, spr)
+assert modes["colocated_samples"]["sequences_per_rank"]["max"] > modes["colocated_samples"]["sequences_per_rank"]["min"]
+assert [n for n, m in modes.items() if m["rows"] == "varlen"] == ["megatron_varlen"], modes
 # Megatron-style packing leaves padding only at image-text documents and the
 # last sequences; next-fit by sample count leaves more.
 assert modes["colocated_tokens"]["padding_fraction"] < modes["colocated_samples"]["padding_fraction"], modes
 for msd in ("msd_tokens", "msd_greedy", "msd_kk"):
-    for base in ("colocated_samples", "colocated_tokens"):
+    for base in ("colocated_samples", "colocated_tokens", "megatron", "megatron_varlen"):
         assert f"{msd}_over_{base}" in report["speedup"], report["speedup"]
 assert report["speedup"]["msd_greedy_over_colocated_samples"] > 1, report["speedup"]
 print("json ok")

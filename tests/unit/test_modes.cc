@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 
 #include "plan/modes.h"
@@ -172,4 +173,73 @@ TEST_CASE("mode names and aliases") {
   REQUIRE(parse_training_mode("disaggregated", "tokens") == TrainingMode::msd_tokens);
   for (TrainingMode mode : kTrainingModes) REQUIRE(parse_training_mode(training_mode_name(mode)) == mode);
   REQUIRE_THROWS_WITH(parse_training_mode("hybrid"), Catch::StartsWith("job.mode: 'hybrid'"));
+}
+
+TEST_CASE("packed-sequence packing keeps documents whole, next-fit in order") {
+  // seq_len 8: text 5, text 4, text 3, text 11 (a full row, then 3).
+  const std::vector<PackedSequence> rows = pack_whole({{0, 5, 0, 0}, {1, 4, 0, 0}, {2, 3, 0, 0}, {3, 11, 0, 0}}, 8);
+  REQUIRE(rows.size() == 4);
+  REQUIRE(rows[0].used == 5);  // doc 1 does not fit beside doc 0: a new row
+  REQUIRE(rows[1].used == 7);  // docs 1 and 2
+  REQUIRE(rows[2].used == 8);  // doc 3's first 8
+  REQUIRE(rows[3].pieces[0].begin == 8);
+  REQUIRE(rows[3].used == 3);
+  for (const PackedSequence& row : rows)
+    for (const Piece& p : row.pieces) REQUIRE((p.length == 8 || p.begin == 0 || p.doc == 3));
+}
+
+TEST_CASE("the megatron modes deal one stream over the run: equal sequences per rank, every document once") {
+  SimulateOptions sim;
+  sim.dp = 4;
+  sim.tp = 1;
+  sim.seq_len = 2048;
+  sim.samples_per_gpu = 6;
+  const CostModel cost = CostModel::from(sim.model);
+  std::vector<std::vector<PlanDoc>> steps;
+  uint64_t positions = 0;
+  uint32_t next_id = 0;
+  for (uint32_t s = 0; s < 7; ++s) {
+    steps.push_back(synthetic_step(sim, cost, s));
+    for (PlanDoc& doc : steps.back()) {
+      doc.id = next_id++;
+      positions += doc.positions;
+    }
+  }
+  PackOptions options;
+  options.seq_len = sim.seq_len;
+  options.dp = sim.dp;
+  options.micro_batches = 2;
+  for (TrainingMode mode : {TrainingMode::megatron, TrainingMode::megatron_varlen}) {
+    CAPTURE(training_mode_name(mode));
+    REQUIRE(is_stream_mode(mode));
+    REQUIRE(is_baseline(mode));
+    const auto placed = place_run(mode, steps, options, cost);
+    std::map<uint32_t, uint64_t> placed_positions;
+    uint64_t total = 0, first_step = 0;
+    for (size_t t = 0; t < placed.size(); ++t) {
+      REQUIRE(placed[t].size() == options.dp);
+      std::vector<size_t> counts;
+      for (const BucketPlan& bucket : placed[t]) {
+        size_t n = 0;
+        for (const MicroBatchPlan& mb : bucket.micro_batches) n += mb.sequences.size();
+        counts.push_back(n);
+        total += bucket.positions;
+      }
+      for (const auto& [doc, length] : coverage(placed[t], options.seq_len)) placed_positions[doc] += length;
+      const size_t step_sequences = counts[0] * options.dp;
+      if (t == 0) first_step = step_sequences;
+      if (t + 1 < placed.size()) {
+        REQUIRE(std::all_of(counts.begin(), counts.end(), [&](size_t c) { return c == counts[0]; }));
+        REQUIRE(step_sequences == first_step);
+      }
+    }
+    REQUIRE(total == positions);  // every document once, across step edges
+    REQUIRE(placed_positions.size() == next_id);
+    REQUIRE(first_step % options.dp == 0);
+  }
+  // A job cannot run them: they place a whole run.
+  REQUIRE_THROWS_WITH(parse_training_mode("megatron"), Catch::Contains("baseline of the evaluations"));
+  REQUIRE(parse_training_mode("megatron_varlen", "greedy", "--modes", true) == TrainingMode::megatron_varlen);
+  REQUIRE(stream_sequences_per_step(100, 10, 4) == 12);  // 2.5 a rank rounds to 3
+  REQUIRE(stream_sequences_per_step(10, 10, 4) == 4);    // at least one a rank
 }
