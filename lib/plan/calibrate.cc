@@ -170,6 +170,23 @@ Calibration calibrate(std::span<const MicroBatchShape> probes, std::span<const d
   return fit_cost_model(features, seconds);
 }
 
+double predicted_seconds(const Calibration& c, const CostFeatures& f) {
+  return c.overhead_seconds + c.seconds_per_unit * (c.a * f.linear + f.quadratic + c.vision_scale * f.vision);
+}
+
+HeldOutError held_out_error(const Calibration& calibration, std::span<const MicroBatchShape> shapes,
+                            std::span<const double> seconds, const CostModel& cost, uint32_t cp) {
+  if (shapes.size() != seconds.size() || shapes.empty())
+    throw ConfigError(str("held-out check: ", seconds.size(), " times for ", shapes.size(), " micro-batches"));
+  std::vector<double> errors;
+  for (size_t i = 0; i < shapes.size(); ++i)
+    errors.push_back(std::abs(predicted_seconds(calibration, cost_features(cost, shapes[i], cp)) - seconds[i]) /
+                     seconds[i]);
+  std::sort(errors.begin(), errors.end());
+  auto at = [&](double q) { return errors[static_cast<size_t>(q * static_cast<double>(errors.size() - 1) + 0.5)]; };
+  return {errors.size(), at(0.5), at(0.9)};
+}
+
 std::string probe_json(const MicroBatchShape& probe) {
   JsonWriter json;
   json.begin_object();

@@ -67,6 +67,20 @@ std::vector<MicroBatchShape> probe_micro_batches(uint32_t seq_len, uint32_t cp, 
 Calibration calibrate(std::span<const MicroBatchShape> probes, std::span<const double> seconds, const CostModel& cost,
                       uint32_t cp);
 
+// The fit's seconds for a micro-batch of these features: overhead +
+// seconds_per_unit * (a * linear + quadratic + vision_scale * vision).
+double predicted_seconds(const Calibration& calibration, const CostFeatures& features);
+
+// The fit judged on micro-batches it was not fitted on (another seed's):
+// |predicted - measured| / measured, its median and 90th percentile.
+struct HeldOutError {
+  uint64_t micro_batches = 0;
+  double median_abs_error = 0.0, p90_abs_error = 0.0;
+};
+// Throws ConfigError when the counts differ or there are none.
+HeldOutError held_out_error(const Calibration& calibration, std::span<const MicroBatchShape> shapes,
+                            std::span<const double> seconds, const CostModel& cost, uint32_t cp);
+
 // One probe as a JSON object, for timing on a trainer:
 // {"sequences":[{"segments":[...],"patches":[...],"padding":N},...]}
 // (segments in position order; patches[i]: leading image patches of segment i).

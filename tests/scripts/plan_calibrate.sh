@@ -48,6 +48,26 @@ assert abs(fit["overhead_seconds"] / 1.5e-3 - 1) < 1e-6, fit
 print("trainer times fit ok")
 PY
 
+# Fitted on a trainer's own micro-batches (--shapes) and judged on others
+# (--check-shapes): exact times predict the held-out ones exactly; held-out
+# times 10% slower are 1/1.1 - 1 off.
+grep -v '^#' "$work/times.txt" > "$work/values.txt"
+head -n 24 "$work/shapes.jsonl" > "$work/fit.jsonl"; head -n 24 "$work/values.txt" > "$work/fit.txt"
+tail -n 24 "$work/shapes.jsonl" > "$work/held.jsonl"; tail -n 24 "$work/values.txt" > "$work/held.txt"
+awk '{ printf "%.12e\n", $1 * 1.1 }' "$work/held.txt" > "$work/slow.txt"
+for times in held slow; do
+  "$plan" calibrate --config "$config" --shapes "$work/fit.jsonl" --times "$work/fit.txt" \
+    --check-shapes "$work/held.jsonl" --check-times "$work/$times.txt" --json > "$work/held-$times.json"
+done
+/usr/bin/python3 - "$work/held-held.json" "$work/held-slow.json" <<'PY'
+import json, sys
+exact, slow = (json.load(open(p)) for p in sys.argv[1:3])
+assert exact["probes"] == 24 and exact["held_out_micro_batches"] == 24, exact
+assert exact["median_abs_error"] < 1e-6 and exact["p90_abs_error"] < 1e-6, exact
+assert abs(slow["median_abs_error"] - (1 - 1 / 1.1)) < 1e-6, slow
+print("held-out check ok")
+PY
+
 expect_error() {  # expect_error PATTERN ARGS...: exit 2 and PATTERN on stderr
   local pattern=$1 status=0
   shift
@@ -62,4 +82,8 @@ expect_error "bad.txt:4: 'fast' is not a time" --probes 48 --times "$work/bad.tx
 expect_error "cannot open" --times "$work/missing.txt"
 expect_error "model.cost_vision_scale" --model.cost_vision_scale=-1
 expect_error "\-\-probes" --probes 3
+expect_error "go together" --check-shapes "$work/held.jsonl"
+expect_error "give their seconds with --times" --shapes "$work/fit.jsonl"
+echo '{"sequences":[{"segments":[1.5]}]}' > "$work/badshape.jsonl"
+expect_error "badshape.jsonl:1: a segment" --shapes "$work/badshape.jsonl" --times "$work/fit.txt"
 echo "ok"
