@@ -241,8 +241,11 @@ int sweep_main(int argc, char** argv) {
       ("pps", po::value(&pps)->default_value(pps), "pipeline-parallel sizes, comma-separated")
       ("mixes", po::value(&mixes)->default_value(mixes), "document mixes, comma-separated")
       ("tp", po::value(&options.tp)->default_value(options.tp), "tensor-parallel size")
+      ("sequences-per-rank", po::value(&options.sequences_per_rank)->default_value(options.sequences_per_rank),
+       "a step's documents per DP rank hold about this many seq_len sequences of tokens (the mix's mean length), so "
+       "Megatron's whole sequences per rank hold as many tokens a step; 0: --samples-per-gpu")
       ("samples-per-gpu", po::value(&options.samples_per_gpu)->default_value(options.samples_per_gpu),
-       "samples per DP rank and step")
+       "documents per DP rank and step, with --sequences-per-rank 0")
       ("micro-batches-per-stage", po::value(&options.micro_batches_per_stage)->default_value(options.micro_batches_per_stage),
        "micro-batches per DP rank = this x pp")
       ("steps", po::value(&options.steps)->default_value(options.steps), "steps per row and seed")

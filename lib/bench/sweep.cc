@@ -1,6 +1,7 @@
 #include "bench/sweep.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
@@ -26,6 +27,26 @@ SweepMix find_mix(const std::string& name) {
   throw ConfigError(str("--mixes: '", name, "' is not a mix (longtail_text, text_image, demo, pile, llama)"));
 }
 
+// Documents per DP rank and step for options.sequences_per_rank sequences of
+// tokens (SweepOptions), from the mix's mean positions on a pilot step.
+uint32_t samples_per_gpu(const SweepOptions& options, uint32_t seq_len, const SweepMix& mix) {
+  if (options.sequences_per_rank <= 0) return options.samples_per_gpu;
+  SimulateOptions pilot;
+  pilot.dp = 1;
+  pilot.tp = 1;
+  pilot.seq_len = seq_len;
+  pilot.samples_per_gpu = 16384;
+  pilot.seed = 999;
+  pilot.lengths = mix.lengths;
+  pilot.long_share = mix.long_share;
+  pilot.image_share = mix.image_share;
+  double positions = 0.0;
+  const std::vector<PlanDoc> docs = synthetic_step(pilot, CostModel{}, 0);
+  for (const PlanDoc& doc : docs) positions += doc.positions;
+  const double mean = positions / static_cast<double>(docs.size());
+  return static_cast<uint32_t>(std::max(1.0, std::round(options.sequences_per_rank * seq_len / mean)));
+}
+
 SimulateOptions row_options(const SweepOptions& options, uint32_t seq_len, uint32_t dp, uint32_t pp,
                             const SweepMix& mix, uint64_t seed) {
   SimulateOptions sim;
@@ -33,7 +54,7 @@ SimulateOptions row_options(const SweepOptions& options, uint32_t seq_len, uint3
   sim.tp = options.tp;
   sim.pp = pp;
   sim.seq_len = seq_len;
-  sim.samples_per_gpu = options.samples_per_gpu;
+  sim.samples_per_gpu = samples_per_gpu(options, seq_len, mix);
   sim.micro_batches = options.micro_batches_per_stage * pp;
   sim.steps = options.steps;
   sim.seed = seed;
@@ -96,6 +117,7 @@ SweepRow run_row(const SweepOptions& options, uint32_t seq_len, uint32_t dp, uin
   row.dp = dp;
   row.pp = pp;
   row.mix = mix.name;
+  row.samples_per_gpu = samples_per_gpu(options, seq_len, mix);
   for (uint64_t seed = 1; seed <= options.seeds; ++seed) {
     Calibration fit;
     const Evaluations cell =
@@ -223,11 +245,17 @@ SweepReport run_sweep(const SweepOptions& options) {
   SweepReport report;
   report.options = options;
   std::map<std::string, std::vector<double>> all, long_context;
+  const size_t total = options.seq_lens.size() * options.dps.size() * mixes.size() * options.pps.size();
+  const auto start = std::chrono::steady_clock::now();
   for (uint32_t seq_len : options.seq_lens)
     for (uint32_t dp : options.dps)
       for (const SweepMix& mix : mixes)
         for (uint32_t pp : options.pps) {
           report.rows.push_back(run_row(options, seq_len, dp, pp, mix));
+          if (options.progress)
+            std::fprintf(stderr, "msd-bench sweep: row %zu/%zu (seq_len %u, dp %u, pp %u, %s) done at %.0f s\n",
+                         report.rows.size(), total, seq_len, dp, pp, mix.name.c_str(),
+                         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
           for (const auto& [name, values] : report.rows.back().ratios) {
             all[name].insert(all[name].end(), values.begin(), values.end());
             if (seq_len >= 32768) long_context[name].insert(long_context[name].end(), values.begin(), values.end());
@@ -244,13 +272,14 @@ std::string sweep_json(const SweepReport& report) {
   JsonWriter w;
   w.begin_object();
   w.value("model", o.compare.model_preset).value("device", o.compare.device_preset);
-  w.value("tp", o.tp).value("samples_per_gpu", o.samples_per_gpu);
+  w.value("tp", o.tp).value("sequences_per_rank", o.sequences_per_rank);
   w.value("seeds", o.seeds).value("steps_per_row", o.steps).value("bootstrap_resamples", o.resamples);
   w.value("planner_cost", "analytic (headline); calibrated_*: fitted per row on another seed's steps");
   w.begin_array("rows");
   for (const SweepRow& row : report.rows) {
     w.begin_object();
     w.value("seq_len", row.seq_len).value("dp", row.dp).value("pp", row.pp).value("mix", row.mix);
+    w.value("samples_per_gpu", row.samples_per_gpu);
     w.begin_object("comparisons");
     for (const auto& [name, values] : row.ratios) {
       w.begin_object(name).value("geomean", summarize(values, 0).geomean);
@@ -336,12 +365,13 @@ void write_sweep_text(const SweepReport& report, std::ostream& out) {
   const SweepOptions& o = report.options;
   char line[256];
   out << "msd-bench sweep: tokens/s ratios on the device model (" << o.compare.model_preset << " on "
-      << o.compare.device_preset << ", tp " << o.tp << ", " << o.samples_per_gpu << " samples per DP rank), "
-      << o.seeds << " seeds x " << o.steps << " steps per row; geometric means over seeds\n"
+      << o.compare.device_preset << ", tp " << o.tp << ", steps of about " << o.sequences_per_rank
+      << " sequences of tokens per DP rank: docs/rank below), " << o.seeds << " seeds x " << o.steps
+      << " steps per row; geometric means over seeds\n"
       << "  planner cost: analytic; cal: calibrated per row on another seed's steps timed on the device model\n"
       << "  rows: meg = megatron (fixed rows), megV = megatron_varlen, grV = msd_greedy in varlen rows, col = "
          "colocated_samples (the published system's baseline)\n";
-  std::snprintf(line, sizeof line, "  %7s %4s %2s %-13s", "seq_len", "dp", "pp", "mix");
+  std::snprintf(line, sizeof line, "  %7s %4s %2s %-13s %9s", "seq_len", "dp", "pp", "mix", "docs/rank");
   out << line;
   for (const auto& [name, title] : kColumns) {
     std::snprintf(line, sizeof line, " %10s", title);
@@ -349,7 +379,8 @@ void write_sweep_text(const SweepReport& report, std::ostream& out) {
   }
   out << '\n';
   for (const SweepRow& row : report.rows) {
-    std::snprintf(line, sizeof line, "  %7u %4u %2u %-13s", row.seq_len, row.dp, row.pp, row.mix.c_str());
+    std::snprintf(line, sizeof line, "  %7u %4u %2u %-13s %9u", row.seq_len, row.dp, row.pp, row.mix.c_str(),
+                  row.samples_per_gpu);
     out << line;
     for (const auto& [name, title] : kColumns) {
       std::snprintf(line, sizeof line, " %9.3fx", summarize(row.ratios.at(name), 0).geomean);

@@ -59,17 +59,24 @@ struct SweepOptions {
   std::vector<uint32_t> pps = {1, 4};
   std::vector<std::string> mixes = {"longtail_text", "text_image", "demo", "pile", "llama"};
   uint32_t tp = 8;
-  uint32_t samples_per_gpu = 16;         // samples per DP rank and step
+  // A step's size: documents per DP rank such that a rank holds about this
+  // many seq_len sequences of tokens on average (the mix's mean length
+  // measured on a pilot step), so that Megatron's step of a whole number of
+  // sequences per rank holds as many tokens as the others' (and as many
+  // gradient all-reduces train the stream). 0: samples_per_gpu as given.
+  double sequences_per_rank = 2.0;
+  uint32_t samples_per_gpu = 16;         // documents per DP rank and step when sequences_per_rank is 0
   uint32_t micro_batches_per_stage = 2;  // micro-batches = this x pp (at least pp, for 1F1B)
   uint32_t steps = 50;                   // steps per row and seed
   uint32_t seeds = 5;                    // seeds 1..seeds per row
   uint32_t resamples = 2000;             // bootstrap resamples
   bool sensitivity = true;               // the sensitivity rows
+  bool progress = true;                  // a line on stderr per row
   CompareOptions compare;                // model and device presets
 };
 
 struct SweepRow {
-  uint32_t seq_len = 0, dp = 0, pp = 0;
+  uint32_t seq_len = 0, dp = 0, pp = 0, samples_per_gpu = 0;
   std::string mix;
   std::map<std::string, std::vector<double>> ratios;  // by comparison, one per seed
   // Of the first seed, by mode name (msd_greedy_varlen for the varlen one):

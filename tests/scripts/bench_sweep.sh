@@ -6,7 +6,7 @@
 # rows are there, the CSV has a line per row and the plot is a PNG.
 source "$(dirname "$0")/common.sh"
 timeout 240 "$MSD_BUILD/app/msd-bench" sweep --seq-lens 4096,32768 --dps 8 --pps 1,4 --mixes text_image,pile \
-  --steps 3 --seeds 2 --resamples 200 --samples-per-gpu 8 --json --csv "$WORK/rows.csv" --plot "$WORK/rows.png" \
+  --steps 3 --seeds 2 --resamples 200 --sequences-per-rank 1 --json --csv "$WORK/rows.csv" --plot "$WORK/rows.png" \
   >"$WORK/out.json"
 head -c 2000 "$WORK/out.json"; echo
 /usr/bin/python3 - "$WORK/out.json" "$WORK/rows.csv" "$WORK/rows.png" <<'PY'
@@ -14,6 +14,9 @@ import json, math, sys
 report = json.load(open(sys.argv[1]))
 rows = report["rows"]
 assert report["seeds"] == 2 and report["steps_per_row"] == 3, report
+# A step holds about one sequence of tokens per rank: more documents where they are shorter.
+spg = {(r["seq_len"], r["mix"]): r["samples_per_gpu"] for r in rows}
+assert spg[(32768, "pile")] > spg[(4096, "pile")] >= 1, spg
 assert {(r["seq_len"], r["dp"], r["pp"], r["mix"]) for r in rows} == \
     {(s, 8, p, m) for s in (4096, 32768) for p in (1, 4) for m in ("text_image", "pile")}
 shapes = {"msd_greedy_over_megatron": "fixed over fixed",
