@@ -48,8 +48,9 @@ msd_add_script_test(replay SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/replay.sh 
 set_tests_properties(replay PROPERTIES FIXTURES_REQUIRED tiny_data)
 # The Python package: pytest on the ranks of a job, and the example trainer.
 if(MSD_PYTHON)
-  # configs_and_demos: every file in configs/, tools/demo.sh and tools/train-demo.sh.
-  foreach(script python_job train_gpt configs_and_demos)
+  # configs_and_demos: every file in configs/, tools/demo.sh and tools/train-demo.sh;
+  # bench_trainer: tools/bench-trainer.sh (the real trainer bench) at a tiny size.
+  foreach(script python_job train_gpt configs_and_demos bench_trainer)
     msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 600)
     set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)
   endforeach()
