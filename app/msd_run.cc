@@ -10,14 +10,17 @@
 #include "msd/client.h"
 #include "runtime/emulator.h"
 #include "runtime/nodes.h"
+#include "runtime/startup_watchdog.h"
 
 namespace {
 
 // Set once the Job exists: errors before that were raised on every rank alike.
 bool job_started = false;
 
-int run(const msd::Invocation& inv) {
+int run(const msd::Invocation& inv, msd::StartupWatchdog& watchdog) {
+  watchdog.phase("the job's start-up (the loaders' hello, the start-up agreement, windows)");
   msd::Job job(inv.config, MPI_COMM_WORLD);
+  watchdog.disarm();  // the stall detectors bound every wait from here
   job_started = true;
   try {
     msd::TrainerStats trainer;
@@ -74,12 +77,17 @@ int main(int argc, char** argv) {
   }
   if (inv.print_layout) return print_layout(inv.config);
   msd::set_log_level(msd::parse_log_level(inv.config.output.log_level));
+  // Beyond the planner's bound on the hellos (it names the loader), and the
+  // agreement's (10 s more).
+  const uint64_t bound_s = inv.config.job.startup_timeout_s;
+  msd::StartupWatchdog watchdog("msd-run", bound_s == 0 ? 0 : bound_s + 20);
+  watchdog.phase("MPI_Init");
   MPI_Init(&argc, &argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int rc = 0;
   try {
-    rc = run(inv);
+    rc = run(inv, watchdog);
   } catch (const msd::ConfigError& e) {
     if (!job_started) {
       // Raised on every rank at start-up, before any work: exit together.

@@ -111,17 +111,23 @@ class PythonJob {
     stats.steps = steps;
     stats.compute_seconds = compute_seconds;
     stats.wall_seconds = wall_seconds;
-    std::string json = job().finish(stats).json;
-    const MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(comm_handle));
-    uint64_t bytes = json.size();
-    MPI_Request request;
-    MSD_MPI(MPI_Ibcast(&bytes, 1, MPI_UINT64_T, 0, comm, &request), "broadcasting the summary's size");
-    wait(request, "broadcasting the summary's size");
-    json.resize(bytes);
-    MSD_MPI(MPI_Ibcast(json.data(), checked_cast<int>(bytes), MPI_CHAR, 0, comm, &request),
-            "broadcasting the summary");
-    wait(request, "broadcasting the summary");
-    return json;
+    // As in serve() and next(): a failure here ends the job at once, whether
+    // or not Python runs under `-m mpi4py`.
+    try {
+      std::string json = job().finish(stats).json;
+      const MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(comm_handle));
+      uint64_t bytes = json.size();
+      MPI_Request request;
+      MSD_MPI(MPI_Ibcast(&bytes, 1, MPI_UINT64_T, 0, comm, &request), "broadcasting the summary's size");
+      wait(request, "broadcasting the summary's size");
+      json.resize(bytes);
+      MSD_MPI(MPI_Ibcast(json.data(), checked_cast<int>(bytes), MPI_CHAR, 0, comm, &request),
+              "broadcasting the summary");
+      wait(request, "broadcasting the summary");
+      return json;
+    } catch (const std::exception& e) {
+      abort_job(e);
+    }
   }
 
   // Collective over the world (frees windows and communicators): every rank

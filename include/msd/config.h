@@ -87,6 +87,10 @@ struct JobConfig {
   // that waits this long plus 10 s for its next plan ends it naming the
   // planner. Must exceed the trainer's longest step; 0: never.
   uint64_t stall_timeout_s = 600;
+  // Every wait from process start to the first step (MPI_Init, the loaders'
+  // hello, the start-up agreement) is bounded by this: a rank that has not
+  // arrived ends the job naming it. 0: never.
+  uint64_t startup_timeout_s = 300;
 };
 
 struct TokenizerConfig {

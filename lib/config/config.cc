@@ -303,6 +303,11 @@ std::vector<OptionSpec> job_options() {
             "ends it naming the planner; must exceed (job.prefetch_steps + 1) of the trainer's longest steps plus its "
             "longest pause (evaluation, saving); at most a week; 0: never",
             [](auto& c) -> auto& { return c.job.stall_timeout_s; }),
+      count("job.startup_timeout_s", "S",
+            "every wait from process start to the first step (MPI_Init, the loaders' hello with their sources "
+            "opened, the start-up agreement) ends the job after this long naming the rank that did not arrive; "
+            "at most a week; 0: never",
+            [](auto& c) -> auto& { return c.job.startup_timeout_s; }),
   };
 }
 
@@ -504,8 +509,9 @@ std::vector<OptionSpec> fault_options() {
        },
        [](const Config& c) { return str(c.fault.rank); }},
       text("fault.kind", "K",
-           "hang | stall | checkpoint_stall | fail | crash: stop serving, pause for stall_ms (now, or just after "
-           "answering the next loader checkpoint request), fail every read, or throw (ends the job)",
+           "hang | stall | checkpoint_stall | startup_stall | fail | crash: stop serving, pause for stall_ms (now, "
+           "just after answering the next loader checkpoint request, or before opening the sources at start-up), "
+           "fail every read, or throw (ends the job)",
            [](auto& c) -> auto& { return c.fault.kind; }),
       count("fault.step", "N", "the step the fault starts at", [](auto& c) -> auto& { return c.fault.step; }),
       count("fault.stall_ms", "MS", "how long a stall lasts", [](auto& c) -> auto& { return c.fault.stall_ms; }),
@@ -856,6 +862,7 @@ void validate_limits(const Config& config) {
   require_at_least(config.loader.window_mb, uint64_t{1}, "loader.window_mb");
   constexpr uint64_t kWeekS = 7 * 24 * 3600, kWeekMs = kWeekS * 1000;
   require_at_most(config.job.stall_timeout_s, kWeekS, "job.stall_timeout_s", "a week");
+  require_at_most(config.job.startup_timeout_s, kWeekS, "job.startup_timeout_s", "a week");
   require_at_most(config.loader.deadline_ms, kWeekMs, "loader.deadline_ms", "a week");
   require_at_most(config.fault.stall_ms, kWeekMs, "fault.stall_ms", "a week");
   require_at_most(config.loader.window_mb, uint64_t{1} << 20, "loader.window_mb", "1 TiB");
@@ -903,7 +910,7 @@ void validate_fault(const Config& config) {
   const auto& topo = config.topology;
   const auto& job = config.job;
   const auto& fault = config.fault;
-  require_one_of(fault.kind, {"hang", "stall", "checkpoint_stall", "fail", "crash"}, "fault.kind");
+  require_one_of(fault.kind, {"hang", "stall", "checkpoint_stall", "startup_stall", "fail", "crash"}, "fault.kind");
   require(fault.rank < config.world_size(),
           str("fault.rank: ", fault.rank, " is not a rank of this job (", config.world_size(), " ranks)"));
   require(fault.rank < 0 || (fault.kind == "crash" && !trainers_load(job.mode)),

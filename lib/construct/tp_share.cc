@@ -194,7 +194,7 @@ void TpShare::allocate(uint64_t buffer_bytes) {
 }
 
 void TpShare::free_window() noexcept {
-  if (win_ == MPI_WIN_NULL) return;
+  if (win_ == MPI_WIN_NULL || unwinding()) return;
   MPI_Win_unlock_all(win_);
   MPI_Win_free(&win_);
   win_ = MPI_WIN_NULL;

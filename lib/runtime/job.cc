@@ -73,6 +73,7 @@ class JobImpl {
   JobImpl(const Config& config, MPI_Comm world);
   void start_stream();
   std::unique_ptr<PlannerRole> make_planner(const std::vector<HelloMessage>& hellos);
+  std::vector<HelloMessage> receive_hellos();
 
   // What one rank learned while opening its role, before the job agrees on it.
   struct StartUp {
@@ -298,9 +299,7 @@ JobImpl::StartUp JobImpl::start_loader() {
 // and, when all opened, builds its planning state.
 JobImpl::StartUp JobImpl::start_planner() {
   StartUp mine;
-  std::vector<HelloMessage> hellos;
-  for (int i = 0; i < ctx.layout.loader_ranks(); ++i)
-    hellos.push_back(decode_hello(receive(ctx.to_planner.get(), MPI_ANY_SOURCE, kTagHello, "waiting for loader hellos").bytes));
+  const std::vector<HelloMessage> hellos = receive_hellos();
   std::set<std::string> errors;
   for (const auto& hello : hellos)
     if (!hello.error.empty()) errors.insert(hello.error);
@@ -317,6 +316,35 @@ JobImpl::StartUp JobImpl::start_planner() {
   return mine;
 }
 
+// Every loader's hello, within job.startup_timeout_s: a loader stuck opening
+// its sources (or stopped) ends the job naming it.
+std::vector<HelloMessage> JobImpl::receive_hellos() {
+  const uint64_t timeout_ms = ctx.config.job.startup_timeout_s * 1000;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::vector<HelloMessage> hellos;
+  std::set<int> heard;
+  while (static_cast<int>(hellos.size()) < ctx.layout.loader_ranks()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto message = timeout_ms == 0 ? std::optional(receive(ctx.to_planner.get(), MPI_ANY_SOURCE, kTagHello,
+                                                           "waiting for loader hellos"))
+                                   : receive_for(ctx.to_planner.get(), MPI_ANY_SOURCE, kTagHello,
+                                                 static_cast<uint64_t>(std::max<int64_t>(left.count(), 1)),
+                                                 "waiting for loader hellos");
+    if (!message) {
+      std::string missing;
+      for (int i = 0; i < ctx.layout.loader_ranks(); ++i) {
+        const int world = ctx.layout.loader_rank(i);
+        if (!heard.count(world)) missing += (missing.empty() ? "" : ", ") + std::to_string(world);
+      }
+      throw Error(str("start-up: loader world rank(s) ", missing, " sent no hello within job.startup_timeout_s = ",
+                      ctx.config.job.startup_timeout_s, " s (stuck opening their sources, or stopped)"));
+    }
+    heard.insert(ctx.to_planner_world.at(static_cast<size_t>(message->source)));
+    hellos.push_back(decode_hello(message->bytes));
+  }
+  return hellos;
+}
+
 // One reduction tells every rank whether start-up worked, the vocabulary size
 // (for the image token) and the step the run starts at; then the clients start.
 void JobImpl::agree_and_start(const StartUp& mine) {
@@ -324,7 +352,12 @@ void JobImpl::agree_and_start(const StartUp& mine) {
   int64_t global[3] = {0, 0, 0};
   MPI_Request request;
   MSD_MPI(MPI_Iallreduce(local, global, 3, MPI_INT64_T, MPI_MAX, ctx.world.get(), &request), "agreeing on start-up");
-  wait(request, "agreeing on start-up");
+  // 10 s beyond the planner's bound on the hellos, so that its line, which
+  // names the loader, comes first.
+  const uint64_t bound_s = ctx.config.job.startup_timeout_s;
+  if (!wait_for(request, bound_s == 0 ? 0 : (bound_s + 10) * 1000, "agreeing on start-up"))
+    throw Error(str("start-up: world rank ", ctx.rank, " (", role_name(role), ") waited job.startup_timeout_s + 10 = ",
+                    bound_s + 10, " s for the start-up agreement: another rank did not arrive"));
   if (global[0] != 0) {
     // Rank 0 (the planner, or the first colocated client) has the message.
     throw ConfigError(ctx.rank == 0 ? mine.error : std::string("start-up failed on another rank"));

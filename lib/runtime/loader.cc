@@ -51,6 +51,12 @@ LoaderRole::LoaderRole(JobContext& job) : job_(job) {
         if (job.config.sources[s].name == name) snapshot_source_[s] = true;
   }
   open_bytes_.assign(job.config.sources.size(), 0);
+  const FaultConfig& fault = job.config.fault;
+  if (fault.kind == "startup_stall" && fault.loader == index) {
+    // As a file system that hangs on open would hold it: the hello waits.
+    log_warn("fault injected: startup_stall for ", fault.stall_ms, " ms before opening the sources");
+    std::this_thread::sleep_for(std::chrono::milliseconds(fault.stall_ms));
+  }
   try {
     for (uint32_t s : mine) hello_.sources.push_back(open(s));
     transform_ = std::make_unique<SampleTransform>(tokenizer_.get(),

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <exception>
 #include <thread>
 
 namespace msd {
@@ -42,6 +43,24 @@ void wait(MPI_Request& request, std::string_view hint, MPI_Status* status) {
     backoff.idle();
   }
 }
+
+bool wait_for(MPI_Request& request, uint64_t timeout_ms, std::string_view hint) {
+  if (timeout_ms == 0) {
+    wait(request, hint);
+    return true;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  Backoff backoff;
+  for (;;) {
+    int done = 0;
+    MSD_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE), hint);
+    if (done) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    backoff.idle();
+  }
+}
+
+bool unwinding() { return std::uncaught_exceptions() > 0; }
 
 Comm::Comm(MPI_Comm comm) : comm_(comm) {
   if (comm_ != MPI_COMM_NULL) MSD_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "setting the error handler");
@@ -267,7 +286,7 @@ bool Window::allocate_shared(MPI_Comm comm, uint64_t bytes) {
 }
 
 void Window::reset() noexcept {
-  if (win_ != MPI_WIN_NULL) {
+  if (win_ != MPI_WIN_NULL && !unwinding()) {
     MPI_Win_unlock_all(win_);
     MPI_Win_free(&win_);
   }

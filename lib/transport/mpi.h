@@ -36,6 +36,13 @@ class Backoff {
 
 // Waits for a request without burning a core.
 void wait(MPI_Request& request, std::string_view hint, MPI_Status* status = nullptr);
+// The same for at most `timeout_ms` (0: no bound); false when it did not complete.
+bool wait_for(MPI_Request& request, uint64_t timeout_ms, std::string_view hint);
+
+// Whether an exception is unwinding the stack: destructors then skip
+// collective frees (MPI_Win_free), which a failed peer would never join, so
+// that the exception reaches abort_job with its cause.
+bool unwinding();
 
 // An owned communicator (MPI_Comm_free on destruction); never owns
 // MPI_COMM_WORLD itself (the constructor from world duplicates it).

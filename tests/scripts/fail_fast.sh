@@ -35,6 +35,12 @@ expect_abort crash_planner "injected crash \(fault.kind = crash\) at step 3" --f
 grep -q '^\[loader 0\]' "$WORK/crash_loader.line" || { echo "FAIL: the loader's line does not name its role"; exit 1; }
 grep -q '^\[client 1\]' "$WORK/crash_client.line" || { echo "FAIL: the client's line does not name its role"; exit 1; }
 grep -q '^\[planner\]' "$WORK/crash_planner.line" || { echo "FAIL: the planner's line does not name its role"; exit 1; }
+# Start-up: a loader that does not send its hello (stuck before opening its
+# sources, as on a file system that hangs: fault.kind = startup_stall) is
+# named by the planner's bound on the hellos; the job ends with status 3.
+expect_abort startup_stall \
+  "start-up: loader world rank\(s\) 2 sent no hello within job.startup_timeout_s = 3 s" \
+  --job.startup_timeout_s=3 --fault.loader=1 --fault.kind=startup_stall --fault.stall_ms=60000
 write_bad_source_config "$WORK/bad.ini"
 STATUS=4 CONFIG="$WORK/bad.ini" expect_abort bad_source "source 'web': none of its 12 samples can be loaded"
-echo "fail_fast: no shadow left and crashes on loader, client and planner each ended the job with status 3; a source with no good sample with status 4"
+echo "fail_fast: no shadow left, crashes on loader, client and planner and a loader stuck at start-up each ended the job with status 3; a source with no good sample with status 4"

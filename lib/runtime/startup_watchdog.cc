@@ -1,0 +1,53 @@
+#include "runtime/startup_watchdog.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include "msd/client.h"
+
+namespace msd {
+
+int launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID", "PMI_RANK"})
+    if (const char* value = std::getenv(name)) return std::atoi(value);
+  return -1;
+}
+
+StartupWatchdog::StartupWatchdog(std::string program, uint64_t seconds) : program_(std::move(program)) {
+  if (seconds == 0) {
+    armed_ = false;
+    return;
+  }
+  thread_ = std::thread([this, seconds] { watch(seconds); });
+}
+
+StartupWatchdog::~StartupWatchdog() {
+  disarm();
+  if (thread_.joinable()) thread_.join();
+}
+
+void StartupWatchdog::phase(std::string what) {
+  std::lock_guard lock(mutex_);
+  phase_ = std::move(what);
+}
+
+void StartupWatchdog::disarm() {
+  {
+    std::lock_guard lock(mutex_);
+    armed_ = false;
+  }
+  wake_.notify_all();
+}
+
+void StartupWatchdog::watch(uint64_t seconds) {
+  std::unique_lock lock(mutex_);
+  if (wake_.wait_for(lock, std::chrono::seconds(seconds), [this] { return !armed_; })) return;
+  std::fprintf(stderr, "%s: fatal on world rank %d: start-up did not finish within %llu s (waiting in %s); ending "
+               "this process (exit status %d)\n", program_.c_str(), launcher_rank(),
+               static_cast<unsigned long long>(seconds), phase_.c_str(), kExitAborted);
+  std::fflush(stderr);
+  std::_Exit(kExitAborted);
+}
+
+}  // namespace msd
