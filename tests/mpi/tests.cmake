@@ -29,7 +29,8 @@ msd_add_script_test(bench_fanout SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/benc
 msd_add_script_test(bench_scaling SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_scaling.sh TIMEOUT 300)
 
 foreach(script determinism layout megatron_paths world_size config_errors bench_throughput shadow resume resume_step
-        bad_input window_backpressure stuck_loader checkpoint_join stuck_peer fail_fast soak metrics scaling_partition scaling)
+        bad_input window_backpressure stuck_loader checkpoint_join stuck_peer fail_fast startup_watchdog soak metrics
+        scaling_partition scaling)
   msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 300)
   set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)
 endforeach()
