@@ -17,7 +17,7 @@ namespace {
 // Set once the Job exists: errors before that were raised on every rank alike.
 bool job_started = false;
 
-int run(const msd::Invocation& inv, msd::StartupWatchdog& watchdog) {
+int run(const msd::Invocation& inv, msd::Watchdog& watchdog) {
   watchdog.phase("the job's start-up (the loaders' hello, the start-up agreement, windows)");
   msd::Job job(inv.config, MPI_COMM_WORLD);
   watchdog.disarm();  // the stall detectors bound every wait from here
@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
   // Beyond the planner's bound on the hellos (it names the loader), and the
   // agreement's (10 s more).
   const uint64_t bound_s = inv.config.job.startup_timeout_s;
-  msd::StartupWatchdog watchdog("msd-run", bound_s == 0 ? 0 : bound_s + 20);
+  msd::Watchdog watchdog("msd-run", "start-up", bound_s == 0 ? 0 : bound_s + 20);
   watchdog.phase("MPI_Init");
   MPI_Init(&argc, &argv);
   int rank = 0;

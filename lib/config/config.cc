@@ -509,9 +509,9 @@ std::vector<OptionSpec> fault_options() {
        },
        [](const Config& c) { return str(c.fault.rank); }},
       text("fault.kind", "K",
-           "hang | stall | checkpoint_stall | startup_stall | fail | crash: stop serving, pause for stall_ms (now, "
-           "just after answering the next loader checkpoint request, or before opening the sources at start-up), "
-           "fail every read, or throw (ends the job)",
+           "hang | stall | checkpoint_stall | startup_stall | finish_stall | fail | crash: stop serving, pause for "
+           "stall_ms (now, just after answering the next loader checkpoint request, before opening the sources at "
+           "start-up, or, on fault.rank, at the end of the job), fail every read, or throw (ends the job)",
            [](auto& c) -> auto& { return c.fault.kind; }),
       count("fault.step", "N", "the step the fault starts at", [](auto& c) -> auto& { return c.fault.step; }),
       count("fault.stall_ms", "MS", "how long a stall lasts", [](auto& c) -> auto& { return c.fault.stall_ms; }),
@@ -910,11 +910,12 @@ void validate_fault(const Config& config) {
   const auto& topo = config.topology;
   const auto& job = config.job;
   const auto& fault = config.fault;
-  require_one_of(fault.kind, {"hang", "stall", "checkpoint_stall", "startup_stall", "fail", "crash"}, "fault.kind");
+  require_one_of(fault.kind, {"hang", "stall", "checkpoint_stall", "startup_stall", "finish_stall", "fail", "crash"},
+                 "fault.kind");
   require(fault.rank < config.world_size(),
           str("fault.rank: ", fault.rank, " is not a rank of this job (", config.world_size(), " ranks)"));
-  require(fault.rank < 0 || (fault.kind == "crash" && !trainers_load(job.mode)),
-          "fault.rank: only fault.kind = crash names a rank, and only in a mode with loader ranks");
+  require(fault.rank < 0 || ((fault.kind == "crash" || fault.kind == "finish_stall") && !trainers_load(job.mode)),
+          "fault.rank: only fault.kind = crash or finish_stall names a rank, and only in a mode with loader ranks");
   require(fault.loader < topo.loaders,
           str("fault.loader: ", fault.loader, " is not a loader index (topology.loaders = ", topo.loaders, ")"));
 }

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "common/files.h"
 #include "common/log.h"
@@ -20,6 +21,7 @@
 #include "runtime/nodes.h"
 #include "runtime/planner.h"
 #include "runtime/resume_step.h"
+#include "runtime/startup_watchdog.h"
 #include "runtime/summary.h"
 
 namespace msd {
@@ -444,6 +446,41 @@ void Job::serve() {
 }
 
 namespace {
+// Before the end's collectives: every live rank reports to the planner, which
+// waits job.stall_timeout_s for them and ends the job naming the ones that
+// did not come (stopped or stuck after their last step), instead of every
+// rank waiting forever in the collectives below.
+void check_arrivals(JobImpl& job, const std::vector<int>& gone) {
+  const int planner = job.ctx.layout.planner_rank();
+  MPI_Comm world = job.ctx.world.get();
+  if (job.role != Role::planner) {
+    MPI_Request request;
+    MSD_MPI(MPI_Isend(nullptr, 0, MPI_BYTE, planner, kTagArrived, world, &request), "reporting at the end of the job");
+    wait(request, "reporting at the end of the job");
+    return;
+  }
+  const uint64_t bound_ms = job.ctx.config.job.stall_timeout_s * 1000;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(bound_ms);
+  std::set<int> missing;
+  for (int rank = 0; rank < job.ctx.layout.world_size(); ++rank)
+    if (rank != planner && std::find(gone.begin(), gone.end(), rank) == gone.end()) missing.insert(rank);
+  while (!missing.empty()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto message = bound_ms == 0 ? std::optional(receive(world, MPI_ANY_SOURCE, kTagArrived, "waiting for the ranks at the end"))
+                                 : receive_for(world, MPI_ANY_SOURCE, kTagArrived,
+                                               static_cast<uint64_t>(std::max<int64_t>(left.count(), 1)),
+                                               "waiting for the ranks at the end");
+    if (!message) {
+      std::string names;
+      for (int rank : missing)
+        names += str(names.empty() ? "" : ", ", rank, " (", role_name(job.ctx.layout.role(rank)), ")");
+      throw Error(str("world rank(s) ", names, " did not reach the end of the job within job.stall_timeout_s = ",
+                      job.ctx.config.job.stall_timeout_s, " s of the last step"));
+    }
+    missing.erase(message->source);
+  }
+}
+
 // The ranks alive at the end and their communicator: the planner decided who
 // is left out (PlannerRole::stop_loaders) and told every other live rank.
 void join_live_ranks(JobImpl& job) {
@@ -455,6 +492,7 @@ void join_live_ranks(JobImpl& job) {
     if (!finish) throw Error("the planner (world rank 0) sent no end of job within 60 s");
     gone = decode_ranks(finish->bytes).ranks;
   }
+  check_arrivals(job, gone);
   for (int rank = 0; rank < job.ctx.layout.world_size(); ++rank)
     if (std::find(gone.begin(), gone.end(), rank) == gone.end()) job.ctx.live_ranks.push_back(rank);
   job.ctx.live = Comm::create_group(job.ctx.world.get(), job.ctx.live_ranks, kTagFinish, "joining the live ranks");
@@ -473,6 +511,15 @@ int Job::shutdown() {
 Summary Job::finish(const TrainerStats& trainer) {
   if (!impl_->started) throw Error("Job::finish() called before Job::start()");
   JobImpl& job = *impl_;
+  const FaultConfig& fault = job.ctx.config.fault;
+  if (fault.kind == "finish_stall" && fault.rank == job.ctx.rank) {
+    log_warn("fault injected: finish_stall for ", fault.stall_ms, " ms at the end of the job");
+    std::this_thread::sleep_for(std::chrono::milliseconds(fault.stall_ms));
+  }
+  // What a stall after check_arrivals would hold (the collectives of the
+  // summary, the end's checkpoint writes) ends the process after this.
+  const uint64_t bound_s = job.ctx.config.job.stall_timeout_s;
+  Watchdog watchdog("msd", "the end of the job", bound_s == 0 ? 0 : bound_s + 20);
   join_live_ranks(job);
   SummaryInput input;
   if (job.role == Role::client) {

@@ -445,7 +445,8 @@ uint64_t PlannerRole::send_plans(uint64_t step, const std::vector<BucketPlan>& b
 // planner itself throws (crash on rank 0); a client crashes on its own.
 void PlannerRole::inject_fault(uint64_t step) {
   const FaultConfig& fault = job_.config.fault;
-  if (step != fault.step || fault.kind == "startup_stall") return;  // startup_stall: the loader's own, at start-up
+  // startup_stall and finish_stall are the rank's own, at start-up and at the end.
+  if (step != fault.step || fault.kind == "startup_stall" || fault.kind == "finish_stall") return;
   const int rank = fault.rank >= 0 ? fault.rank : fault.loader >= 0 ? job_.layout.loader_rank(fault.loader) : -1;
   if (rank < 0) return;
   if (rank == job_.rank) throw Error(str("injected crash (fault.kind = crash) at step ", step));

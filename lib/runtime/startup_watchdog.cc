@@ -14,7 +14,8 @@ int launcher_rank() {
   return -1;
 }
 
-StartupWatchdog::StartupWatchdog(std::string program, uint64_t seconds) : program_(std::move(program)) {
+Watchdog::Watchdog(std::string program, std::string stretch, uint64_t seconds)
+    : program_(std::move(program)), stretch_(std::move(stretch)), phase_(stretch_) {
   if (seconds == 0) {
     armed_ = false;
     return;
@@ -22,17 +23,17 @@ StartupWatchdog::StartupWatchdog(std::string program, uint64_t seconds) : progra
   thread_ = std::thread([this, seconds] { watch(seconds); });
 }
 
-StartupWatchdog::~StartupWatchdog() {
+Watchdog::~Watchdog() {
   disarm();
   if (thread_.joinable()) thread_.join();
 }
 
-void StartupWatchdog::phase(std::string what) {
+void Watchdog::phase(std::string what) {
   std::lock_guard lock(mutex_);
   phase_ = std::move(what);
 }
 
-void StartupWatchdog::disarm() {
+void Watchdog::disarm() {
   {
     std::lock_guard lock(mutex_);
     armed_ = false;
@@ -40,11 +41,11 @@ void StartupWatchdog::disarm() {
   wake_.notify_all();
 }
 
-void StartupWatchdog::watch(uint64_t seconds) {
+void Watchdog::watch(uint64_t seconds) {
   std::unique_lock lock(mutex_);
   if (wake_.wait_for(lock, std::chrono::seconds(seconds), [this] { return !armed_; })) return;
-  std::fprintf(stderr, "%s: fatal on world rank %d: start-up did not finish within %llu s (waiting in %s); ending "
-               "this process (exit status %d)\n", program_.c_str(), launcher_rank(),
+  std::fprintf(stderr, "%s: fatal on world rank %d: %s did not finish within %llu s (waiting in %s); ending "
+               "this process (exit status %d)\n", program_.c_str(), launcher_rank(), stretch_.c_str(),
                static_cast<unsigned long long>(seconds), phase_.c_str(), kExitAborted);
   std::fflush(stderr);
   std::_Exit(kExitAborted);

@@ -1,10 +1,12 @@
-// The start-up watchdog: a thread armed before MPI_Init that ends the
-// process, with one line naming its rank and the phase it was waiting in,
-// when the job has not finished starting within a bound. MPI_Init itself and
-// the waits inside the Job's construction cannot be bounded from inside: a
-// rank stopped in MPI_Init holds every other rank there. The planner's own
-// bound on the loaders' hello (job.startup_timeout_s) names the loader that
-// did not arrive; this one, set longer, catches what nothing else can.
+// A watchdog: a thread that ends the process, with one line naming its rank
+// and the phase it was waiting in, when a stretch of the job (start-up, the
+// end of the job) has not finished within a bound. Waits inside MPI cannot
+// be bounded from inside: a rank stopped in MPI_Init holds every other rank
+// there, a rank stopped before a collective holds the others in it. The
+// planner's own bounds (the loaders' hello, the ranks' arrival at the end)
+// name the rank that did not come; this one, set longer, catches what
+// nothing else can. msd-run arms one before MPI_Init; Job::finish one for
+// the end of the job.
 #pragma once
 
 #include <condition_variable>
@@ -15,13 +17,14 @@
 
 namespace msd {
 
-class StartupWatchdog {
+class Watchdog {
  public:
-  // seconds == 0: never fires. `program` prefixes the line.
-  StartupWatchdog(std::string program, uint64_t seconds);
-  ~StartupWatchdog();  // disarms
-  StartupWatchdog(const StartupWatchdog&) = delete;
-  StartupWatchdog& operator=(const StartupWatchdog&) = delete;
+  // seconds == 0: never fires. `program` prefixes the line, `stretch`
+  // names what did not finish ("start-up").
+  Watchdog(std::string program, std::string stretch, uint64_t seconds);
+  ~Watchdog();  // disarms
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
 
   // What the process waits in now (e.g. "MPI_Init"), named if it fires.
   void phase(std::string what);
@@ -30,10 +33,10 @@ class StartupWatchdog {
  private:
   void watch(uint64_t seconds);
 
-  std::string program_;
+  std::string program_, stretch_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::string phase_ = "start-up";
+  std::string phase_;
   bool armed_ = true;
   std::thread thread_;
 };

@@ -35,6 +35,7 @@ enum Tag : int {
   kTagFinish = 11,     // planner -> live loaders and clients: ranks left out of the summary (ranks)
   kTagProfile = 13,    // loader -> planner: its sources' profiles (moving averages), at most once a second
   kTagReassign = 14,   // planner -> loader: close these sources, open those; loader -> planner: what it opened (hello body)
+  kTagArrived = 15,    // live loader or client -> planner (on the world): here for the end of the job (empty)
 };
 
 class WireWriter {

@@ -41,6 +41,11 @@ grep -q '^\[planner\]' "$WORK/crash_planner.line" || { echo "FAIL: the planner's
 expect_abort startup_stall \
   "start-up: loader world rank\(s\) 2 sent no hello within job.startup_timeout_s = 3 s" \
   --job.startup_timeout_s=3 --fault.loader=1 --fault.kind=startup_stall --fault.stall_ms=60000
+# The end of the job: a client stopped after its last step (fault.kind =
+# finish_stall) is named by the planner, which waits job.stall_timeout_s for
+# every live rank before the end's collectives.
+expect_abort finish_stall "world rank\(s\) 4 \(client\) did not reach the end of the job within job.stall_timeout_s = 2 s" \
+  --job.stall_timeout_s=2 --fault.kind=finish_stall --fault.rank=4 --fault.stall_ms=60000
 write_bad_source_config "$WORK/bad.ini"
 STATUS=4 CONFIG="$WORK/bad.ini" expect_abort bad_source "source 'web': none of its 12 samples can be loaded"
 echo "fail_fast: no shadow left, crashes on loader, client and planner and a loader stuck at start-up each ended the job with status 3; a source with no good sample with status 4"
