@@ -48,6 +48,7 @@ class PythonJob {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized) (void)job_.release();
+    (void)kept_.release();  // see close()
   }
 
   Job& job() const {
@@ -115,7 +116,9 @@ class PythonJob {
     // or not Python runs under `-m mpi4py`.
     try {
       std::string json = job().finish(stats).json;
-      const MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(comm_handle));
+      // Over the live ranks: a loader a shadow took over may never join.
+      const MPI_Comm live = job().live_comm();
+      const MPI_Comm comm = live != MPI_COMM_NULL ? live : MPI_Comm_f2c(static_cast<MPI_Fint>(comm_handle));
       uint64_t bytes = json.size();
       MPI_Request request;
       MSD_MPI(MPI_Ibcast(&bytes, 1, MPI_UINT64_T, 0, comm, &request), "broadcasting the summary's size");
@@ -132,15 +135,38 @@ class PythonJob {
 
   // Collective over the world (frees windows and communicators): every rank
   // closes at the same point of the program, not whenever Python collects.
-  void close() {
+  // When a loader did not confirm the stop (a shadow took it over), the
+  // windows cannot be freed (it would never join): the Job is kept, and
+  // end_after_takeover() ends the job as msd-run does. Returns whether that
+  // is needed.
+  bool close() {
     batch_ = nullptr;
     py::gil_scoped_release release;
+    if (job_ && job_->started() && job_->loaders_gone()) {
+      kept_ = std::move(job_);
+      return true;
+    }
     job_.reset();
+    return false;
+  }
+
+  // At interpreter exit (job.py registers it): once every live rank is here,
+  // the planner ends the job with MPI_Abort and status 0 (Job::shutdown),
+  // which also ends the loader that never stopped; MPI_Finalize would wait
+  // for it forever.
+  void end_after_takeover() {
+    if (!kept_) return;
+    py::gil_scoped_release release;
+    MPI_Request request;
+    MSD_MPI(MPI_Ibarrier(kept_->live_comm(), &request), "waiting for the live ranks at exit");
+    wait(request, "waiting for the live ranks at exit");
+    kept_->shutdown();  // the planner does not return; the others wait in MPI_Finalize for its abort
   }
 
  private:
   Config config_;
   std::unique_ptr<Job> job_;
+  std::unique_ptr<Job> kept_;  // closed after a takeover: never destroyed (end_after_takeover)
   const Batch* batch_ = nullptr;
 };
 
@@ -266,6 +292,7 @@ PYBIND11_MODULE(_msd, m) {
       .def("field", &msd::field)
       .def("address", &msd::address_of)
       .def("finish", &PythonJob::finish)
+      .def("end_after_takeover", &PythonJob::end_after_takeover)
       .def("close", &PythonJob::close);
   m.def("digest", &msd::digest_of, py::arg("step"), py::arg("micro_batches"));
 }

@@ -167,6 +167,11 @@ class Job {
   // forever, so rank 0 ends the job with MPI_Abort(kExitOk) instead of
   // returning: mpirun then kills every rank, the stopped one included.
   int shutdown();
+  // After finish(): whether some loader did not confirm the stop (the job can
+  // then end only by shutdown()'s MPI_Abort, never by freeing its windows),
+  // and the live ranks' communicator (MPI_COMM_NULL in the colocated modes).
+  bool loaders_gone() const;
+  MPI_Comm live_comm() const;
 
  private:
   std::unique_ptr<JobImpl> impl_;

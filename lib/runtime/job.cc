@@ -499,6 +499,13 @@ void join_live_ranks(JobImpl& job) {
 }
 }  // namespace
 
+bool Job::loaders_gone() const {
+  const auto& live = impl_->ctx.live_ranks;
+  return !live.empty() && static_cast<int>(live.size()) < impl_->ctx.layout.world_size();
+}
+
+MPI_Comm Job::live_comm() const { return impl_->ctx.live.get(); }
+
 int Job::shutdown() {
   if (impl_->role == Role::planner && !impl_->report.gone.empty()) {
     log_warn("every step was delivered and the summary written; ", impl_->report.gone.size(),

@@ -1,5 +1,6 @@
 """msd.Job: msd's data path for a PyTorch training script (docs/python.md)."""
 
+import atexit
 import json
 import os
 import time
@@ -239,6 +240,10 @@ class Job:
         self._end_lease("finish()")
         wall = time.perf_counter() - self._first_batch_time if self._first_batch_time is not None else 0.0
         text = self._impl.finish(self._delivered, max(wall - self._wait_seconds, 0.0), wall, self._comm.py2f())
-        self._impl.close()
+        if self._impl.close():
+            # A loader a shadow took over never confirmed its stop: at exit,
+            # once every live rank is there, the planner ends the job with
+            # status 0 (as msd-run does); MPI_Finalize would wait for it.
+            atexit.register(self._impl.end_after_takeover)
         self._summary = json.loads(text)
         return self._summary

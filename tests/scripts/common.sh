@@ -120,12 +120,13 @@ found_rank_pid() {
   [ -n "$pid" ]
 }
 
-# rank_pid PATTERN RANK: the pid of the msd-run process of world rank RANK
-# whose command line contains PATTERN (e.g. this test's $WORK); empty if none.
+# rank_pid PATTERN RANK: the pid of the msd-run (or Python) process of world
+# rank RANK whose command line contains PATTERN (e.g. this test's $WORK);
+# empty if none.
 rank_pid() {
   local pid
   for pid in $(pgrep -f -- "$1"); do
-    [ "$(cat /proc/$pid/comm 2>/dev/null)" = msd-run ] || continue
+    case "$(cat /proc/$pid/comm 2>/dev/null)" in msd-run | python3) ;; *) continue ;; esac
     if { tr '\0' '\n' </proc/$pid/environ; } 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
       echo "$pid"
       return

@@ -24,6 +24,29 @@ MSD_TEST_CONFIG="$WORK/hybrid.ini" MSD_TEST_REFERENCE="$WORK/hybrid.json" timeou
   "$MSD_SOURCE/tests/python/test_job.py"
 echo "python_job: pp 2 x cp 2 x 2 micro-batches match msd-run on $hn ranks"
 
+# A loader SIGSTOPped mid-run with a shadow: the shadow takes over, every
+# step is delivered, finish() returns on every live rank, and at exit the
+# planner ends the job with status 0 (the stopped loader never confirms its
+# stop; freeing the windows or MPI_Finalize would wait for it forever).
+sed -e "s/^steps = .*/steps = 60/" -e "/^\[topology\]/a shadow_loaders = 1" "$WORK/job.ini" >"$WORK/takeover.ini"
+tn=$("$MSD_RUN" --config "$WORK/takeover.ini" --print-world-size)
+# shellcheck disable=SC2086
+timeout 120 $MSD_MPIEXEC -n "$tn" /usr/bin/python3 "$MSD_SOURCE/tests/python/crash_job.py" "$WORK/takeover.ini" \
+  --loader.deadline_ms=500 --output.progress_every=1 --output.log_level=info >"$WORK/takeover.out" 2>&1 &
+job=$!
+pid=
+wait_until 60 "takeover: the loader's process (world rank 1)" found_rank_pid "$WORK/takeover.ini" 1
+wait_until 60 "takeover: step 5" grep -q "step 5/" "$WORK/takeover.out"
+kill -STOP "$pid"
+rc=0
+wait $job || rc=$?
+kill -KILL "$pid" 2>/dev/null || true
+[ "$rc" = 0 ] || { echo "FAIL: takeover: exit status $rc, expected 0"; tail -20 "$WORK/takeover.out"; exit 1; }
+ended=$(grep -o "crash_job: the job ended normally" "$WORK/takeover.out" | wc -l)
+[ "$ended" = $((tn - 1)) ] || { echo "FAIL: takeover: $ended of $((tn - 1)) live ranks returned from finish()"; tail -20 "$WORK/takeover.out"; exit 1; }
+grep -q "step 60/60" "$WORK/takeover.out" || { echo "FAIL: takeover: not every step was delivered"; tail -20 "$WORK/takeover.out"; exit 1; }
+echo "python_job: a loader stopped mid-run was taken over; every live rank finished and the job exited 0"
+
 # A fatal error inside msd on a client rank and on the planner: the whole
 # job ends with status 3 and one line naming the rank, like msd-run.
 for rank in 0 3; do
