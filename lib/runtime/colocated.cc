@@ -67,6 +67,8 @@ void ColocatedClient::start(int32_t image_token_id) {
   // slice and stage fields of the whole samples it loaded.
   options_ = build_options_for(job_.tree, client_index_, image_token_id);
   worker_ = std::thread([this] { prefetch_loop(); });
+  steps_ = std::make_unique<Watchdog>("msd", "a colocated step", job_.config.job.stall_timeout_s);
+  steps_->phase("the trainer between two steps: it, or a peer it waits for in a collective, is stuck");
 }
 
 // Loads one sample of the step into `out`; false (counted and logged) when it
@@ -166,7 +168,11 @@ void ColocatedClient::prefetch_loop() {
 }
 
 const Batch* ColocatedClient::next() {
-  if (next_step_ >= job_.config.job.steps) return nullptr;
+  if (steps_) steps_->kick();
+  if (next_step_ >= job_.config.job.steps) {
+    steps_.reset();  // the end of the job has its own bound (Job::finish)
+    return nullptr;
+  }
   const auto start = std::chrono::steady_clock::now();
   Prepared prepared;
   {

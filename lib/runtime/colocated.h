@@ -19,6 +19,7 @@
 #include "runtime/client_impl.h"
 #include "source/source.h"
 #include "transform/transform.h"
+#include "runtime/startup_watchdog.h"
 
 namespace msd {
 
@@ -65,6 +66,10 @@ class ColocatedClient : public ClientImpl {
   std::exception_ptr error_;
   bool stopping_ = false;
   std::thread worker_;
+  // job.stall_timeout_s from one next() to the next: a trainer stuck between
+  // steps (itself, or in a collective with a stuck peer) ends the process;
+  // nothing else waits inside msd in the colocated modes.
+  std::unique_ptr<Watchdog> steps_;
 };
 
 }  // namespace msd

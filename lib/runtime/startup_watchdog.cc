@@ -15,12 +15,13 @@ int launcher_rank() {
 }
 
 Watchdog::Watchdog(std::string program, std::string stretch, uint64_t seconds)
-    : program_(std::move(program)), stretch_(std::move(stretch)), phase_(stretch_) {
+    : program_(std::move(program)), stretch_(std::move(stretch)), phase_(stretch_), seconds_(seconds) {
   if (seconds == 0) {
     armed_ = false;
     return;
   }
-  thread_ = std::thread([this, seconds] { watch(seconds); });
+  deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  thread_ = std::thread([this] { watch(); });
 }
 
 Watchdog::~Watchdog() {
@@ -33,6 +34,14 @@ void Watchdog::phase(std::string what) {
   phase_ = std::move(what);
 }
 
+void Watchdog::kick() {
+  {
+    std::lock_guard lock(mutex_);
+    deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(seconds_);
+  }
+  wake_.notify_all();
+}
+
 void Watchdog::disarm() {
   {
     std::lock_guard lock(mutex_);
@@ -41,14 +50,17 @@ void Watchdog::disarm() {
   wake_.notify_all();
 }
 
-void Watchdog::watch(uint64_t seconds) {
+void Watchdog::watch() {
   std::unique_lock lock(mutex_);
-  if (wake_.wait_for(lock, std::chrono::seconds(seconds), [this] { return !armed_; })) return;
-  std::fprintf(stderr, "%s: fatal on world rank %d: %s did not finish within %llu s (waiting in %s); ending "
-               "this process (exit status %d)\n", program_.c_str(), launcher_rank(), stretch_.c_str(),
-               static_cast<unsigned long long>(seconds), phase_.c_str(), kExitAborted);
-  std::fflush(stderr);
-  std::_Exit(kExitAborted);
+  while (armed_) {
+    const auto deadline = deadline_;
+    if (wake_.wait_until(lock, deadline, [&] { return !armed_ || deadline_ != deadline; })) continue;
+    std::fprintf(stderr, "%s: fatal on world rank %d: %s did not finish within %llu s (waiting in %s); ending "
+                 "this process (exit status %d)\n", program_.c_str(), launcher_rank(), stretch_.c_str(),
+                 static_cast<unsigned long long>(seconds_), phase_.c_str(), kExitAborted);
+    std::fflush(stderr);
+    std::_Exit(kExitAborted);
+  }
 }
 
 }  // namespace msd

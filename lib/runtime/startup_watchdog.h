@@ -9,6 +9,7 @@
 // the end of the job.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -28,15 +29,19 @@ class Watchdog {
 
   // What the process waits in now (e.g. "MPI_Init"), named if it fires.
   void phase(std::string what);
+  // Starts the bound over (a step came: the next has as long again).
+  void kick();
   void disarm();
 
  private:
-  void watch(uint64_t seconds);
+  void watch();
 
   std::string program_, stretch_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::string phase_;
+  uint64_t seconds_ = 0;
+  std::chrono::steady_clock::time_point deadline_;
   bool armed_ = true;
   std::thread thread_;
 };
