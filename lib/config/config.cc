@@ -300,8 +300,10 @@ std::vector<OptionSpec> job_options() {
             [](auto& c) -> auto& { return c.job.max_positions_per_micro_batch; }),
       count("job.stall_timeout_s", "S",
             "a step unacknowledged this long ends the job naming the client; a client without a plan this long + 10 s "
-            "ends it naming the planner; must exceed (job.prefetch_steps + 1) of the trainer's longest steps plus its "
-            "longest pause (evaluation, saving); at most a week; 0: never",
+            "ends it naming the planner; a rank missing at the end of the job this long after the last step ends it "
+            "naming the rank; in the colocated modes a client whose trainer asks for no step this long ends its "
+            "process; must exceed (job.prefetch_steps + 1) of the trainer's longest steps plus its longest pause "
+            "(evaluation, saving); at most a week; 0: never",
             [](auto& c) -> auto& { return c.job.stall_timeout_s; }),
       count("job.startup_timeout_s", "S",
             "every wait from process start to the first step (MPI_Init, the loaders' hello with their sources "
