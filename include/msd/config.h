@@ -85,7 +85,11 @@ struct JobConfig {
   // A step whose plan was sent this long ago and that some client has not
   // acknowledged ends the job naming that client (the planner); a client
   // that waits this long plus 10 s for its next plan ends it naming the
-  // planner. Must exceed the trainer's longest step; 0: never.
+  // planner; a rank missing at the end of the job this long after the last
+  // step ends it naming the rank; in the colocated modes a client whose
+  // trainer asks for no step this long ends its process. Must exceed
+  // (prefetch_steps + 1) of the trainer's longest steps plus its longest
+  // pause; 0: never.
   uint64_t stall_timeout_s = 600;
   // Every wait from process start to the first step (MPI_Init, the loaders'
   // hello, the start-up agreement) is bounded by this: a rank that has not
