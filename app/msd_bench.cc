@@ -232,7 +232,8 @@ int sweep_main(int argc, char** argv) {
       "longtail_text): GEMM efficiency x0.8 and x1.2, FlashAttention-2 tables, 5% and 30%\n"
       "long documents. Mixes: longtail_text (15% long documents), text_image (15% long,\n"
       "40% image-text), demo (the demo dataset's shares: 30% long, 20% image-text), pile\n"
-      "and llama (text lengths from the Pile's and LLaMA's published statistics).\n\n"
+      "and llama (text lengths from the Pile's and LLaMA's published statistics), and\n"
+      "measured (the lengths in --lengths-file, drawn uniformly).\n\n"
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")
@@ -240,6 +241,9 @@ int sweep_main(int argc, char** argv) {
       ("dps", po::value(&dps)->default_value(dps), "data-parallel sizes, comma-separated")
       ("pps", po::value(&pps)->default_value(pps), "pipeline-parallel sizes, comma-separated")
       ("mixes", po::value(&mixes)->default_value(mixes), "document mixes, comma-separated")
+      ("lengths-file", po::value(&options.lengths_file),
+       "the 'measured' mix's document lengths, one a line (e.g. a dataset's, as tools/demo-lengths.py writes the demo "
+       "corpus's)")
       ("tp", po::value(&options.tp)->default_value(options.tp), "tensor-parallel size")
       ("sequences-per-rank", po::value(&options.sequences_per_rank)->default_value(options.sequences_per_rank),
        "a step's documents per DP rank hold about this many seq_len sequences of tokens (the mix's mean length), so "

@@ -21,10 +21,11 @@
 namespace msd::bench {
 namespace {
 
-SweepMix find_mix(const std::string& name) {
-  for (const SweepMix& mix : sweep_mixes())
+SweepMix find_mix(const std::string& name, const std::string& lengths_file) {
+  for (const SweepMix& mix : sweep_mixes(lengths_file))
     if (mix.name == name) return mix;
-  throw ConfigError(str("--mixes: '", name, "' is not a mix (longtail_text, text_image, demo, pile, llama)"));
+  if (name == "measured") throw ConfigError("--mixes: 'measured' needs --lengths-file");
+  throw ConfigError(str("--mixes: '", name, "' is not a mix (longtail_text, text_image, demo, pile, llama, measured)"));
 }
 
 // Documents per DP rank and step for options.sequences_per_rank sequences of
@@ -138,7 +139,7 @@ SweepRow run_row(const SweepOptions& options, uint32_t seq_len, uint32_t dp, uin
 // dp and pp, longtail_text): the device model and the long share varied.
 std::vector<SensitivityRow> run_sensitivity(const SweepOptions& options) {
   const uint32_t seq_len = *std::max_element(options.seq_lens.begin(), options.seq_lens.end());
-  const SweepMix reference = find_mix("longtail_text");
+  const SweepMix reference = find_mix("longtail_text", "");
   struct Variant {
     std::string name;
     double gemm = 1.0;
@@ -186,12 +187,14 @@ void write_summary(JsonWriter& w, const std::string& key, const Summary& s) {
 
 }  // namespace
 
-std::vector<SweepMix> sweep_mixes() {
-  return {{"longtail_text", "pareto", 0.15, 0.0},
-          {"text_image", "pareto", 0.15, 0.4},
-          {"demo", "pareto", 0.3, 0.2},
-          {"pile", "pile", 0.0, 0.0},
-          {"llama", "llama", 0.0, 0.0}};
+std::vector<SweepMix> sweep_mixes(const std::string& lengths_file) {
+  std::vector<SweepMix> mixes = {{"longtail_text", "pareto", 0.15, 0.0},
+                                 {"text_image", "pareto", 0.15, 0.4},
+                                 {"demo", "pareto", 0.3, 0.2},
+                                 {"pile", "pile", 0.0, 0.0},
+                                 {"llama", "llama", 0.0, 0.0}};
+  if (!lengths_file.empty()) mixes.push_back({"measured", "file:" + lengths_file, 0.0, 0.0});
+  return mixes;
 }
 
 const std::vector<SweepComparison>& sweep_comparisons() {
@@ -240,7 +243,8 @@ SweepReport run_sweep(const SweepOptions& options) {
   if (options.steps == 0 || options.seeds == 0 || options.samples_per_gpu == 0 || options.micro_batches_per_stage == 0)
     throw ConfigError("--steps, --seeds, --samples-per-gpu and --micro-batches-per-stage must be at least 1");
   std::vector<SweepMix> mixes;
-  for (const std::string& name : options.mixes) mixes.push_back(find_mix(name));
+  for (const std::string& name : options.mixes) mixes.push_back(find_mix(name, options.lengths_file));
+  if (!options.lengths_file.empty()) measured_lengths(options.lengths_file);  // its errors, before any work
   compare_device_model(options.compare);  // its checks, before any work
   SweepReport report;
   report.options = options;

@@ -29,8 +29,9 @@ struct SweepMix {
 };
 // "longtail_text" (15% long, no images), "text_image" (15% long, 40%
 // image-text), "demo" (the demo dataset's shares: 30% long, 20% images),
-// "pile" and "llama" (text lengths of the published corpora, corpus_mix).
-std::vector<SweepMix> sweep_mixes();
+// "pile" and "llama" (text lengths of the published corpora, corpus_mix),
+// and "measured" (the lengths in `lengths_file`, SweepOptions; none without one).
+std::vector<SweepMix> sweep_mixes(const std::string& lengths_file = "");
 
 // One comparison: `mode` over `baseline`, each in its row shape.
 struct SweepComparison {
@@ -58,6 +59,7 @@ struct SweepOptions {
   std::vector<uint32_t> dps = {16, 128};
   std::vector<uint32_t> pps = {1, 4};
   std::vector<std::string> mixes = {"longtail_text", "text_image", "demo", "pile", "llama"};
+  std::string lengths_file;  // the "measured" mix's document lengths, one a line (e.g. a dataset's)
   uint32_t tp = 8;
   // A step's size: documents per DP rank such that a rank holds about this
   // many seq_len sequences of tokens on average (the mix's mean length

@@ -2,8 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
 #include <ostream>
 #include <random>
 #include <tuple>
@@ -64,6 +69,32 @@ class CorpusLengths {
 
 }  // namespace
 
+const std::vector<uint32_t>& measured_lengths(const std::string& path) {
+  static std::mutex mutex;
+  static std::map<std::string, std::vector<uint32_t>> cache;
+  std::lock_guard lock(mutex);
+  if (auto it = cache.find(path); it != cache.end()) return it->second;
+  std::ifstream in(path);
+  if (!in) throw ConfigError(str("--lengths file:", path, ": cannot open it"));
+  std::vector<uint32_t> lengths;
+  std::string line;
+  for (uint64_t number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    size_t used = 0;
+    unsigned long value = 0;
+    try {
+      value = std::stoul(line, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || value == 0 || value > UINT32_MAX || line.find_first_not_of(" \t\r", used) != std::string::npos)
+      throw ConfigError(str(path, ":", number, ": '", line, "' is not a document length (a whole number > 0)"));
+    lengths.push_back(static_cast<uint32_t>(value));
+  }
+  if (lengths.empty()) throw ConfigError(str("--lengths file:", path, ": holds no length"));
+  return cache.emplace(path, std::move(lengths)).first->second;
+}
+
 std::vector<CorpusComponent> corpus_mix(const std::string& name, const std::string& what) {
   constexpr double kTokensPerKiB = 1024.0 / 4.0;
   if (name == "pile") {
@@ -103,8 +134,11 @@ std::vector<PlanDoc> synthetic_step(const SimulateOptions& options, const CostMo
   const double cap = 16.0 * options.seq_len;
   const uint64_t count = static_cast<uint64_t>(data_parallel(options)) * options.samples_per_gpu;
   const bool pareto = options.lengths == "pareto";
-  CorpusLengths corpus(pareto ? std::vector<CorpusComponent>{{"web", 1.0, 600.0}}
-                              : corpus_mix(options.lengths, "--lengths"));
+  const std::vector<uint32_t>* measured =
+      options.lengths.starts_with("file:") ? &measured_lengths(options.lengths.substr(5)) : nullptr;
+  CorpusLengths corpus(pareto || measured ? std::vector<CorpusComponent>{{"web", 1.0, 600.0}}
+                                          : corpus_mix(options.lengths, "--lengths"));
+  std::uniform_int_distribution<size_t> pick(0, measured ? measured->size() - 1 : 0);
   std::vector<PlanDoc> docs;
   docs.reserve(count);
   for (uint64_t i = 0; i < count; ++i) {
@@ -119,7 +153,7 @@ std::vector<PlanDoc> synthetic_step(const SimulateOptions& options, const CostMo
       doc.fixed = std::min(patches(rng), options.seq_len - 1);
       length = doc.fixed + caption(rng);
     } else {
-      length = pareto ? web(rng) : corpus(rng);
+      length = pareto ? web(rng) : measured ? (*measured)[pick(rng)] : corpus(rng);
     }
     doc.positions = static_cast<uint32_t>(std::clamp(length, 1.0, cap));
     doc.positions = std::max(doc.positions, doc.fixed);

@@ -31,8 +31,9 @@ struct SimulateOptions {
   double long_share = 0.15;        // long documents: Pareto lengths from seq_len / 4, alpha 1.1
   double image_share = 0.2;        // image-text: 64..1024 patches and a short caption
   // Lengths of the text documents (the samples not image-text): "pareto"
-  // (short web text and long_share long documents, above), or a published
-  // corpus mix (corpus_mix; long_share then unused).
+  // (short web text and long_share long documents, above), a published
+  // corpus mix (corpus_mix), or "file:PATH", lengths measured on a dataset
+  // (one a line, drawn uniformly; measured_lengths); long_share then unused.
   std::string lengths = "pareto";
   std::vector<BalanceMethod> methods = {BalanceMethod::tokens, BalanceMethod::greedy, BalanceMethod::karmarkar_karp};
 };
@@ -81,6 +82,10 @@ struct CorpusComponent {
 // GitHub; Wikipedia; Books: Books3; ArXiv; StackExchange). ConfigError
 // naming `what` for another name.
 std::vector<CorpusComponent> corpus_mix(const std::string& name, const std::string& what);
+
+// The lengths in PATH, one whole number > 0 a line (read once, then kept).
+// Throws ConfigError naming the file and line.
+const std::vector<uint32_t>& measured_lengths(const std::string& path);
 
 // The documents of step `step`: a pure function of (options, step).
 std::vector<PlanDoc> synthetic_step(const SimulateOptions& options, const CostModel& cost, uint64_t step);

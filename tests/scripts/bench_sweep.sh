@@ -52,6 +52,30 @@ assert len(lines) == 1 + len(rows) and lines[0].startswith("seq_len,dp,pp,mix,ms
 assert open(sys.argv[3], "rb").read(8) == b"\x89PNG\r\n\x1a\n", "not a PNG"
 print("sweep ok")
 PY
+# The measured mix: the tiny corpus's document lengths (tools/demo-lengths.py).
+/usr/bin/python3 "$MSD_SOURCE/tools/demo-lengths.py" "$DATA"/corpus/*.idx >"$WORK/lengths.txt"
+[ "$(wc -l <"$WORK/lengths.txt")" -gt 10 ] || { echo "FAIL: demo-lengths.py wrote too few lengths"; exit 1; }
+timeout 240 "$MSD_BUILD/app/msd-bench" sweep --seq-lens 4096 --dps 8 --pps 1 --mixes measured \
+  --lengths-file "$WORK/lengths.txt" --steps 2 --seeds 2 --resamples 100 --no-sensitivity --json >"$WORK/measured.json"
+/usr/bin/python3 - "$WORK/measured.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert [row["mix"] for row in r["rows"]] == ["measured"], r["rows"]
+assert r["comparisons"]["msd_greedy_over_megatron"]["geomean"] > 0 and r["sensitivity"] == [], r
+print("measured mix ok")
+PY
+echo "12 tokens" >"$WORK/badlengths.txt"
+set +e
+"$MSD_BUILD/app/msd-bench" sweep --mixes measured --lengths-file "$WORK/badlengths.txt" >"$WORK/err" 2>&1
+rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "badlengths.txt:1: '12 tokens' is not a document length" "$WORK/err" ||
+  { echo "FAIL: a bad lengths file gave $rc"; cat "$WORK/err"; exit 1; }
+set +e
+"$MSD_BUILD/app/msd-bench" sweep --mixes measured >"$WORK/err" 2>&1
+rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "needs --lengths-file" "$WORK/err" || { echo "FAIL: measured without a file gave $rc"; exit 1; }
 set +e
 "$MSD_BUILD/app/msd-bench" sweep --mixes nope >"$WORK/err" 2>&1
 rc=$?
