@@ -16,6 +16,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/files.h"
 #include "common/json_writer.h"
 #include "plan/calibrate.h"
 #include "plan/modes.h"
@@ -333,14 +334,9 @@ int partition_main(int argc, char** argv) {
 
 // Comma-separated items (empty ones refused, naming `what`).
 std::vector<std::string> parse_list(const std::string& text, const std::string& what) {
-  std::vector<std::string> items;
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    const size_t comma = std::min(text.find(',', begin), text.size());
-    items.push_back(text.substr(begin, comma - begin));
-    if (items.back().empty()) throw msd::ConfigError(what + ": '" + text + "' has an empty item");
-    begin = comma + 1;
-  }
+  std::vector<std::string> items = msd::split_patterns(text);
+  for (const std::string& item : items)
+    if (item.empty()) throw msd::ConfigError(what + ": '" + text + "' has an empty item");
   return items;
 }
 

@@ -10,7 +10,7 @@
 #include "msd/client.h"
 #include "runtime/emulator.h"
 #include "runtime/nodes.h"
-#include "runtime/startup_watchdog.h"
+#include "runtime/watchdog.h"
 
 namespace {
 

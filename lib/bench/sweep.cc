@@ -48,14 +48,15 @@ uint32_t samples_per_gpu(const SweepOptions& options, uint32_t seq_len, const Sw
   return static_cast<uint32_t>(std::max(1.0, std::round(options.sequences_per_rank * seq_len / mean)));
 }
 
+// A row's options for one seed; `samples` from samples_per_gpu.
 SimulateOptions row_options(const SweepOptions& options, uint32_t seq_len, uint32_t dp, uint32_t pp,
-                            const SweepMix& mix, uint64_t seed) {
+                            const SweepMix& mix, uint32_t samples, uint64_t seed) {
   SimulateOptions sim;
   sim.dp = dp;
   sim.tp = options.tp;
   sim.pp = pp;
   sim.seq_len = seq_len;
-  sim.samples_per_gpu = samples_per_gpu(options, seq_len, mix);
+  sim.samples_per_gpu = samples;
   sim.micro_batches = options.micro_batches_per_stage * pp;
   sim.steps = options.steps;
   sim.seed = seed;
@@ -75,12 +76,15 @@ std::string evaluation_key(TrainingMode mode, bool varlen, bool calibrated) {
   return calibrated ? "calibrated_" + key : key;
 }
 
-// Returns the calibration it placed by (probes == 0: analytic).
+// Returns the calibration it placed by (probes == 0: analytic); `fit`, when
+// given, is that calibration already made.
 Calibration add_evaluations(Evaluations& out, SimulateOptions sim, CompareOptions compare,
-                            std::vector<TrainingMode> modes, bool varlen, bool calibrated) {
+                            std::vector<TrainingMode> modes, bool varlen, bool calibrated,
+                            std::optional<Calibration> fit = std::nullopt) {
   sim.varlen = varlen;
   compare.modes = std::move(modes);
   compare.calibrate = calibrated;
+  compare.calibration = fit;
   compare.calibration_seed = sim.seed + 1000;  // fitted on other steps than those judged
   const CompareReport report = compare_modes(sim, compare);
   for (const ModeEvaluation& e : report.modes) out[evaluation_key(e.mode, varlen, calibrated)] = e;
@@ -99,7 +103,7 @@ Evaluations evaluate_cell(const SimulateOptions& sim, const CompareOptions& comp
   add_evaluations(out, sim, compare, {TrainingMode::msd_greedy}, true, false);
   if (calibrated) {
     const Calibration fit = add_evaluations(out, sim, compare, {TrainingMode::msd_greedy}, false, true);
-    add_evaluations(out, sim, compare, {TrainingMode::msd_greedy}, true, true);
+    add_evaluations(out, sim, compare, {TrainingMode::msd_greedy}, true, true, fit);
     if (calibration) *calibration = fit;
   }
   return out;
@@ -122,7 +126,8 @@ SweepRow run_row(const SweepOptions& options, uint32_t seq_len, uint32_t dp, uin
   for (uint64_t seed = 1; seed <= options.seeds; ++seed) {
     Calibration fit;
     const Evaluations cell =
-        evaluate_cell(row_options(options, seq_len, dp, pp, mix, seed), options.compare, true, &fit);
+        evaluate_cell(row_options(options, seq_len, dp, pp, mix, row.samples_per_gpu, seed), options.compare, true,
+                      &fit);
     for (const SweepComparison& c : sweep_comparisons()) row.ratios[c.name].push_back(ratio(cell, c));
     if (seed != 1) continue;
     for (const auto& [key, e] : cell) {
@@ -160,9 +165,10 @@ std::vector<SensitivityRow> run_sensitivity(const SweepOptions& options) {
     SweepMix mix = reference;
     mix.long_share = v.long_share;
     std::map<std::string, std::vector<double>> ratios;
+    const uint32_t samples = samples_per_gpu(options, seq_len, mix);
     for (uint64_t seed = 1; seed <= options.seeds; ++seed) {
       const Evaluations cell = evaluate_cell(
-          row_options(options, seq_len, options.dps.front(), options.pps.front(), mix, seed), compare, false);
+          row_options(options, seq_len, options.dps.front(), options.pps.front(), mix, samples, seed), compare, false);
       for (const SweepComparison& c : sweep_comparisons())
         if (!c.calibrated) ratios[c.name].push_back(ratio(cell, c));
     }
@@ -212,21 +218,28 @@ const std::vector<SweepComparison>& sweep_comparisons() {
   return comparisons;
 }
 
+double geomean(const std::vector<double>& ratios) {
+  if (ratios.empty()) return 0.0;
+  double logs = 0.0;
+  for (double r : ratios) {
+    MSD_CHECK_LT(0.0, r);
+    logs += std::log(r);
+  }
+  return std::exp(logs / static_cast<double>(ratios.size()));
+}
+
 Summary summarize(const std::vector<double>& ratios, uint32_t resamples) {
   Summary s;
   s.n = ratios.size();
-  if (ratios.empty()) return s;
+  s.geomean = s.low = s.high = geomean(ratios);
+  if (ratios.empty() || resamples == 0) return s;
   std::vector<double> logs;
-  for (double r : ratios) {
-    MSD_CHECK_LT(0.0, r);
-    logs.push_back(std::log(r));
-  }
+  for (double r : ratios) logs.push_back(std::log(r));
   auto mean = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / v.size(); };
-  s.geomean = std::exp(mean(logs));
   std::mt19937_64 rng(20261202);
   std::uniform_int_distribution<size_t> pick(0, logs.size() - 1);
   std::vector<double> means, sample(logs.size());
-  for (uint32_t b = 0; b < std::max(resamples, 1u); ++b) {
+  for (uint32_t b = 0; b < resamples; ++b) {
     for (double& x : sample) x = logs[pick(rng)];
     means.push_back(mean(sample));
   }
@@ -286,7 +299,7 @@ std::string sweep_json(const SweepReport& report) {
     w.value("samples_per_gpu", row.samples_per_gpu);
     w.begin_object("comparisons");
     for (const auto& [name, values] : row.ratios) {
-      w.begin_object(name).value("geomean", summarize(values, 0).geomean);
+      w.begin_object(name).value("geomean", geomean(values));
       w.value("min", *std::min_element(values.begin(), values.end()));
       w.value("max", *std::max_element(values.begin(), values.end())).end_object();
     }
@@ -334,7 +347,7 @@ std::string sweep_csv(const SweepReport& report) {
   out << '\n';
   for (const SweepRow& row : report.rows) {
     out << row.seq_len << ',' << row.dp << ',' << row.pp << ',' << row.mix;
-    for (const SweepComparison& c : sweep_comparisons()) out << ',' << summarize(row.ratios.at(c.name), 0).geomean;
+    for (const SweepComparison& c : sweep_comparisons()) out << ',' << geomean(row.ratios.at(c.name));
     out << '\n';
   }
   return out.str();
@@ -387,7 +400,7 @@ void write_sweep_text(const SweepReport& report, std::ostream& out) {
                   row.samples_per_gpu);
     out << line;
     for (const auto& [name, title] : kColumns) {
-      std::snprintf(line, sizeof line, " %9.3fx", summarize(row.ratios.at(name), 0).geomean);
+      std::snprintf(line, sizeof line, " %9.3fx", geomean(row.ratios.at(name)));
       out << line;
     }
     out << '\n';

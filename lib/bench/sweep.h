@@ -45,13 +45,16 @@ struct SweepComparison {
 // and the calibrated msd_greedy's.
 const std::vector<SweepComparison>& sweep_comparisons();
 
+// The geometric mean of ratios > 0 (0 for none).
+double geomean(const std::vector<double>& ratios);
+
 // A geometric mean of ratios with its 95% bootstrap interval.
 struct Summary {
   double geomean = 0.0, low = 0.0, high = 0.0;
   uint64_t n = 0;
 };
 // Deterministic (fixed seed) percentile bootstrap over `ratios`, `resamples`
-// times. REQUIRES every ratio > 0.
+// times (0: no interval, low = high = the mean). REQUIRES every ratio > 0.
 Summary summarize(const std::vector<double>& ratios, uint32_t resamples);
 
 struct SweepOptions {

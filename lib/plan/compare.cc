@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 
 #include "common/error.h"
 
@@ -15,14 +16,13 @@ double median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
-// The step's documents indexed by id, as shape_of wants them.
+}  // namespace
+
 std::vector<PlanDoc> by_id(const std::vector<PlanDoc>& docs) {
   std::vector<PlanDoc> out(docs.size());
   for (const PlanDoc& doc : docs) out.at(doc.id) = doc;
   return out;
 }
-
-}  // namespace
 
 StepTime step_time_of(const std::vector<BucketPlan>& buckets, const std::vector<PlanDoc>& docs_by_id,
                       uint32_t seq_len, const DeviceModel& device, const Parallel& parallel, bool varlen) {
@@ -83,17 +83,19 @@ uint64_t sequences_of(const BucketPlan& bucket) {
 // sequences_per_rank_min / max over the steps (a stream mode's last one
 // aside when it holds fewer sequences than the first).
 void count_sequences(ModeEvaluation& e, const std::vector<std::vector<BucketPlan>>& placed) {
-  e.sequences_per_rank_min = UINT64_MAX;
-  for (size_t t = 0; t < placed.size(); ++t) {
-    uint64_t total = 0, first = 0;
-    for (const BucketPlan& bucket : placed[t]) total += sequences_of(bucket);
-    for (const BucketPlan& bucket : placed[0]) first += sequences_of(bucket);
-    if (is_stream_mode(e.mode) && t + 1 == placed.size() && t > 0 && total < first) continue;
-    for (const BucketPlan& bucket : placed[t]) {
-      e.sequences_per_rank_min = std::min(e.sequences_per_rank_min, sequences_of(bucket));
-      e.sequences_per_rank_max = std::max(e.sequences_per_rank_max, sequences_of(bucket));
-    }
+  std::vector<std::vector<uint64_t>> counts;  // per step, per rank
+  for (const std::vector<BucketPlan>& step : placed) {
+    counts.emplace_back();
+    for (const BucketPlan& bucket : step) counts.back().push_back(sequences_of(bucket));
   }
+  auto total = [](const std::vector<uint64_t>& c) { return std::accumulate(c.begin(), c.end(), uint64_t{0}); };
+  if (is_stream_mode(e.mode) && counts.size() > 1 && total(counts.back()) < total(counts.front())) counts.pop_back();
+  e.sequences_per_rank_min = UINT64_MAX;
+  for (const std::vector<uint64_t>& c : counts)
+    for (uint64_t n : c) {
+      e.sequences_per_rank_min = std::min(e.sequences_per_rank_min, n);
+      e.sequences_per_rank_max = std::max(e.sequences_per_rank_max, n);
+    }
   if (e.sequences_per_rank_min == UINT64_MAX) e.sequences_per_rank_min = 0;
 }
 

@@ -46,6 +46,10 @@ ModeEvaluation evaluate_mode(TrainingMode mode, const std::vector<std::vector<Pl
                              const PackOptions& options, const CostModel& cost, const DeviceModel& device,
                              const Parallel& parallel);
 
+// A step's documents (ids 0..n-1, any order) indexed by id, as shape_of and
+// step_time_of want them.
+std::vector<PlanDoc> by_id(const std::vector<PlanDoc>& docs);
+
 // One step placed by `mode`, on the device model.
 StepTime step_time_of(const std::vector<BucketPlan>& buckets, const std::vector<PlanDoc>& docs_by_id,
                       uint32_t seq_len, const DeviceModel& device, const Parallel& parallel, bool varlen = false);

@@ -27,8 +27,7 @@ DeviceModel compare_device_model(const CompareOptions& compare) {
   if (compare.vision_preset != "none") device.vision = model_spec_preset(compare.vision_preset, "--vision");
   device.device = device_spec_preset(compare.device_preset, "--device");
   device.device.gemm_efficiency *= compare.gemm_efficiency_scale;
-  if (compare.flash_attention != 2 && compare.flash_attention != 3)
-    throw ConfigError(str("--flash-attention: ", compare.flash_attention, " has no tables; give 2 or 3"));
+  MSD_CHECK(compare.flash_attention == 2 || compare.flash_attention == 3);  // the tables there are
   device.device.flash_attention = compare.flash_attention;
   return device;
 }
@@ -64,8 +63,7 @@ Calibration calibrate_on_steps(const DeviceModel& device, const Parallel& parall
   std::vector<SequenceShape> sequences;
   for (TrainingMode mode : {TrainingMode::megatron, TrainingMode::msd_tokens}) {
     for (const std::vector<PlanDoc>& step : steps) {
-      std::vector<PlanDoc> docs(step.size());
-      for (const PlanDoc& doc : step) docs.at(doc.id) = doc;
+      const std::vector<PlanDoc> docs = by_id(step);
       for (const BucketPlan& bucket : place_step(mode, step, pack, cost))
         for (const MicroBatchPlan& mb : bucket.micro_batches)
           for (SequenceShape& sequence : shape_of(mb, pack.seq_len, docs, false)) sequences.push_back(std::move(sequence));
@@ -108,7 +106,8 @@ CompareReport compare_modes(const SimulateOptions& options, const CompareOptions
   pack.pp = options.pp;
   pack.varlen = options.varlen;
   if (compare.calibrate) {
-    report.calibration = compare.calibration_seed == 0
+    report.calibration = compare.calibration        ? *compare.calibration
+                         : compare.calibration_seed == 0
                              ? calibrate_on_device(device, parallel, report.cost, options.seq_len)
                              : calibrate_on_steps(device, parallel, report.cost, held_out_steps(options, report.cost, compare.calibration_seed), pack);
     report.cost = calibrated(report.cost, report.calibration);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct CompareOptions {
   // msd_tokens and timed on the device model: a fit held out from the steps
   // it is judged on.
   uint64_t calibration_seed = 0;
+  // A fit already made for these options (another row shape of the same
+  // steps): used as it is instead of fitting again.
+  std::optional<Calibration> calibration;
   // Device sensitivity: the GEMM efficiency times this, and which
   // FlashAttention's tables time attention (2 or 3).
   double gemm_efficiency_scale = 1.0;

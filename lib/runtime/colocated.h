@@ -19,7 +19,7 @@
 #include "runtime/client_impl.h"
 #include "source/source.h"
 #include "transform/transform.h"
-#include "runtime/startup_watchdog.h"
+#include "runtime/watchdog.h"
 
 namespace msd {
 

@@ -21,7 +21,7 @@
 #include "runtime/nodes.h"
 #include "runtime/planner.h"
 #include "runtime/resume_step.h"
-#include "runtime/startup_watchdog.h"
+#include "runtime/watchdog.h"
 #include "runtime/summary.h"
 
 namespace msd {
@@ -321,29 +321,20 @@ JobImpl::StartUp JobImpl::start_planner() {
 // Every loader's hello, within job.startup_timeout_s: a loader stuck opening
 // its sources (or stopped) ends the job naming it.
 std::vector<HelloMessage> JobImpl::receive_hellos() {
-  const uint64_t timeout_ms = ctx.config.job.startup_timeout_s * 1000;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  std::vector<HelloMessage> hellos;
-  std::set<int> heard;
-  while (static_cast<int>(hellos.size()) < ctx.layout.loader_ranks()) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    auto message = timeout_ms == 0 ? std::optional(receive(ctx.to_planner.get(), MPI_ANY_SOURCE, kTagHello,
-                                                           "waiting for loader hellos"))
-                                   : receive_for(ctx.to_planner.get(), MPI_ANY_SOURCE, kTagHello,
-                                                 static_cast<uint64_t>(std::max<int64_t>(left.count(), 1)),
-                                                 "waiting for loader hellos");
-    if (!message) {
-      std::string missing;
-      for (int i = 0; i < ctx.layout.loader_ranks(); ++i) {
-        const int world = ctx.layout.loader_rank(i);
-        if (!heard.count(world)) missing += (missing.empty() ? "" : ", ") + std::to_string(world);
-      }
-      throw Error(str("start-up: loader world rank(s) ", missing, " sent no hello within job.startup_timeout_s = ",
-                      ctx.config.job.startup_timeout_s, " s (stuck opening their sources, or stopped)"));
-    }
-    heard.insert(ctx.to_planner_world.at(static_cast<size_t>(message->source)));
-    hellos.push_back(decode_hello(message->bytes));
+  std::set<int> loaders;  // ranks of to_planner
+  for (size_t r = 0; r < ctx.to_planner_world.size(); ++r)
+    if (ctx.layout.role(ctx.to_planner_world[r]) == Role::loader) loaders.insert(static_cast<int>(r));
+  MSD_CHECK_EQ(loaders.size(), static_cast<size_t>(ctx.layout.loader_ranks()));
+  const std::vector<Message> messages = receive_from_each(
+      ctx.to_planner.get(), loaders, kTagHello, ctx.config.job.startup_timeout_s * 1000, "waiting for loader hellos");
+  if (!loaders.empty()) {
+    std::string missing;
+    for (int r : loaders) missing += str(missing.empty() ? "" : ", ", ctx.to_planner_world.at(static_cast<size_t>(r)));
+    throw Error(str("start-up: loader world rank(s) ", missing, " sent no hello within job.startup_timeout_s = ",
+                    ctx.config.job.startup_timeout_s, " s (stuck opening their sources, or stopped)"));
   }
+  std::vector<HelloMessage> hellos;
+  for (const Message& message : messages) hellos.push_back(decode_hello(message.bytes));
   return hellos;
 }
 
@@ -459,26 +450,16 @@ void check_arrivals(JobImpl& job, const std::vector<int>& gone) {
     wait(request, "reporting at the end of the job");
     return;
   }
-  const uint64_t bound_ms = job.ctx.config.job.stall_timeout_s * 1000;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(bound_ms);
   std::set<int> missing;
   for (int rank = 0; rank < job.ctx.layout.world_size(); ++rank)
     if (rank != planner && std::find(gone.begin(), gone.end(), rank) == gone.end()) missing.insert(rank);
-  while (!missing.empty()) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    auto message = bound_ms == 0 ? std::optional(receive(world, MPI_ANY_SOURCE, kTagArrived, "waiting for the ranks at the end"))
-                                 : receive_for(world, MPI_ANY_SOURCE, kTagArrived,
-                                               static_cast<uint64_t>(std::max<int64_t>(left.count(), 1)),
-                                               "waiting for the ranks at the end");
-    if (!message) {
-      std::string names;
-      for (int rank : missing)
-        names += str(names.empty() ? "" : ", ", rank, " (", role_name(job.ctx.layout.role(rank)), ")");
-      throw Error(str("world rank(s) ", names, " did not reach the end of the job within job.stall_timeout_s = ",
-                      job.ctx.config.job.stall_timeout_s, " s of the last step"));
-    }
-    missing.erase(message->source);
-  }
+  receive_from_each(world, missing, kTagArrived, job.ctx.config.job.stall_timeout_s * 1000,
+                    "waiting for the ranks at the end");
+  if (missing.empty()) return;
+  std::string names;
+  for (int rank : missing) names += str(names.empty() ? "" : ", ", rank, " (", role_name(job.ctx.layout.role(rank)), ")");
+  throw Error(str("world rank(s) ", names, " did not reach the end of the job within job.stall_timeout_s = ",
+                  job.ctx.config.job.stall_timeout_s, " s of the last step"));
 }
 
 // The ranks alive at the end and their communicator: the planner decided who

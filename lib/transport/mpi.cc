@@ -232,6 +232,24 @@ std::optional<Message> receive_for(MPI_Comm comm, int source, int tag, uint64_t 
   }
 }
 
+std::vector<Message> receive_from_each(MPI_Comm comm, std::set<int>& sources, int tag, uint64_t timeout_ms,
+                                       std::string_view hint) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::vector<Message> out;
+  Backoff backoff;
+  while (!sources.empty()) {
+    if (auto message = try_receive(comm, MPI_ANY_SOURCE, tag, hint)) {
+      sources.erase(message->source);
+      out.push_back(std::move(*message));
+      backoff.reset();
+      continue;
+    }
+    if (timeout_ms > 0 && std::chrono::steady_clock::now() >= end) break;
+    backoff.idle();
+  }
+  return out;
+}
+
 Window::Window(MPI_Comm comm, uint64_t bytes, std::string_view hint) : bytes_(bytes) {
   if (!allocate_shared(comm, bytes)) {
     void* base = nullptr;

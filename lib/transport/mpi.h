@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -114,6 +115,11 @@ std::optional<Message> try_receive(MPI_Comm comm, int source, int tag, std::stri
 Message receive(MPI_Comm comm, int source, int tag, std::string_view hint);
 // The same, for at most `timeout_ms`; nullopt when nothing came.
 std::optional<Message> receive_for(MPI_Comm comm, int source, int tag, uint64_t timeout_ms, std::string_view hint);
+// One message of `tag` from each rank of `comm` in `sources`, in any order,
+// within `timeout_ms` of the call (0: no bound). Returns those that came, in
+// arrival order; `sources` is left holding the ranks that sent none in time.
+std::vector<Message> receive_from_each(MPI_Comm comm, std::set<int>& sources, int tag, uint64_t timeout_ms,
+                                       std::string_view hint);
 
 // An RMA window with a passive-target access epoch to all ranks open for its
 // whole life (lock_all at creation, unlock_all at destruction). Collective

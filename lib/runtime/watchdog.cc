@@ -1,4 +1,4 @@
-#include "runtime/startup_watchdog.h"
+#include "runtime/watchdog.h"
 
 #include <chrono>
 #include <cstdio>
