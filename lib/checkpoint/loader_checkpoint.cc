@@ -1,8 +1,8 @@
 #include "checkpoint/loader_checkpoint.h"
 
 #include <algorithm>
-#include <array>
 #include <cstddef>
+#include <map>
 #include <set>
 
 #include "checkpoint/hdf5.h"
@@ -10,19 +10,14 @@
 #include "checkpoint/step_files.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "transport/mpi.h"
 
 namespace msd {
 
 namespace {
 
-constexpr const char* kPrefix = "loaders";  // docs/checkpoint.md: loaders-<step>.h5
+constexpr const char* kPrefix = "loaders";  // docs/checkpoint.md: loaders-<step>-<loader>.h5
 
-// Rows as stored (docs/checkpoint.md, "Loader checkpoint").
-struct PartRow {
-  uint32_t loader;
-  uint64_t records_begin, records_count;
-};
+// A record as stored (docs/checkpoint.md, "Loader checkpoint").
 struct RecordRow {
   uint32_t source;
   uint32_t text_tokens;
@@ -33,14 +28,6 @@ struct RecordRow {
   uint64_t bytes_offset;  // into /bytes
   uint64_t bytes_length;
 };
-
-h5::CompoundType part_type() {
-  h5::CompoundType type(sizeof(PartRow));
-  type.add("loader", offsetof(PartRow, loader), H5T_NATIVE_UINT32)
-      .add("records_begin", offsetof(PartRow, records_begin), H5T_NATIVE_UINT64)
-      .add("records_count", offsetof(PartRow, records_count), H5T_NATIVE_UINT64);
-  return type;
-}
 
 h5::CompoundType record_type() {
   h5::CompoundType type(sizeof(RecordRow));
@@ -55,95 +42,95 @@ h5::CompoundType record_type() {
   return type;
 }
 
-// Collective: creates 1-D dataset `name` of `total` rows and writes this
-// rank's `count` rows at `first` (every rank calls it, maybe with count 0).
-void write_slice(hid_t parent, const std::string& name, hid_t type, uint64_t total, uint64_t first, uint64_t count,
-                 const void* rows) {
-  const std::string hint = str("writing my rows of ", name, " in the loader checkpoint");
-  const hsize_t dims[1] = {total};
-  h5::Dataspace file_space(MSD_H5(H5Screate_simple(1, dims, nullptr), hint));
-  h5::Dataset dataset(
-      MSD_H5(H5Dcreate2(parent, name.c_str(), type, file_space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), hint));
-  if (total == 0) return;  // nothing to write anywhere
-  const hsize_t mem_dims[1] = {std::max<uint64_t>(count, 1)};
-  h5::Dataspace memory_space(MSD_H5(H5Screate_simple(1, mem_dims, nullptr), hint));
-  if (count == 0) {
-    MSD_H5(H5Sselect_none(file_space.get()), hint);
-    MSD_H5(H5Sselect_none(memory_space.get()), hint);
-  } else {
-    const hsize_t start[1] = {first};
-    const hsize_t block[1] = {count};
-    MSD_H5(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, block, nullptr), hint);
+void write_part_file(const std::string& path, const LoaderCheckpointRound& round, const LoaderCheckpointPart& part) {
+  std::vector<RecordRow> rows;
+  std::vector<uint8_t> bytes;
+  for (const auto& r : part.records) {
+    rows.push_back({r.source, r.text_tokens, r.patches, r.patch_bytes, r.cursor, r.index, bytes.size(), r.bytes.size()});
+    bytes.insert(bytes.end(), r.bytes.begin(), r.bytes.end());
   }
-  h5::PropertyList transfer(MSD_H5(H5Pcreate(H5P_DATASET_XFER), hint));
-  MSD_H5(H5Pset_dxpl_mpio(transfer.get(), H5FD_MPIO_COLLECTIVE), hint);
-  MSD_H5(H5Dwrite(dataset.get(), type, memory_space.get(), file_space.get(), transfer.get(), rows), hint);
+  h5::PropertyList access = h5::file_access();
+  h5::File file = h5::create_file(path, access.get());
+  const hid_t root = file.get();
+  h5::write_attribute(root, "format_version", kLoaderCheckpointVersion);
+  h5::write_attribute(root, "step", round.step);
+  h5::write_attribute(root, "loader", static_cast<uint64_t>(part.loader));
+  h5::write_attribute(root, "writers", static_cast<uint64_t>(round.writers));
+  h5::write_attribute(root, "seed", round.identity.seed);
+  h5::write_attribute(root, "config_digest", round.identity.config_digest);
+  h5::write_attribute(root, "data_digest", round.identity.data_digest);
+  const h5::CompoundType type = record_type();
+  h5::write_table<RecordRow>(root, "records", type.get(), rows);
+  h5::write_array<uint8_t>(root, "bytes", bytes);
+  seal_file(root);
+  file.close(str("closing ", path));
+}
+
+// What differs between the identity a round was taken over and `now`, or "".
+std::string identity_difference(const LoaderCheckpointIdentity& then, const LoaderCheckpointIdentity& now) {
+  std::string why;
+  auto differs = [&](uint64_t a, uint64_t b, const char* what) {
+    if (a != b) why += str(why.empty() ? "" : ", ", what);
+  };
+  differs(then.seed, now.seed, "another job.seed");
+  differs(then.config_digest, now.config_digest, "other values of the options the stream depends on");
+  differs(then.data_digest, now.data_digest, "other data files or vocabulary");
+  return why;
+}
+
+// (step -> part paths) of every part in `dir`, newest step first.
+std::vector<std::pair<uint64_t, std::vector<std::string>>> rounds_in(const std::string& dir) {
+  std::vector<std::pair<uint64_t, std::vector<std::string>>> rounds;
+  for (const auto& [step, path] : list_step_files(dir, kPrefix)) {
+    if (rounds.empty() || rounds.back().first != step) rounds.push_back({step, {}});
+    rounds.back().second.push_back(path);
+  }
+  return rounds;
+}
+
+// The parts of one round that read back and were taken over `identity`;
+// empty when its identity differs (warned). Unreadable parts are warned.
+std::vector<std::string> usable_parts(uint64_t step, const std::vector<std::string>& paths,
+                                      const LoaderCheckpointIdentity& identity) {
+  std::vector<std::string> usable;
+  uint64_t writers = 0;
+  for (const auto& path : paths) {
+    try {
+      const LoaderCheckpointRound round = read_loader_checkpoint(path).round;
+      if (const std::string why = identity_difference(round.identity, identity); !why.empty()) {
+        log_warn("skipping the loader checkpoint of step ", step, ": taken over ", why, " (", path, ")");
+        return {};
+      }
+      writers = round.writers;
+      usable.push_back(path);
+    } catch (const IoError& e) {
+      log_warn("skipping loader checkpoint part ", path, " (step ", step, "): ", e.what());
+    }
+  }
+  if (!usable.empty() && usable.size() < writers)
+    log_warn("the loader checkpoint of step ", step, " has ", usable.size(), " of its ", writers,
+             " parts; the samples of the missing ones are read again");
+  return usable;
 }
 
 }  // namespace
 
-std::string loader_checkpoint_path(const std::string& dir, uint64_t step) {
-  return step_file_path(dir, kPrefix, step);
+std::string loader_checkpoint_path(const std::string& dir, uint64_t step, uint32_t loader) {
+  return step_part_path(dir, kPrefix, step, loader);
 }
 
-void write_loader_checkpoint(MPI_Comm loaders, const std::string& dir, uint64_t step, const LoaderCheckpointPart& mine,
-                             uint32_t keep) {
-  int rank = 0, size = 0;
-  MSD_MPI(MPI_Comm_rank(loaders, &rank), "loader checkpoint: rank in the loaders' communicator");
-  MSD_MPI(MPI_Comm_size(loaders, &size), "loader checkpoint: size of the loaders' communicator");
-  const std::string path = loader_checkpoint_path(dir, step);
+void write_loader_checkpoint(const std::string& dir, const LoaderCheckpointRound& round,
+                             const LoaderCheckpointPart& part, const std::function<void()>& before_rename) {
+  const std::string path = loader_checkpoint_path(dir, round.step, part.loader);
   const std::string temp = temporary_path(path);
-  if (rank == 0) make_directory(dir);
-  MSD_MPI(MPI_Barrier(loaders), "loader checkpoint: waiting for the directory");
-
-  // This rank's rows and where they go: an exclusive prefix sum of counts.
-  std::vector<RecordRow> records;
-  uint64_t my_bytes = 0;
-  for (const auto& r : mine.records) {
-    records.push_back({r.source, r.text_tokens, r.patches, r.patch_bytes, r.cursor, r.index, my_bytes, r.bytes.size()});
-    my_bytes += r.bytes.size();
-  }
-  const std::array<uint64_t, 2> counts = {records.size(), my_bytes};
-  std::array<uint64_t, 2> first = {0, 0}, total = {0, 0};
-  MSD_MPI(MPI_Exscan(counts.data(), first.data(), 2, MPI_UINT64_T, MPI_SUM, loaders),
-          "loader checkpoint: offsets of my rows");
-  if (rank == 0) first = {0, 0};  // MPI_Exscan leaves rank 0's result undefined
-  MSD_MPI(MPI_Allreduce(counts.data(), total.data(), 2, MPI_UINT64_T, MPI_SUM, loaders),
-          "loader checkpoint: total rows");
-  for (auto& r : records) r.bytes_offset += first[1];
-  std::vector<unsigned char> bytes;
-  bytes.reserve(my_bytes);
-  for (const auto& r : mine.records) bytes.insert(bytes.end(), r.bytes.begin(), r.bytes.end());
-  const PartRow part{mine.loader, first[0], counts[0]};
-
-  {
-    h5::PropertyList access = h5::file_access(loaders);
-    h5::File file = h5::create_file(temp, access.get());
-    const hid_t root = file.get();
-    h5::write_attribute(root, "format_version", kLoaderCheckpointVersion);
-    h5::write_attribute(root, "step", step);
-    h5::write_attribute(root, "loaders", static_cast<uint64_t>(size));
-    const h5::CompoundType parts = part_type(), record_rows = record_type();
-    write_slice(root, "parts", parts.get(), static_cast<uint64_t>(size), static_cast<uint64_t>(rank), 1, &part);
-    write_slice(root, "records", record_rows.get(), total[0], first[0], counts[0], records.data());
-    write_slice(root, "bytes", H5T_NATIVE_UINT8, total[1], first[1], counts[1], bytes.data());
-    file.close(str("closing ", temp, " (collective)"));
-  }
-  if (rank == 0) {
-    {
-      h5::PropertyList access = h5::file_access();
-      h5::File file = h5::open_file(temp, true, access.get());
-      seal_file(file.get());
-      file.close(str("closing ", temp, " after sealing it"));
-    }
-    sync_path(temp);
-    rename_durably(temp, path);
-    prune_step_files(dir, kPrefix, keep);
-  }
-  MSD_MPI(MPI_Barrier(loaders), "loader checkpoint: waiting for the rename");
+  make_directory(dir);
+  write_part_file(temp, round, part);
+  sync_path(temp);
+  if (before_rename) before_rename();
+  rename_durably(temp, path);
 }
 
-std::vector<LoaderCheckpointPart> read_loader_checkpoint(const std::string& path) {
+LoaderCheckpointFile read_loader_checkpoint(const std::string& path) {
   h5::PropertyList access = h5::file_access();
   h5::File file = h5::open_file(path, false, access.get());
   const hid_t root = file.get();
@@ -152,39 +139,34 @@ std::vector<LoaderCheckpointPart> read_loader_checkpoint(const std::string& path
     throw IoError(str(path, ": loader checkpoint format version ", version, ", this msd reads version ",
                       kLoaderCheckpointVersion));
   if (auto changed = check_seal(root)) throw IoError(str(path, ": changed after it was written: ", *changed));
-  const h5::CompoundType parts_type = part_type(), record_rows = record_type();
-  const auto parts = h5::read_table<PartRow>(root, "parts", parts_type.get());
-  const auto records = h5::read_table<RecordRow>(root, "records", record_rows.get());
+  LoaderCheckpointFile result;
+  result.round.step = h5::read_u64_attribute(root, "step");
+  result.round.writers = static_cast<uint32_t>(h5::read_u64_attribute(root, "writers"));
+  result.round.identity = {h5::read_u64_attribute(root, "seed"), h5::read_u64_attribute(root, "config_digest"),
+                           h5::read_u64_attribute(root, "data_digest")};
+  result.part.loader = static_cast<uint32_t>(h5::read_u64_attribute(root, "loader"));
+  const h5::CompoundType type = record_type();
+  const auto rows = h5::read_table<RecordRow>(root, "records", type.get());
   const auto bytes = h5::read_array<uint8_t>(root, "bytes");
-  if (parts.size() != h5::read_u64_attribute(root, "loaders"))
-    throw IoError(str(path, ": ", parts.size(), " parts for ", h5::read_u64_attribute(root, "loaders"), " loaders"));
   file.close(str("closing ", path));
-
-  std::vector<LoaderCheckpointPart> result;
-  for (const auto& p : parts) {
-    if (p.records_begin + p.records_count > records.size())
-      throw IoError(str(path, ": part of loader ", p.loader, " points past the end of its tables"));
-    LoaderCheckpointPart part;
-    part.loader = p.loader;
-    for (uint64_t i = p.records_begin; i < p.records_begin + p.records_count; ++i) {
-      const RecordRow& r = records[i];
-      if (r.bytes_offset + r.bytes_length > bytes.size())
-        throw IoError(str(path, ": record ", i, " points past the end of /bytes"));
-      SnapshotRecord record{r.source, r.cursor, r.index, r.text_tokens, r.patches, r.patch_bytes, {}};
-      record.bytes.assign(bytes.begin() + static_cast<std::ptrdiff_t>(r.bytes_offset),
-                          bytes.begin() + static_cast<std::ptrdiff_t>(r.bytes_offset + r.bytes_length));
-      part.records.push_back(std::move(record));
-    }
-    result.push_back(std::move(part));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const RecordRow& r = rows[i];
+    if (r.bytes_offset > bytes.size() || r.bytes_length > bytes.size() - r.bytes_offset)
+      throw IoError(str(path, ": record ", i, " points past the end of /bytes"));
+    SnapshotRecord record{r.source, r.cursor, r.index, r.text_tokens, r.patches, r.patch_bytes, {}};
+    const auto first = bytes.begin() + static_cast<std::ptrdiff_t>(r.bytes_offset);
+    record.bytes.assign(first, first + static_cast<std::ptrdiff_t>(r.bytes_length));
+    result.part.records.push_back(std::move(record));
   }
   return result;
 }
 
-std::vector<SnapshotRecord> read_loader_snapshot(const std::string& path, std::span<const uint32_t> sources) {
+std::vector<SnapshotRecord> read_loader_snapshot(std::span<const std::string> paths,
+                                                 std::span<const uint32_t> sources) {
   const std::set<uint32_t> wanted(sources.begin(), sources.end());
   std::vector<SnapshotRecord> records;
-  for (auto& part : read_loader_checkpoint(path))
-    for (auto& record : part.records)
+  for (const auto& path : paths)
+    for (auto& record : read_loader_checkpoint(path).part.records)
       if (wanted.count(record.source)) records.push_back(std::move(record));
   std::sort(records.begin(), records.end(), [](const SnapshotRecord& a, const SnapshotRecord& b) {
     return a.source != b.source ? a.source < b.source : a.cursor < b.cursor;
@@ -192,17 +174,16 @@ std::vector<SnapshotRecord> read_loader_snapshot(const std::string& path, std::s
   return records;
 }
 
-std::optional<std::string> latest_loader_checkpoint(const std::string& dir, uint64_t max_step) {
-  for (const auto& [step, file] : list_step_files(dir, kPrefix)) {
+std::optional<std::vector<std::string>> latest_loader_checkpoint(const std::string& dir, uint64_t max_step,
+                                                                 const LoaderCheckpointIdentity& identity) {
+  for (const auto& [step, paths] : rounds_in(dir)) {
     if (step > max_step) continue;
-    try {
-      read_loader_checkpoint(file);
-      return file;
-    } catch (const IoError& e) {
-      log_warn("skipping loader checkpoint ", file, " (step ", step, "): ", e.what());
-    }
+    auto usable = usable_parts(step, paths, identity);
+    if (!usable.empty()) return usable;
   }
   return std::nullopt;
 }
+
+void prune_loader_checkpoints(const std::string& dir, uint32_t keep) { prune_step_files(dir, kPrefix, keep); }
 
 }  // namespace msd

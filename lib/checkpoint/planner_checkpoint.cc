@@ -10,6 +10,7 @@
 #include "checkpoint/hdf5.h"
 #include "checkpoint/integrity.h"
 #include "checkpoint/step_files.h"
+#include "common/digest.h"
 #include "common/error.h"
 #include "common/log.h"
 
@@ -238,6 +239,16 @@ void check_resumable(const PlannerCheckpoint& checkpoint, const Config& config, 
                             checkpoint.step, " and is ", after, " now; the batch stream would not continue"));
   }
   check_same_data(checkpoint, config, data);
+}
+
+uint64_t stream_config_digest(const Config& config) {
+  Digest digest;
+  for (const auto& [key, value] : ini_values(to_ini(config))) {
+    if (stream_independent(key)) continue;
+    const std::string line = key + " = " + value + "\n";
+    digest.update(line.data(), line.size());
+  }
+  return digest.value();
 }
 
 std::optional<PlannerCheckpoint> find_resume_checkpoint(const Config& config, const DataFingerprint& data) {

@@ -102,6 +102,10 @@ std::optional<PlannerCheckpoint> latest_planner_checkpoint(const std::string& di
 // config.checkpoint.accept_changed_data, which logs them as a warning.
 void check_resumable(const PlannerCheckpoint& checkpoint, const Config& config, const DataFingerprint& data);
 
+// A digest of the options the batch stream depends on: `config`'s to_ini
+// lines but those check_resumable lets differ.
+uint64_t stream_config_digest(const Config& config);
+
 // The checkpoint a resume starts from (config.checkpoint.resuming()), checked
 // by check_resumable against `data` (the data now). With
 // checkpoint.resume_step N: the newest readable planner checkpoint at or

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -19,23 +20,29 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int kStepDigits = 12;  // docs/checkpoint.md: file names
+constexpr int kPartDigits = 5;
 
 [[noreturn]] void fail_errno(const std::string& what, const std::string& path, int err) {
   throw IoError(str(what, " ", path, ": ", std::strerror(err)));
 }
 
-// The step of "PREFIX-<digits>.h5", or -1 when `name` is not one.
+// The step of "PREFIX-<digits>.h5" or "PREFIX-<digits>-<part digits>.h5", or
+// -1 when `name` is neither.
 int64_t step_of(const std::string& name, const std::string& prefix) {
   const std::string head = prefix + "-";
-  if (name.size() != head.size() + kStepDigits + 3 || name.compare(0, head.size(), head) != 0 ||
+  const size_t single = head.size() + kStepDigits + 3, part = single + 1 + kPartDigits;
+  if ((name.size() != single && name.size() != part) || name.compare(0, head.size(), head) != 0 ||
       name.compare(name.size() - 3, 3, ".h5") != 0)
     return -1;
-  int64_t step = 0;
-  for (size_t i = head.size(); i < head.size() + kStepDigits; ++i) {
-    if (name[i] < '0' || name[i] > '9') return -1;
-    step = step * 10 + (name[i] - '0');
-  }
-  return step;
+  auto digits = [&](size_t from, int count) {
+    for (size_t i = from; i < from + static_cast<size_t>(count); ++i)
+      if (name[i] < '0' || name[i] > '9') return false;
+    return true;
+  };
+  if (!digits(head.size(), kStepDigits)) return -1;
+  if (name.size() == part && (name[head.size() + kStepDigits] != '-' || !digits(single - 2, kPartDigits)))
+    return -1;
+  return std::stoll(name.substr(head.size(), kStepDigits));
 }
 
 }  // namespace
@@ -44,6 +51,13 @@ std::string step_file_path(const std::string& dir, const std::string& prefix, ui
   char digits[32];
   std::snprintf(digits, sizeof digits, "%0*llu", kStepDigits, static_cast<unsigned long long>(step));
   return (fs::path(dir) / (prefix + "-" + digits + ".h5")).string();
+}
+
+std::string step_part_path(const std::string& dir, const std::string& prefix, uint64_t step, uint32_t part) {
+  char digits[16];
+  std::snprintf(digits, sizeof digits, "-%0*u.h5", kPartDigits, part);
+  std::string path = step_file_path(dir, prefix, step);
+  return path.replace(path.size() - 3, 3, digits);
 }
 
 std::optional<uint64_t> step_in_file_name(const std::string& path, const std::string& prefix) {
@@ -85,17 +99,21 @@ std::vector<std::pair<uint64_t, std::string>> list_step_files(const std::string&
     if (step >= 0) files.emplace_back(static_cast<uint64_t>(step), entry.path().string());
   }
   if (error) throw IoError(str("cannot list ", dir, ": ", error.message()));
-  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::sort(files.begin(), files.end(),
+            [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
   return files;
 }
 
 void prune_step_files(const std::string& dir, const std::string& prefix, uint32_t keep) {
   if (keep == 0) return;
   const auto files = list_step_files(dir, prefix);
-  for (size_t i = keep; i < files.size(); ++i) {
+  std::set<uint64_t> kept;
+  for (const auto& [step, path] : files) {
+    if (kept.size() < keep) kept.insert(step);
+    if (kept.count(step)) continue;
     std::error_code error;
-    fs::remove(files[i].second, error);
-    if (error) log_warn("cannot remove old checkpoint ", files[i].second, ": ", error.message());
+    fs::remove(path, error);
+    if (error) log_warn("cannot remove old checkpoint ", path, ": ", error.message());
   }
   // A crash between create and rename leaves PREFIX-<step>.h5.tmp behind.
   if (files.empty()) return;

@@ -512,8 +512,8 @@ std::vector<OptionSpec> fault_options() {
        [](const Config& c) { return str(c.fault.rank); }},
       text("fault.kind", "K",
            "hang | stall | checkpoint_stall | startup_stall | finish_stall | fail | crash: stop serving, pause for "
-           "stall_ms (now, just after answering the next loader checkpoint request, before opening the sources at "
-           "start-up, or, on fault.rank, at the end of the job), fail every read, or throw (ends the job)",
+           "stall_ms (now, inside the write of the next loader checkpoint, before opening the sources at start-up, "
+           "or, on fault.rank, at the end of the job), fail every read, or throw (ends the job)",
            [](auto& c) -> auto& { return c.fault.kind; }),
       count("fault.step", "N", "the step the fault starts at", [](auto& c) -> auto& { return c.fault.step; }),
       count("fault.stall_ms", "MS", "how long a stall lasts", [](auto& c) -> auto& { return c.fault.stall_ms; }),

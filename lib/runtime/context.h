@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "checkpoint/loader_checkpoint.h"
 #include "msd/config.h"
 #include "msd/place_tree.h"
 #include "runtime/assignment.h"
@@ -36,6 +37,9 @@ struct JobContext {
   Window windows;  // loader slots; zero bytes on other ranks
   int rank = 0;
   uint64_t first_step = 0;  // the first step this run delivers (> 0 after a resume)
+  // What this run's loader checkpoints are taken over (the planner's, shared
+  // at start-up; all zero without checkpoint.dir).
+  LoaderCheckpointIdentity checkpoint_identity;
   // Set by Job::finish: the ranks alive at the end (world ranks, ascending)
   // and their communicator; the summary is gathered over them only.
   Comm live;
@@ -54,8 +58,8 @@ struct JobContext {
   bool talks_to_planner(int client) const {
     return tree.dim(Axis::tp) == 1 || config.topology.broadcast_at != "tp" || tree.is_tp_leader(client);
   }
-  // How long a loader checkpoint's collective write may take before the
-  // planner takes a writer to have stopped inside it.
+  // How long a loader may take to write its part of a loader checkpoint
+  // before the planner takes it to have stopped inside the write.
   std::chrono::milliseconds checkpoint_write_bound() const {
     return std::chrono::milliseconds(std::max<uint64_t>(10000, 4 * config.loader.deadline_ms));
   }

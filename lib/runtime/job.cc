@@ -21,6 +21,7 @@
 #include "runtime/nodes.h"
 #include "runtime/planner.h"
 #include "runtime/resume_step.h"
+#include "runtime/source_agreement.h"
 #include "runtime/watchdog.h"
 #include "runtime/summary.h"
 
@@ -74,8 +75,8 @@ class JobImpl {
  public:
   JobImpl(const Config& config, MPI_Comm world);
   void start_stream();
-  std::unique_ptr<PlannerRole> make_planner(const std::vector<HelloMessage>& hellos);
-  std::vector<HelloMessage> receive_hellos();
+  std::unique_ptr<PlannerRole> make_planner(const std::vector<LoaderHello>& hellos);
+  std::vector<LoaderHello> receive_hellos();
 
   // What one rank learned while opening its role, before the job agrees on it.
   struct StartUp {
@@ -301,10 +302,10 @@ JobImpl::StartUp JobImpl::start_loader() {
 // and, when all opened, builds its planning state.
 JobImpl::StartUp JobImpl::start_planner() {
   StartUp mine;
-  const std::vector<HelloMessage> hellos = receive_hellos();
+  const std::vector<LoaderHello> hellos = receive_hellos();
   std::set<std::string> errors;
-  for (const auto& hello : hellos)
-    if (!hello.error.empty()) errors.insert(hello.error);
+  for (const auto& h : hellos)
+    if (!h.hello.error.empty()) errors.insert(h.hello.error);
   for (const auto& e : errors) mine.error += (mine.error.empty() ? "" : "\n") + e;
   mine.failed = !errors.empty();
   if (mine.failed) return mine;
@@ -320,7 +321,7 @@ JobImpl::StartUp JobImpl::start_planner() {
 
 // Every loader's hello, within job.startup_timeout_s: a loader stuck opening
 // its sources (or stopped) ends the job naming it.
-std::vector<HelloMessage> JobImpl::receive_hellos() {
+std::vector<LoaderHello> JobImpl::receive_hellos() {
   std::set<int> loaders;  // ranks of to_planner
   for (size_t r = 0; r < ctx.to_planner_world.size(); ++r)
     if (ctx.layout.role(ctx.to_planner_world[r]) == Role::loader) loaders.insert(static_cast<int>(r));
@@ -333,18 +334,29 @@ std::vector<HelloMessage> JobImpl::receive_hellos() {
     throw Error(str("start-up: loader world rank(s) ", missing, " sent no hello within job.startup_timeout_s = ",
                     ctx.config.job.startup_timeout_s, " s (stuck opening their sources, or stopped)"));
   }
-  std::vector<HelloMessage> hellos;
-  for (const Message& message : messages) hellos.push_back(decode_hello(message.bytes));
+  std::vector<LoaderHello> hellos;
+  for (const Message& message : messages) {
+    const int world_rank = ctx.to_planner_world.at(static_cast<size_t>(message.source));
+    hellos.push_back({world_rank, ctx.layout.loader_index(world_rank), decode_hello(message.bytes)});
+  }
   return hellos;
 }
 
 // One reduction tells every rank whether start-up worked, the vocabulary size
-// (for the image token) and the step the run starts at; then the clients start.
+// (for the image token), the step the run starts at and the identity of its
+// loader checkpoints; then the clients start.
 void JobImpl::agree_and_start(const StartUp& mine) {
-  int64_t local[3] = {mine.failed ? 1 : 0, mine.vocab_size, mine.first_step};
-  int64_t global[3] = {0, 0, 0};
+  // The planner's loader checkpoint identity (63-bit values; 0 elsewhere).
+  const LoaderCheckpointIdentity& id = ctx.checkpoint_identity;
+  int64_t local[6] = {mine.failed ? 1 : 0,
+                      mine.vocab_size,
+                      mine.first_step,
+                      static_cast<int64_t>(id.seed),
+                      static_cast<int64_t>(id.config_digest),
+                      static_cast<int64_t>(id.data_digest)};
+  int64_t global[6] = {0, 0, 0, 0, 0, 0};
   MPI_Request request;
-  MSD_MPI(MPI_Iallreduce(local, global, 3, MPI_INT64_T, MPI_MAX, ctx.world.get(), &request), "agreeing on start-up");
+  MSD_MPI(MPI_Iallreduce(local, global, 6, MPI_INT64_T, MPI_MAX, ctx.world.get(), &request), "agreeing on start-up");
   // 10 s beyond the planner's bound on the hellos, so that its line, which
   // names the loader, comes first.
   const uint64_t bound_s = ctx.config.job.startup_timeout_s;
@@ -359,6 +371,8 @@ void JobImpl::agree_and_start(const StartUp& mine) {
   const int32_t token_id = config.image.token_id >= 0 ? static_cast<int32_t>(config.image.token_id)
                                                       : static_cast<int32_t>(std::max<int64_t>(global[1], 0));
   ctx.first_step = static_cast<uint64_t>(global[2]);
+  ctx.checkpoint_identity = {static_cast<uint64_t>(global[3]), static_cast<uint64_t>(global[4]),
+                             static_cast<uint64_t>(global[5])};
   if (loader) loader->resume(ctx.first_step);
   if (colocated) {
     colocated->start(token_id);
@@ -372,16 +386,15 @@ void JobImpl::agree_and_start(const StartUp& mine) {
 // the newest at or before --resume-step N and fast-forwarded to N (the
 // checkpoint must come from a run whose batch stream this configuration
 // continues, over the same data; a directory without one starts at step 0).
-std::unique_ptr<PlannerRole> JobImpl::make_planner(const std::vector<HelloMessage>& hellos) {
-  std::vector<SourceInfo> infos;
-  std::set<uint32_t> seen;
-  for (const auto& hello : hellos)
-    for (const auto& info : hello.sources)
-      if (seen.insert(info.source).second) infos.push_back(info);
+std::unique_ptr<PlannerRole> JobImpl::make_planner(const std::vector<LoaderHello>& hellos) {
+  const std::vector<SourceInfo> infos = agree_on_sources(hellos, ctx.config);
   // Checkpoints and the trace record the data they were taken over.
   const CheckpointConfig& ckpt = ctx.config.checkpoint;
   DataFingerprint data;
   if (!ckpt.dir.empty() || !ckpt.trace.empty()) data = fingerprint_data(ctx.config);
+  if (!ckpt.dir.empty())
+    ctx.checkpoint_identity = {ctx.config.job.seed & kIdentityMask, stream_config_digest(ctx.config) & kIdentityMask,
+                               fingerprint_digest(data) & kIdentityMask};
   std::optional<PlannerCheckpoint> resume;
   if (ckpt.resuming()) resume = find_resume_checkpoint(ctx.config, data);
   // The first step delivered: the trainer's step, or the checkpoint's.

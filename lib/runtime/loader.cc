@@ -7,6 +7,7 @@
 #include <thread>
 #include <utility>
 
+#include "common/files.h"
 #include "common/log.h"
 #include "runtime/metrics.h"
 
@@ -50,7 +51,7 @@ LoaderRole::LoaderRole(JobContext& job) : job_(job) {
       for (size_t s = 0; s < job.config.sources.size(); ++s)
         if (job.config.sources[s].name == name) snapshot_source_[s] = true;
   }
-  open_bytes_.assign(job.config.sources.size(), 0);
+  opened_.assign(job.config.sources.size(), {});
   const FaultConfig& fault = job.config.fault;
   if (fault.kind == "startup_stall" && fault.loader == index) {
     // As a file system that hangs on open would hold it: the hello waits.
@@ -75,11 +76,13 @@ SourceInfo LoaderRole::open(uint32_t s) {
   const SourceConfig& config = job_.config.sources[s];
   SourceOptions options;
   options.cache_dir = job_.config.loader.cache_dir;
-  sources_[s] = open_source(config, options);
-  if (sources_[s]->size() == 0)
-    throw ConfigError(str("source.", config.name, ".path: '", config.path, "' holds no samples"));
-  open_bytes_[s] = sources_[s]->state_bytes();
-  stats_.state_bytes += open_bytes_[s];
+  std::vector<std::string> files = source_files(config);
+  SourceInfo info{s, 0, 0, {}};
+  for (const auto& path : files) info.files.push_back({path, file_stamp(path).size_bytes});
+  sources_[s] = open_source(config, std::move(files), options);
+  info.samples = sources_[s]->size();
+  info.state_bytes = sources_[s]->state_bytes();
+  stats_.state_bytes += info.state_bytes;
   if (!tokenizer_ && config.format != "indexed") {
     tokenizer_ = std::make_unique<Tokenizer>(
         job_.config.tokenizer.vocab, TokenizerOptions{job_.config.tokenizer.pattern, job_.config.tokenizer.normalize});
@@ -88,7 +91,8 @@ SourceInfo LoaderRole::open(uint32_t s) {
       transform_ = std::make_unique<SampleTransform>(tokenizer_.get(),
                                                      ImageOptions{job_.config.image.max_side, job_.config.image.patch});
   }
-  return {s, sources_[s]->size(), open_bytes_[s]};
+  opened_[s] = info;
+  return info;
 }
 
 // An online-scaling move: the planner has no request of ours pending for
@@ -99,14 +103,14 @@ void LoaderRole::reassign(const ReassignMessage& move) {
     for (uint32_t s : move.close) {
       if (s >= sources_.size() || !sources_[s]) continue;
       sources_[s].reset();
-      stats_.state_bytes -= open_bytes_[s];
-      open_bytes_[s] = 0;
+      stats_.state_bytes -= opened_[s].state_bytes;
+      opened_[s] = {};
       for (auto it = snapshot_.lower_bound({s, 0}); it != snapshot_.end() && it->first.first == s;)
         it = snapshot_.erase(it);
     }
     for (uint32_t s : move.open) {
       if (s >= sources_.size()) throw ProtocolError(str("loader rank ", job_.rank, " asked to open source ", s));
-      answer.sources.push_back(sources_[s] ? SourceInfo{s, sources_[s]->size(), open_bytes_[s]} : open(s));
+      answer.sources.push_back(sources_[s] ? opened_[s] : open(s));
     }
   } catch (const std::exception& e) {
     answer.error = e.what();
@@ -122,17 +126,18 @@ LoaderRole::~LoaderRole() = default;
 void LoaderRole::resume(uint64_t first_step) {
   const std::string& dir = job_.config.checkpoint.dir;
   if (first_step == 0 || dir.empty()) return;
-  const auto path = latest_loader_checkpoint(dir, first_step);
-  if (!path) return;
+  const auto paths = latest_loader_checkpoint(dir, first_step, job_.checkpoint_identity);
+  if (!paths) return;
   std::vector<uint32_t> mine;
   for (uint32_t s = 0; s < sources_.size(); ++s)
     if (sources_[s] && snapshot_source_[s]) mine.push_back(s);
   if (mine.empty()) return;
-  for (auto& record : read_loader_snapshot(*path, mine)) {
+  for (auto& record : read_loader_snapshot(*paths, mine)) {
     const std::pair<uint32_t, uint64_t> key{record.source, record.cursor};
     snapshot_.emplace(key, std::move(record));
   }
-  log_info("resume: ", snapshot_.size(), " transformed samples available from ", *path);
+  log_info("resume: ", snapshot_.size(), " transformed samples available from the loader checkpoint of ",
+           paths->size(), " part(s) in ", dir);
 }
 
 // Releases, stop, checkpoint requests and injected faults; true on stop.
@@ -148,12 +153,6 @@ bool LoaderRole::on_control(const Message& message) {
     send_profile();
     job_.send_to_planner(kTagStop, {}, "confirming the stop");
     return true;
-  } else if (message.tag == kTagCheckpoint) {
-    // Ready: the planner starts the collective write once every live loader is.
-    job_.send_to_planner(kTagCheckpoint, message.bytes, "ready for a loader checkpoint");
-    if (checkpoint_stall_ms_ > 0) {  // stopped between "ready" and reporting in to write
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::exchange(checkpoint_stall_ms_, 0)));
-    }
   } else if (message.tag == kTagReassign) {
     reassign(decode_reassign(message.bytes));
   } else if (message.tag == kTagFault) {
@@ -178,61 +177,33 @@ bool LoaderRole::on_control(const Message& message) {
   return false;
 }
 
-// Whether to write: this writer reports in to the planner, which answers
-// "write" once every writer in `go.ranks` has, and "skip" to all when one
-// has not within loader.deadline_ms (docs/fault-tolerance.md). A writer
-// stopped meanwhile finds the answer on waking, so none writes alone.
-bool LoaderRole::planner_says_write(const RanksMessage& go) {
-  const int planner = job_.layout.planner_rank();
-  WireWriter here;
-  here.u64(go.step);
-  job_.send_to_planner(kTagCheckpointJoin, here.bytes(), "reporting in for a loader checkpoint");
-  // The planner decides within loader.deadline_ms; the 10 s past its own
-  // write bound let its detectors name a stuck writer first.
-  const uint64_t bound_ms = static_cast<uint64_t>(job_.checkpoint_write_bound().count()) + 10000;
-  for (;;) {
-    auto message = receive_for(job_.world.get(), planner, kTagCheckpointJoin, bound_ms,
-                               "waiting for the planner's loader checkpoint decision");
-    if (!message)
-      throw Error(str("the planner (world rank ", planner, ") did not decide the loader checkpoint of step ", go.step,
-                      " within ", bound_ms, " ms"));
-    WireReader r(message->bytes, "loader checkpoint decision");
-    const uint64_t step = r.u64();
-    const bool write = r.u8() != 0;
-    r.finish();
-    if (step == go.step) return write;  // the planner logs a skip
-  }
-}
-
-// Collective over the loaders in `go.ranks` only (those the planner found
-// alive), so a loader taken over by a shadow never blocks the others.
-void LoaderRole::write_checkpoint(const RanksMessage& go) {
-  const uint64_t step = go.step;
-  WireWriter done;
-  done.u64(step);
-  if (!planner_says_write(go)) {
-    job_.send_to_planner(kTagCheckpointGo, done.bytes(), "loader checkpoint skipped");
-    return;
-  }
+// This loader's part of the loader checkpoint the planner asked for (u64
+// step, u32 writers): the live samples of its snapshot sources, written alone
+// (no other rank waits on it), then "written" to the planner. A loader
+// stopped inside the write is taken over like anywhere else.
+void LoaderRole::write_checkpoint(std::span<const uint8_t> request) {
+  WireReader r(request, "loader checkpoint request");
+  LoaderCheckpointRound round;
+  round.step = r.u64();
+  round.writers = r.u32();
+  r.finish();
+  round.identity = job_.checkpoint_identity;
   LoaderCheckpointPart part;
   part.loader = static_cast<uint32_t>(job_.layout.loader_index(job_.rank));
   for (const auto& [offset, meta] : live_) {
     if (!snapshot_source_[meta.source]) continue;
-    SnapshotRecord record;
-    record.source = meta.source;
-    record.cursor = meta.cursor;
-    record.index = meta.index;
-    record.text_tokens = meta.text_tokens;
-    record.patches = meta.patches;
-    record.patch_bytes = meta.patch_bytes;
     const uint8_t* slot = job_.windows.base() + offset;
-    record.bytes.assign(slot, slot + meta.slot_bytes);
-    part.records.push_back(std::move(record));
+    part.records.push_back({meta.source, meta.cursor, meta.index, meta.text_tokens, meta.patches, meta.patch_bytes,
+                            std::vector<unsigned char>(slot, slot + meta.slot_bytes)});
   }
-  const Comm writers = Comm::create_group(job_.world.get(), go.ranks, kTagCheckpointGo,
-                                         str("loader checkpoint of step ", step, ": joining the live loaders"));
-  write_loader_checkpoint(writers.get(), job_.config.checkpoint.dir, step, part, job_.config.checkpoint.keep);
-  job_.send_to_planner(kTagCheckpointGo, done.bytes(), "loader checkpoint written");
+  auto stall = [this] {  // fault.kind = checkpoint_stall: stopped inside the write
+    if (checkpoint_stall_ms_ > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::exchange(checkpoint_stall_ms_, 0)));
+  };
+  write_loader_checkpoint(job_.config.checkpoint.dir, round, part, stall);
+  WireWriter done;
+  done.u64(round.step);
+  job_.send_to_planner(kTagCheckpoint, done.bytes(), "loader checkpoint part written");
 }
 
 void LoaderRole::send_profile() {
@@ -414,9 +385,9 @@ RoleStats LoaderRole::serve() {
       progressed = true;
       if (message->tag == kTagLoad) {
         for (const auto& item : decode_load(message->bytes)) pending.push_back(item);
-      } else if (message->tag == kTagCheckpointGo) {
+      } else if (message->tag == kTagCheckpoint) {
         flush();  // what was loaded before the checkpoint is reported first
-        write_checkpoint(decode_ranks(message->bytes));
+        write_checkpoint(message->bytes);
       } else {
         stop = on_control(*message) || stop;
       }

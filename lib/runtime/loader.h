@@ -49,22 +49,21 @@ class LoaderRole {
   bool on_control(const Message& message);
   SourceInfo open(uint32_t source);
   void reassign(const ReassignMessage& move);
-  bool planner_says_write(const RanksMessage& go);
-  void write_checkpoint(const RanksMessage& go);
+  void write_checkpoint(std::span<const uint8_t> request);
   // Sends the planner this loader's profiles (kTagProfile).
   void send_profile();
 
   JobContext& job_;
   HelloMessage hello_;
   std::vector<std::unique_ptr<Source>> sources_;  // indexed by source id (null: not ours)
-  std::vector<uint64_t> open_bytes_;              // state_bytes() of each open source
+  std::vector<SourceInfo> opened_;                // what open() told the planner of each open source
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<SampleTransform> transform_;
   std::unique_ptr<SlotAllocator> slots_;
   RoleStats stats_;
   enum class Fault { none, hang, fail };
   Fault fault_ = Fault::none;  // injected for testing failover (config [fault])
-  uint64_t checkpoint_stall_ms_ = 0;  // fault.kind = checkpoint_stall: pause after the next "ready"
+  uint64_t checkpoint_stall_ms_ = 0;  // fault.kind = checkpoint_stall: pause inside the next part write
   std::map<uint64_t, SampleMeta> live_;       // slot offset -> the sample in it
   std::vector<bool> snapshot_source_;         // per source: keep in loader checkpoints
   std::map<std::pair<uint32_t, uint64_t>, SnapshotRecord> snapshot_;  // (source, cursor) from a checkpoint

@@ -131,8 +131,8 @@ void PlannerRole::check_deadlines() {
   const auto deadline = std::chrono::milliseconds(job_.config.loader.deadline_ms);
   for (auto& [rank, track] : loaders_) {
     if (track.failed || track.outstanding.empty() || now - track.last_heard < deadline) continue;
-    // Inside a loader checkpoint's collective write, bounded on its own.
-    if (loader_checkpoint_ && loader_checkpoint_->writing.count(rank)) continue;
+    // Writing its part of a loader checkpoint: bounded on its own.
+    if (loader_checkpoint_ && loader_checkpoint_->waiting.count(rank)) continue;
     take_over(rank, str("missed its deadline (", job_.config.loader.deadline_ms, " ms, loader.deadline_ms)"));
   }
 }
@@ -536,13 +536,11 @@ void PlannerRole::checkpoint(uint64_t step) {
   starts_.erase(starts_.begin(), starts_.lower_bound(step));
 }
 
-// A loader checkpoint is collective over the loaders that write it, so only
-// live ones may, and all of them or none: every loader not taken over is
-// asked; once each has answered ready (or been taken over: one silent past
-// loader.deadline_ms is), the ready ones are told to start; each reports in,
-// and the planner alone decides — "write" once all have, "skip" to all when
-// one has not within loader.deadline_ms. A writer stopped before it reports
-// in finds "skip" on waking and never enters the collective write alone.
+// A loader checkpoint round: every live loader is asked to write its own part
+// (u64 step, u32 writers) and answers "written". None waits on another, so a
+// loader stopped inside its write is taken over like anywhere else once it is
+// silent past checkpoint_write_bound(); the round then lacks its part, which
+// a resume reads again (docs/checkpoint.md, "Loader checkpoint").
 void PlannerRole::ask_loader_checkpoint(uint64_t step) {
   if (loader_checkpoint_) {
     log_warn("loader checkpoint of step ", step, " skipped: the one of step ", loader_checkpoint_->step,
@@ -552,100 +550,45 @@ void PlannerRole::ask_loader_checkpoint(uint64_t step) {
   PendingCheckpoint pending;
   pending.step = step;
   pending.asked_at = std::chrono::steady_clock::now();
+  for (const auto& [rank, track] : loaders_)
+    if (!track.failed) pending.waiting.insert(rank);
   WireWriter w;
   w.u64(step);
-  for (const auto& [rank, track] : loaders_) {
-    if (track.failed) continue;
-    pending.waiting.insert(rank);
-    out_.send(rank, kTagCheckpoint, w.bytes(), "asking loaders for a checkpoint");
-  }
+  w.u32(static_cast<uint32_t>(pending.waiting.size()));
+  for (int rank : pending.waiting) out_.send(rank, kTagCheckpoint, w.bytes(), "asking loaders for a checkpoint");
   loader_checkpoint_ = std::move(pending);
 }
 
-void PlannerRole::on_checkpoint_ready(int loader_rank, uint64_t step) {
-  if (!loader_checkpoint_ || loader_checkpoint_->step != step || !loader_checkpoint_->waiting.erase(loader_rank))
-    return;  // a late answer from a loader taken over meanwhile
-  loader_checkpoint_->ready.push_back(loader_rank);
-}
-
-void PlannerRole::on_checkpoint_present(int loader_rank, uint64_t step) {
-  loaders_.at(loader_rank).last_heard = std::chrono::steady_clock::now();
-  if (!loader_checkpoint_ || loader_checkpoint_->step != step || loader_checkpoint_->decided) return;
-  if (loader_checkpoint_->writing.count(loader_rank)) loader_checkpoint_->present.insert(loader_rank);
-}
-
-// Tells every writer told to start what to do (u64 step, u8 write). On
-// "skip" the ones that reported in are still waited for (they answer
-// "skipped" at once; until then they are not serving), the late ones no
-// longer: the usual deadlines apply to them again.
-void PlannerRole::decide_loader_checkpoint(bool write) {
-  PendingCheckpoint& pending = *loader_checkpoint_;
-  WireWriter w;
-  w.u64(pending.step);
-  w.u8(write ? 1 : 0);
-  for (int rank : pending.writing) out_.send(rank, kTagCheckpointJoin, w.bytes(), "deciding a loader checkpoint");
-  if (!write) pending.writing = pending.present;
-  pending.decided = true;
-  pending.write = write;
-  pending.go_at = std::chrono::steady_clock::now();
-}
-
+// Ends the round once every part is written or its writer taken over (then
+// prunes old rounds, checkpoint.keep).
 void PlannerRole::advance_loader_checkpoint() {
   if (!loader_checkpoint_) return;
   PendingCheckpoint& pending = *loader_checkpoint_;
-  const auto now = std::chrono::steady_clock::now();
-  const auto deadline = std::chrono::milliseconds(job_.config.loader.deadline_ms);
-  if (pending.decided) {
-    if (pending.writing.empty() || (!pending.write && now - pending.go_at > deadline)) {
-      loader_checkpoint_.reset();  // a skip's late answers: the deadlines apply again
-    } else if (pending.write && now - pending.go_at > job_.checkpoint_write_bound()) {
-      // A writer stopped inside the collective write: the others cannot
-      // leave it, so the job cannot go on.
-      throw Error(str("the loader checkpoint of step ", pending.step, " did not complete within ",
-                      job_.checkpoint_write_bound().count(), " ms: loader ",
-                      job_.layout.loader_index(*pending.writing.begin()), " (world rank ", *pending.writing.begin(),
-                      ") or another writer stopped while writing it"));
-    }
-    return;
-  }
-  if (pending.go_sent) {
-    if (pending.present.size() == pending.writing.size()) return decide_loader_checkpoint(true);
-    if (now - pending.go_at <= deadline) return;
-    for (int rank : pending.writing)
-      if (!pending.present.count(rank)) {
-        log_warn("loader checkpoint of step ", pending.step, " skipped: loader ", job_.layout.loader_index(rank),
-                 " (world rank ", rank, ") did not report in within loader.deadline_ms");
-        break;
-      }
-    return decide_loader_checkpoint(false);
-  }
+  const auto bound = job_.checkpoint_write_bound();
+  const bool late = std::chrono::steady_clock::now() - pending.asked_at > bound;
   for (auto it = pending.waiting.begin(); it != pending.waiting.end();) {
     const int rank = *it;
-    if (!loaders_.at(rank).failed && now - pending.asked_at < deadline) {
+    if (!loaders_.at(rank).failed && !late) {
       ++it;
       continue;
     }
     it = pending.waiting.erase(it);
+    pending.missing++;
     if (!loaders_.at(rank).failed)
-      take_over(rank, str("did not answer a loader checkpoint request within loader.deadline_ms = ",
-                          job_.config.loader.deadline_ms, " ms"));
+      take_over(rank, str("did not write its part of the loader checkpoint of step ", pending.step, " within ",
+                          bound.count(), " ms"));
   }
   if (!pending.waiting.empty()) return;
-  RanksMessage go{pending.step, {}};
-  for (int rank : pending.ready)
-    if (!loaders_.at(rank).failed) go.ranks.push_back(rank);
-  std::sort(go.ranks.begin(), go.ranks.end());
-  const auto bytes = encode(go);
-  for (int rank : go.ranks) out_.send(rank, kTagCheckpointGo, bytes, "starting a loader checkpoint");
-  pending.writing.insert(go.ranks.begin(), go.ranks.end());
-  pending.go_sent = true;
-  pending.go_at = now;
+  if (pending.missing > 0)
+    log_warn("the loader checkpoint of step ", pending.step, " lacks ", pending.missing,
+             " part(s) of loaders taken over in it; a resume from it reads their samples again");
+  prune_loader_checkpoints(job_.config.checkpoint.dir, job_.config.checkpoint.keep);
+  loader_checkpoint_.reset();
 }
 
 void PlannerRole::on_checkpoint_written(int loader_rank, uint64_t step) {
   loaders_.at(loader_rank).last_heard = std::chrono::steady_clock::now();
-  if (!loader_checkpoint_ || loader_checkpoint_->step != step || !loader_checkpoint_->decided) return;
-  loader_checkpoint_->writing.erase(loader_rank);
+  if (loader_checkpoint_ && loader_checkpoint_->step == step) loader_checkpoint_->waiting.erase(loader_rank);
 }
 
 // Stops every loader and waits, bounded, for each to confirm; those that do
@@ -761,13 +704,11 @@ void PlannerRole::handle(const Message& message) {
     on_ack(message.source, ack.step, ack.wait_seconds);
   } else if (message.tag == kTagReassign) {
     on_reassigned(message.source, decode_hello(message.bytes));
-  } else if (message.tag == kTagCheckpoint || message.tag == kTagCheckpointGo || message.tag == kTagCheckpointJoin) {
-    WireReader r(message.bytes, "loader checkpoint");
+  } else if (message.tag == kTagCheckpoint) {
+    WireReader r(message.bytes, "loader checkpoint written");
     const uint64_t step = r.u64();
     r.finish();
-    if (message.tag == kTagCheckpoint) on_checkpoint_ready(message.source, step);
-    else if (message.tag == kTagCheckpointJoin) on_checkpoint_present(message.source, step);
-    else on_checkpoint_written(message.source, step);
+    on_checkpoint_written(message.source, step);
   } else {
     throw ProtocolError(str("planner got unexpected tag ", message.tag, " from rank ", message.source));
   }

@@ -112,11 +112,8 @@ class PlannerRole {
   void checkpoint(uint64_t step);
   void inject_fault(uint64_t step);
   void ask_loader_checkpoint(uint64_t step);
-  void on_checkpoint_ready(int loader_rank, uint64_t step);
   void advance_loader_checkpoint();
   void on_checkpoint_written(int loader_rank, uint64_t step);
-  void on_checkpoint_present(int loader_rank, uint64_t step);
-  void decide_loader_checkpoint(bool write);
   void stop_loaders();
   // Online scaling (planner_scaling.cc, docs/scaling.md).
   void scale_online();
@@ -165,18 +162,13 @@ class PlannerRole {
   uint64_t acked_steps_ = 0;  // steps acknowledged by every client
   std::map<uint64_t, InFlightStep> in_flight_;
   std::map<int, LoaderTrack> loaders_;  // by world rank
-  // A loader checkpoint asked for: loaders yet to answer ready, those that
-  // did, and, once told to write, those still writing.
+  // A loader checkpoint round asked for: the loaders yet to write their part,
+  // and how many parts it lacks (writers taken over).
   struct PendingCheckpoint {
     uint64_t step = 0;
-    std::chrono::steady_clock::time_point asked_at, go_at;
+    std::chrono::steady_clock::time_point asked_at;
     std::set<int> waiting;
-    std::vector<int> ready;
-    bool go_sent = false;
-    std::set<int> writing;  // told to start (from go until written or skipped)
-    std::set<int> present;  // writers that reported in after go
-    bool decided = false;   // the decision sent; go_at is then when
-    bool write = false;     // the decision
+    uint64_t missing = 0;
   };
   std::optional<PendingCheckpoint> loader_checkpoint_;
   PlannerReport report_;

@@ -86,6 +86,18 @@ DataFingerprint fingerprint_data(const Config& config) {
   return fingerprint;
 }
 
+uint64_t fingerprint_digest(const DataFingerprint& data) {
+  Digest digest;
+  for (const auto& file : data.files) {
+    digest.update_u64(file.source);
+    digest.update_u64(file.bytes);
+    digest.update_u64(file.digest);
+  }
+  digest.update_u64(data.vocabulary_bytes);
+  digest.update_u64(data.vocabulary_digest);
+  return digest.value();
+}
+
 std::vector<std::string> fingerprint_differences(const DataFingerprint& recorded, const DataFingerprint& now,
                                                  const Config& config) {
   std::map<uint32_t, std::pair<std::vector<const FileFingerprint*>, std::vector<const FileFingerprint*>>> by_source;

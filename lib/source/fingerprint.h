@@ -40,6 +40,11 @@ FileFingerprint fingerprint_file(const std::string& path);
 // ConfigError for a glob that matches nothing, IoError for an unreadable file.
 DataFingerprint fingerprint_data(const Config& config);
 
+// One digest of a fingerprint, blind to paths as fingerprint_differences is:
+// each file's source, position, size and digest, and the vocabulary's size
+// and digest.
+uint64_t fingerprint_digest(const DataFingerprint& data);
+
 // What differs between the fingerprint recorded by a run and `now`, one line
 // each, naming the source (by `config`'s names), the file and what changed
 // (size, content digest, a file added or missing, the vocabulary). Files are

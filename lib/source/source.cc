@@ -39,30 +39,33 @@ void RawSample::clear() {
   where.offset = 0;
 }
 
-std::unique_ptr<Source> open_source(const SourceConfig& config, const SourceOptions& options) {
-  std::string path_option = str("source.", config.name, ".path");
+std::vector<std::string> source_files(const SourceConfig& config) {
+  const std::string path_option = str("source.", config.name, ".path");
+  if (config.format == "indexed") return expand_globs(indexed_idx_patterns(config.path), path_option);
+  if (config.format == "jsonl" || config.format == "wds") return expand_globs(config.path, path_option);
+  throw ConfigError(str("source.", config.name, ".format: unknown format '", config.format,
+                        "' (expected jsonl, wds or indexed)"));
+}
+
+std::unique_ptr<Source> open_source(const SourceConfig& config, std::vector<std::string> files,
+                                    const SourceOptions& options) {
+  const size_t file_count = files.size();
   std::unique_ptr<Source> source;
-  size_t file_count = 0;
   if (config.format == "jsonl") {
-    auto files = expand_globs(config.path, path_option);
-    file_count = files.size();
     source = std::make_unique<JsonlSource>(std::move(files), JsonlOptions{config.text_field, options.cache_dir});
   } else if (config.format == "wds") {
-    auto files = expand_globs(config.path, path_option);
-    file_count = files.size();
     source = std::make_unique<WdsSource>(std::move(files), WdsOptions{config.caption_field, options.cache_dir});
-  } else if (config.format == "indexed") {
-    auto files = expand_globs(indexed_idx_patterns(config.path), path_option);
-    file_count = files.size();
-    source = std::make_unique<IndexedSource>(std::move(files));
   } else {
-    throw ConfigError(str("source.", config.name, ".format: unknown format '", config.format,
-                          "' (expected jsonl, wds or indexed)"));
+    source = std::make_unique<IndexedSource>(std::move(files));
   }
   if (source->size() == 0)
-    throw ConfigError(str(path_option, ": the ", file_count, " file(s) matched by '", config.path,
+    throw ConfigError(str("source.", config.name, ".path: the ", file_count, " file(s) matched by '", config.path,
                           "' hold no samples"));
   return source;
+}
+
+std::unique_ptr<Source> open_source(const SourceConfig& config, const SourceOptions& options) {
+  return open_source(config, source_files(config), options);
 }
 
 void read_sample(Source& source, const SourceConfig& config, uint64_t index, RawSample& out) {

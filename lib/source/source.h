@@ -93,6 +93,14 @@ struct SourceOptions {
 // files. A zero-length file contributes no samples (with a warning).
 std::unique_ptr<Source> open_source(const SourceConfig& config, const SourceOptions& options);
 
+// The files open_source reads for `config`, sorted: its globs expanded (the
+// .idx files for "indexed"). Throws as open_source does for a bad format or
+// path.
+std::vector<std::string> source_files(const SourceConfig& config);
+// open_source over `files` (source_files(config), as this process saw them).
+std::unique_ptr<Source> open_source(const SourceConfig& config, std::vector<std::string> files,
+                                    const SourceOptions& options);
+
 // source.read(index, out) after the source's emulated storage latency
 // (config.read_delay_us): how loaders, colocated ranks and msd-plan profile
 // all read, so the latency is part of every read's cost. A record stored

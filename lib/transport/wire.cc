@@ -47,6 +47,11 @@ std::vector<uint8_t> encode(const HelloMessage& m) {
     w.u32(s.source);
     w.u64(s.samples);
     w.u64(s.state_bytes);
+    w.u32(checked_cast<uint32_t>(s.files.size()));
+    for (const auto& f : s.files) {
+      w.string(f.path);
+      w.u64(f.bytes);
+    }
   }
   return std::move(w.bytes());
 }
@@ -55,11 +60,16 @@ HelloMessage decode_hello(std::span<const uint8_t> bytes) {
   WireReader r(bytes, "hello");
   HelloMessage m;
   m.error = r.string();
-  m.sources.resize(r.count(20));
+  m.sources.resize(r.count(24));
   for (auto& s : m.sources) {
     s.source = r.u32();
     s.samples = r.u64();
     s.state_bytes = r.u64();
+    s.files.resize(r.count(12));
+    for (auto& f : s.files) {
+      f.path = r.string();
+      f.bytes = r.u64();
+    }
   }
   r.finish();
   return m;

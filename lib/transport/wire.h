@@ -29,9 +29,8 @@ enum Tag : int {
   kTagAck = 6,      // client -> planner: step built
   kTagStop = 7,     // planner -> loader: the job is over; loader -> planner: stopped (empty)
   kTagFault = 8,    // planner -> loader: injected fault (testing failover)
-  kTagCheckpoint = 9,  // planner -> live loaders: a loader checkpoint of this step is due (u64); loader -> planner: ready (u64)
-  kTagCheckpointGo = 10,  // planner -> ready loaders: write it together (u64 step, ranks: the writers); loader -> planner: written (u64)
-  kTagCheckpointJoin = 12,  // writer -> planner: here for this checkpoint (u64 step); planner -> writers: write? (u64 step, u8)
+  kTagCheckpoint = 9,  // planner -> live loaders: write your part of this step's loader checkpoint (u64 step,
+                       // u32 writers); loader -> planner: written (u64 step)
   kTagFinish = 11,     // planner -> live loaders and clients: ranks left out of the summary (ranks)
   kTagProfile = 13,    // loader -> planner: its sources' profiles (moving averages), at most once a second
   kTagReassign = 14,   // planner -> loader: close these sources, open those; loader -> planner: what it opened (hello body)
@@ -112,10 +111,18 @@ class WireReader {
 
 // --- messages -----------------------------------------------------------------
 
+// A file a loader opened for a source: its path and size.
+struct SourceFile {
+  std::string path;
+  uint64_t bytes = 0;
+  bool operator==(const SourceFile&) const = default;
+};
+
 struct SourceInfo {
   uint32_t source = 0;
   uint64_t samples = 0;
   uint64_t state_bytes = 0;
+  std::vector<SourceFile> files;  // in the reader's order; every loader of the source must see the same
 };
 
 struct HelloMessage {
@@ -195,7 +202,7 @@ struct FaultMessage {
 };
 std::vector<uint8_t> encode(const FaultMessage& m);
 
-// A step and a list of world ranks (kTagCheckpointGo, kTagFinish).
+// A step and a list of world ranks (kTagFinish).
 struct RanksMessage {
   uint64_t step = 0;
   std::vector<int> ranks;

@@ -40,11 +40,6 @@ set_tests_properties(slurm PROPERTIES FIXTURES_REQUIRED tiny_data)
 msd_add_script_test(slurm_cluster SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/slurm_cluster.sh TIMEOUT 300 SKIPPABLE)
 set_tests_properties(slurm_cluster PROPERTIES FIXTURES_REQUIRED tiny_data)
 
-add_executable(test_loader_checkpoint mpi/test_loader_checkpoint.cc)
-target_link_libraries(test_loader_checkpoint PRIVATE msd::checkpoint)
-msd_core_test_target(test_loader_checkpoint)
-msd_add_mpi_test(loader_checkpoint NP 2 3 COMMAND $<TARGET_FILE:test_loader_checkpoint>
-                 ${PROJECT_BINARY_DIR}/test-scratch/loader_checkpoint TIMEOUT 120)
 msd_add_script_test(replay SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/replay.sh TIMEOUT 300)
 set_tests_properties(replay PROPERTIES FIXTURES_REQUIRED tiny_data)
 # The Python package: pytest on the ranks of a job, and the example trainer.

@@ -22,7 +22,7 @@ kill_rank() {
   shift 2
   local n wait_for="$dir/planner-*08.h5"
   n=$("$MSD_RUN" --config "$WORK/job.ini" --print-world-size)
-  [[ " $* " == *loader_every* ]] && wait_for="$wait_for $dir/loaders-*08.h5"
+  [[ " $* " == *loader_every* ]] && wait_for="$wait_for $dir/loaders-000000000008-*.h5"
   timeout 120 $MSD_MPIEXEC -n "$n" "$MSD_RUN" --config "$WORK/job.ini" --checkpoint.dir="$dir" \
     --checkpoint.planner_every=4 --output.progress_every=1 --output.log_level=info "$@" >"$dir.log" 2>&1 &
   local launcher=$!

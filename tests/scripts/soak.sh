@@ -31,7 +31,7 @@ RANDOM=11
 short=0 long=0 round=0
 while kill -0 $job 2>/dev/null && [ ! -s "$WORK/soak.json" ]; do
   round=$((round + 1))
-  if [ $long -lt 2 ] && [ -e "$WORK/soak/loaders-000000000$(( (long + 1) * 2 ))00.h5" ]; then
+  if [ $long -lt 2 ] && [ -e "$WORK/soak/loaders-000000000$(( (long + 1) * 2 ))00-00000.h5" ]; then
     rank=$((long + 1))  # loaders 0 and 1 (world ranks 1, 2): stopped past the deadline
     pause=2.5
     long=$((long + 1))

@@ -60,10 +60,11 @@ TEST_CASE("truncated and corrupt messages are protocol errors") {
 }
 
 TEST_CASE("hello, release and ack round trips") {
-  HelloMessage hello{"", {{0, 10, 1000}, {2, 20, 2000}}};
+  HelloMessage hello{"", {{0, 10, 1000, {}}, {2, 20, 2000, {{"/data/a.jsonl", 7}, {"/data/b.jsonl", 9}}}}};
   auto back = decode_hello(encode(hello));
   REQUIRE(back.sources.size() == 2);
   REQUIRE(back.sources[1].samples == 20);
+  REQUIRE(back.sources[1].files == hello.sources[1].files);
   REQUIRE(decode_hello(encode(HelloMessage{"cannot open x", {}})).error == "cannot open x");
   REQUIRE(decode_release(encode_release({64, 128})) == std::vector<uint64_t>{64, 128});
   REQUIRE(decode_ack(encode(AckMessage{9})).step == 9);

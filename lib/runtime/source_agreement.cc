@@ -1,0 +1,78 @@
+#include "runtime/source_agreement.h"
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "common/error.h"
+
+namespace msd {
+
+namespace {
+
+constexpr size_t kNamed = 3;  // files named per difference; the rest counted
+
+// "a, b, c and 4 more", or "" for none.
+std::string name_some(const std::vector<std::string>& paths) {
+  std::string text;
+  for (size_t i = 0; i < paths.size() && i < kNamed; ++i) text += str(i == 0 ? "" : ", ", paths[i]);
+  if (paths.size() > kNamed) text += str(" and ", paths.size() - kNamed, " more");
+  return text;
+}
+
+// What `other` saw that `first` did not: files only one of them has, and
+// files whose sizes differ.
+std::string file_difference(const std::vector<SourceFile>& first, const std::vector<SourceFile>& other) {
+  std::map<std::string, uint64_t> a, b;
+  for (const auto& f : first) a[f.path] = f.bytes;
+  for (const auto& f : other) b[f.path] = f.bytes;
+  std::vector<std::string> only_first, only_other, sized;
+  for (const auto& [path, bytes] : a) {
+    auto it = b.find(path);
+    if (it == b.end()) only_first.push_back(path);
+    else if (it->second != bytes) sized.push_back(str(path, " (", bytes, " vs ", it->second, " bytes)"));
+  }
+  for (const auto& [path, bytes] : b)
+    if (!a.count(path)) only_other.push_back(path);
+  std::string why;
+  auto add = [&](const std::vector<std::string>& paths, const char* what) {
+    if (!paths.empty()) why += str(why.empty() ? "" : "; ", what, ": ", name_some(paths));
+  };
+  add(only_first, "only the first sees");
+  add(only_other, "only the second sees");
+  add(sized, "sizes differ");
+  return why;
+}
+
+std::string who(const LoaderHello& h) { return str("loader ", h.loader, " (world rank ", h.world_rank, ")"); }
+
+}  // namespace
+
+std::vector<SourceInfo> agree_on_sources(std::span<const LoaderHello> hellos, const Config& config) {
+  std::map<uint32_t, std::pair<const LoaderHello*, const SourceInfo*>> first;
+  for (const auto& h : hellos) {
+    for (const auto& info : h.hello.sources) {
+      auto [it, inserted] = first.try_emplace(info.source, &h, &info);
+      if (inserted) continue;
+      const auto& [by, seen] = it->second;
+      const std::string option = info.source < config.sources.size()
+                                     ? str("source.", config.sources[info.source].name, ".path")
+                                     : str("source ", info.source);
+      if (seen->files != info.files) {
+        const std::string why = file_difference(seen->files, info.files);
+        throw DataError(str(option, ": ", who(*by), " and ", who(h), " match different files (", seen->files.size(),
+                            " and ", info.files.size(), "; ", why.empty() ? "in another order" : why,
+                            "): every loader must read the same data; check that each node sees the same files"));
+      }
+      if (seen->samples != info.samples)
+        throw DataError(str(option, ": ", who(*by), " counts ", seen->samples, " samples and ", who(h), " ",
+                            info.samples, " in the same ", info.files.size(),
+                            " file(s): a file changed while the job started, or an index cache is stale"));
+    }
+  }
+  std::vector<SourceInfo> infos;
+  for (const auto& [source, entry] : first) infos.push_back(*entry.second);
+  return infos;
+}
+
+}  // namespace msd

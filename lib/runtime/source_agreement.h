@@ -1,0 +1,28 @@
+// Start-up's check that the loaders read the same data: every loader and
+// shadow opens its sources itself (on its own node, through its own view of
+// the file system), so two of them could match different files with the same
+// glob and serve diverging streams. The planner compares what each saw.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "msd/config.h"
+#include "transport/wire.h"
+
+namespace msd {
+
+// One loader's hello, with who sent it.
+struct LoaderHello {
+  int world_rank = 0;
+  int loader = 0;  // loader index (shadows: >= topology.loaders)
+  HelloMessage hello;
+};
+
+// One SourceInfo per source any loader opened, in source order. Throws
+// DataError naming the source, both loaders and the files that differ when
+// two loaders of a source saw other files (paths or sizes) or counted other
+// samples.
+std::vector<SourceInfo> agree_on_sources(std::span<const LoaderHello> hellos, const Config& config);
+
+}  // namespace msd
