@@ -6,7 +6,10 @@
 # takes the script's multi-node settings (UCX for messages and MPI_Get) and
 # UCX is limited to TCP over the veth interface, so every batch a client reads
 # crosses from one node's network stack to the other's. The batch digest must
-# equal the single-node mpirun run's. Skipped (exit MSD_SKIP_CODE, reported as
+# equal the single-node mpirun run's, also when a loader hangs and a shadow
+# takes over; a client that throws on the second node ends the whole job with
+# status 3 and its line, and the script does not requeue it past
+# MSD_MAX_REQUEUES. Skipped (exit MSD_SKIP_CODE, reported as
 # skipped) with the reason where it cannot run: not root, no network
 # namespaces, Slurm or Open MPI's UCX components missing.
 source "$(dirname "$0")/common.sh"
@@ -49,34 +52,70 @@ else
 fi
 
 write_tiny_config "$WORK/job.ini"
-run_job "$WORK/job.ini" --summary-json "$WORK/one-node.json" >/dev/null
-n=$("$MSD_RUN" --config "$WORK/job.ini" --print-world-size)
-first=$(((n + 1) / 2))
-# World ranks 0..first-1 (planner, loaders) on msd-n1, the rest on msd-n2
-# (block distribution; srun warns that it cannot honour the per-node count
-# for the last node, which is expected).
-set +e
-"$cluster" exec env MSD_BUILD="$MSD_BUILD" MSD_CONFIG="$WORK/job.ini" \
-  UCX_TLS=tcp,self UCX_NET_DEVICES=msd0 UCX_WARN_UNUSED_ENV_VARS=n \
-  timeout 120 sbatch --parsable --wait --time=2 --nodes=2 --ntasks="$n" --ntasks-per-node="$first" \
-  --output="$WORK/job-%j.out" "$MSD_SOURCE/slurm/msd-run.sbatch" --summary-json "$WORK/two-nodes.json" \
-  >"$WORK/sbatch.out" 2>&1
-rc=$?
-set -e
-job=$(grep -oE '^[0-9]+' "$WORK/sbatch.out" | head -1)
-if [ $rc -ne 0 ]; then
-  cat "$WORK/sbatch.out" "$WORK"/job-*.out 2>/dev/null || true
-  for log in "$cluster_dir"/msd-n*/slurmd.log; do echo "--- $log"; tail -20 "$log"; done
-  echo "FAIL: the two-node job failed (sbatch status $rc)"
-  exit 1
-fi
-for node in msd-n1 msd-n2; do
-  grep -q "launch task StepId=$job.0 " "$cluster_dir/$node/slurmd.log" ||
-    { cat "$WORK"/job-*.out; echo "FAIL: job $job ran no task on $node"; exit 1; }
-done
+sed -i 's/^steps = 8/steps = 24/' "$WORK/job.ini"
+run_job "$WORK/job.ini" --summary-json "$WORK/one-node.json" >"$WORK/one-node.out" 2>&1 ||
+  { tail -20 "$WORK/one-node.out"; echo "FAIL: the one-node run failed"; exit 1; }
 want=$(json_field "$WORK/one-node.json" batch_digest)
-got=$(json_field "$WORK/two-nodes.json" batch_digest)
-[ -n "$want" ] && [ "$want" = "$got" ] ||
-  { cat "$WORK"/job-*.out; echo "FAIL: two nodes delivered batch_digest $got, one node $want"; exit 1; }
+
+# submit NAME [msd-run options]: runs the job through the sbatch script over
+# both nodes, world ranks 0..first-1 (planner, loaders) on msd-n1 and the
+# rest on msd-n2 (block distribution; srun warns that it cannot honour the
+# per-node count for the last node, which is expected). Sets rc (sbatch's
+# status: the job's), job, n, first and seconds (the job's run time as
+# Slurm recorded it, whole seconds: sbatch --wait itself polls every few).
+submit() {
+  local name=$1
+  shift
+  n=$("$MSD_RUN" --config "$WORK/job.ini" --print-world-size "$@")
+  first=$(((n + 1) / 2))
+  set +e
+  "$cluster" exec env MSD_BUILD="$MSD_BUILD" MSD_CONFIG="$WORK/job.ini" MSD_MAX_REQUEUES=0 \
+    UCX_TLS=tcp,self UCX_NET_DEVICES=msd0 UCX_WARN_UNUSED_ENV_VARS=n \
+    timeout 120 sbatch --parsable --wait --time=2 --nodes=2 --ntasks="$n" --ntasks-per-node="$first" \
+    --output="$WORK/$name-%j.out" "$MSD_SOURCE/slurm/msd-run.sbatch" --summary-json "$WORK/$name.json" "$@" \
+    >"$WORK/$name.sbatch" 2>&1
+  rc=$?
+  set -e
+  job=$(grep -oE '^[0-9]+' "$WORK/$name.sbatch" | head -1)
+  seconds=$("$cluster" exec scontrol show job "$job" 2>/dev/null | grep -oE 'RunTime=[0-9:-]+' | head -1 |
+    awk -F'[=:]' '{ print $2 * 3600 + $3 * 60 + $4 }')
+  [ "$rc" != 124 ] || { cat "$WORK/$name".*; echo "FAIL: $name: the two-node job hung"; exit 1; }
+}
+
+# fail NAME WHY: the job's output, the nodes' slurmd logs and the reason.
+fail() {
+  cat "$WORK/$1.sbatch" "$WORK/$1"-*.out 2>/dev/null || true
+  for log in "$cluster_dir"/msd-n*/slurmd.log; do echo "--- $log"; tail -20 "$log"; done
+  echo "FAIL: $1: $2"
+  exit 1
+}
+
+submit clean
+[ $rc -eq 0 ] || fail clean "the two-node job failed (sbatch status $rc)"
+for node in msd-n1 msd-n2; do
+  grep -q "launch task StepId=$job.0 " "$cluster_dir/$node/slurmd.log" || fail clean "job $job ran no task on $node"
+done
+got=$(json_field "$WORK/clean.json" batch_digest)
+[ "$want" = "$got" ] || fail clean "two nodes delivered batch_digest $got, one node $want"
 echo "slurm_cluster: job $job, $n ranks over msd-n1 ($first) and msd-n2 ($((n - first))), UCX over TCP between" \
-  "the nodes: batch_digest $got as on one node"
+  "the nodes: batch_digest $got as on one node (${seconds}s)"
+
+# A loader that hangs mid-run: the shadow on msd-n1 takes over and the
+# clients on msd-n2 read its window over the network; the stream is unchanged.
+submit takeover --topology.shadow_loaders=1 --fault.loader=0 --fault.kind=hang --fault.step=5 --loader.deadline_ms=500
+[ $rc -eq 0 ] || fail takeover "the job failed (sbatch status $rc)"
+got=$(json_field "$WORK/takeover.json" batch_digest)
+[ "$want" = "$got" ] || fail takeover "batch_digest $got after the takeover, $want without a fault"
+[ "$(json_field "$WORK/takeover.json" takeover_count)" = 1 ] || fail takeover "expected one takeover"
+echo "slurm_cluster: a loader hung at step 5: taken over across the nodes, status 0, the same digest (${seconds}s)"
+
+# A client on msd-n2 that throws mid-run: the whole job, on both nodes,
+# ends with status 3 and one line naming the rank and role; with
+# MSD_MAX_REQUEUES=0 the script does not requeue it.
+victim=$(($("$MSD_RUN" --config "$WORK/job.ini" --print-world-size) - 1))
+submit crash --fault.kind=crash --fault.rank=$victim --fault.step=5
+[ $rc -eq 3 ] || fail crash "sbatch status $rc, expected 3"
+line=$(grep -h "fatal on world rank $victim: injected crash" "$WORK"/crash-*.out | head -1)
+[ -n "$line" ] || fail crash "no line naming world rank $victim and its cause"
+grep -q "not requeued again (MSD_MAX_REQUEUES=0)" "$WORK"/crash-*.out || fail crash "the script did not say it leaves the job"
+echo "slurm_cluster: a client on msd-n2 crashed at step 5: status 3, the job ran ${seconds}s: $line"
