@@ -57,10 +57,15 @@ std::map<std::string, std::string> ini_values(const std::string& ini) {
   return values;
 }
 
-// Options that do not change which batch a rank receives at a step.
+// Options that do not change which documents a step holds: how fast or by
+// whom they are read, and the mesh, which only places them (each step's
+// documents are the mix's job.global_batch samples whatever the layout;
+// docs/checkpoint.md, "What a resume may change").
 bool stream_independent(const std::string& key) {
   for (const char* exact : {"job.steps", "job.prefetch_steps", "topology.loaders", "topology.shadow_loaders",
-                            "topology.broadcast_at"})
+                            "topology.broadcast_at", "topology.dp", "topology.pp", "topology.cp", "topology.tp",
+                            "topology.order", "topology.ranks_per_node", "topology.data_ranks", "job.micro_batches",
+                            "topology.partition_plan", "job.stall_timeout_s", "job.startup_timeout_s"})
     if (key == exact) return true;
   for (const char* prefix : {"loader.", "emulator.", "output.", "checkpoint.", "fault.", "topology.scaling"})
     if (key.rfind(prefix, 0) == 0) return true;

@@ -284,11 +284,17 @@ bool TraceWriter::reopen(const TraceHeader& header, uint64_t first_step) {
     h5::PropertyList access = h5::file_access();
     h5::File file = h5::open_file(path_, true, access.get());
     const TraceHeader found = read_header(file.get(), path_);
+    const auto mesh = [](const TraceHeader& h) {
+      return str("dp ", h.dp, " x pp ", h.pp, " x cp ", h.cp, " x tp ", h.tp, ", ", h.micro_batches, " micro-batch(es)");
+    };
+    if (mesh(found) != mesh(header))
+      throw ConfigError(str("checkpoint.trace: ", path_, " records plans for ", mesh(found), ", this run is ",
+                            mesh(header), "; a resume on another mesh writes its plans to a new trace: set "
+                            "checkpoint.trace to another path"));
     if (found.seed != header.seed || found.source_names != header.source_names ||
-        found.source_samples != header.source_samples || found.dp != header.dp ||
-        found.micro_batches != header.micro_batches || found.seq_len != header.seq_len)
-      throw ConfigError(str("trace ", path_, " was written by a run with other seed, sources, source sizes or layout; "
-                            "a resume must continue the same run"));
+        found.source_samples != header.source_samples || found.seq_len != header.seq_len)
+      throw ConfigError(str("trace ", path_, " was written by a run with other seed, sources, source sizes or "
+                            "sequence length; a resume must continue the same run"));
     const uint64_t file_first = h5::read_u64_attribute(file.get(), "first_step");
     auto tables = std::make_unique<Tables>();
     tables->steps = h5::AppendableDataset::open(file.get(), "steps", tables->step_type.get());

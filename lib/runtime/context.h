@@ -146,6 +146,9 @@ struct PlannerReport {
   uint64_t budget_binding_steps = 0, budget_exceeded_steps = 0;
   uint64_t steps = 0;
   uint64_t tokens = 0;  // non-padding positions over all data groups
+  // Per delivered step: the digest of its documents, whatever the mesh
+  // (summary's step_document_digests).
+  std::vector<uint64_t> document_digests;
   // The planner's own work until the last step (WorkTimer), and the messages
   // it received and sent meanwhile; busy_passes: the passes of its loop
   // that handled something (those WorkTimer counts).

@@ -553,6 +553,7 @@ Summary Job::finish(const TrainerStats& trainer) {
     input.planner_messages_sent = job.report.messages_sent;
     input.planner_busy_passes = job.report.busy_passes;
     input.profiles = job.report.profiles;
+    input.document_digests = job.report.document_digests;
   }
   job.stats.peak_rss_bytes = peak_rss_bytes();
   sample_anon_shmem(true);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <set>
 
+#include "common/digest.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "source/permutation.h"
@@ -18,6 +19,18 @@ PackOptions planner_pack_options(const Config& config) {
   PackOptions pack = make_pack_options(config);
   pack.lower_bound = false;
   return pack;
+}
+// The step's document set, free of the layout: the step number and each
+// sample's (source, cursor) in (source, cursor) order, as try_plan_step
+// gathers them. Equal on every mesh that delivers the same documents.
+uint64_t document_digest(uint64_t step, const std::vector<SampleMeta>& samples) {
+  Digest digest;
+  digest.update_u64(step);
+  for (const auto& m : samples) {
+    digest.update_u64(m.source);
+    digest.update_u64(m.cursor);
+  }
+  return digest.value();
 }
 }  // namespace
 
@@ -369,6 +382,7 @@ bool PlannerRole::try_plan_step() {
   InFlightStep record;
   record.step = step;
   const bool delivered = step >= deliver_from_;  // else fast-forwarded: no client gets it
+  if (delivered) report_.document_digests.push_back(document_digest(step, samples));
   record.acks_missing = delivered ? static_cast<int>(peer_count_) : 0;
   record.slots.reserve(samples.size());
   record.samples.reserve(samples.size());

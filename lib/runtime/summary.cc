@@ -372,6 +372,9 @@ void write_run_json(JsonWriter& w, const Report& r) {
   w.begin_array("step_digests");
   for (uint64_t d : r.digests.per_step) w.value("", hex64(d));
   w.end_array();
+  w.begin_array("step_document_digests");
+  for (uint64_t d : r.input.document_digests) w.value("", hex64(d));
+  w.end_array();
   // Both balance objectives, for every step and summarized.
   const Balance& b = r.balance;
   w.begin_object("dp_max_over_mean").value("median", median(b.dp_ratio)).value("max", max_of(b.dp_ratio));

@@ -227,7 +227,8 @@ TEST_CASE("resume refuses a configuration that changes the stream", "[checkpoint
   // Options that cannot change the stream may differ.
   auto args = job_args();
   for (const char* extra : {"--job.steps=500", "--topology.loaders=3", "--output.log_level=warn",
-                            "--checkpoint.dir=/tmp/x", "--job.prefetch_steps=4"})
+                            "--checkpoint.dir=/tmp/x", "--job.prefetch_steps=4", "--topology.tp=2",
+                            "--job.micro_batches=4", "--job.stall_timeout_s=30"})
     args.push_back(extra);
   check_resumable(c, parse(args), c.data);
 
@@ -240,6 +241,12 @@ TEST_CASE("resume refuses a configuration that changes the stream", "[checkpoint
   auto weight = job_args();
   weight.push_back("--source.corpus.weight=0.4");
   CHECK_THROWS_WITH(check_resumable(c, parse(weight), c.data), Catch::Contains("source.corpus.weight"));
+  auto global = job_args();
+  global.push_back("--job.global_batch=64");
+  CHECK_THROWS_WITH(check_resumable(c, parse(global), c.data), Catch::Contains("job.global_batch"));
+  auto balance = job_args();
+  balance.push_back("--job.balance=tokens");
+  CHECK_THROWS_WITH(check_resumable(c, parse(balance), c.data), Catch::Contains("job.balance"));
 }
 
 TEST_CASE("a planner checkpoint changed after it was written is refused, naming where", "[checkpoint][integrity]") {

@@ -144,6 +144,13 @@ TEST_CASE("a resumed trace drops the steps planned again and continues", "[trace
   TraceHeader other = make_trace_header(config, kSourceSamples);
   other.seed = 6;
   CHECK_THROWS_AS(TraceWriter(path, other, 3), ConfigError);
+  // A resume on another mesh (docs/checkpoint.md) needs a trace of its own.
+  TraceHeader mesh = make_trace_header(config, kSourceSamples);
+  mesh.dp = 6;
+  mesh.tp = 1;
+  CHECK_THROWS_WITH(TraceWriter(path, mesh, 3),
+                    Catch::Contains("checkpoint.trace: " + path + " records plans for dp 3 x pp 1 x cp 1 x tp 2") &&
+                        Catch::Contains("this run is dp 6 x pp 1 x cp 1 x tp 1"));
 }
 
 TEST_CASE("a trace that lost steps before the resume is set aside; verify starts from the checkpoint", "[trace]") {
