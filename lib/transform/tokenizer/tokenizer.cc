@@ -22,6 +22,7 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "common/worker_pool.h"
+#include "msd/config.h"
 #include "transform/tokenizer/pretokenize.h"
 #include "transform/tokenizer/text_encoder.h"
 
@@ -574,6 +575,13 @@ Tokenizer::Tokenizer(std::unique_ptr<TextEncoder> encoder) : impl_(std::make_uni
 
 Tokenizer Tokenizer::hugging_face(const std::string& json_path, const HfTokenizerOptions& options) {
   return Tokenizer(open_hf_encoder(json_path, options));
+}
+
+std::unique_ptr<Tokenizer> open_tokenizer(const TokenizerConfig& config) {
+  if (!config.hf.empty()) {
+    return std::make_unique<Tokenizer>(Tokenizer::hugging_face(config.hf, {config.append_eod, config.eod_token}));
+  }
+  return std::make_unique<Tokenizer>(config.vocab, TokenizerOptions{config.pattern, config.normalize});
 }
 
 Tokenizer::~Tokenizer() = default;

@@ -49,6 +49,7 @@ struct HfTokenizerOptions {
 };
 
 class TextEncoder;
+struct TokenizerConfig;  // msd/config.h
 
 // A vocabulary plus the scratch state of encoding. The vocabulary (rank
 // tables, token bytes, the compiled pattern) is immutable after construction
@@ -121,6 +122,11 @@ class Tokenizer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The tokenizer a configuration names: tokenizer.hf (with append_eod and
+// eod_token) when set, else tokenizer.vocab with its pattern and
+// normalization. Throws what the constructors throw.
+std::unique_ptr<Tokenizer> open_tokenizer(const TokenizerConfig& config);
 
 struct BpeTrainOptions {
   uint32_t vocab_size = 4096;  // including the 256 byte tokens; at least 256
