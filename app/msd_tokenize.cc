@@ -1,5 +1,6 @@
 // msd-tokenize: encodes UTF-8 text lines to token ids (or decodes ids back),
-// one output line per input line, with a tiktoken-format vocabulary.
+// one output line per input line, with a tiktoken-format vocabulary or a
+// Hugging Face tokenizer.json.
 #include <boost/program_options.hpp>
 
 #include <charconv>
@@ -18,9 +19,12 @@ namespace {
 
 constexpr const char* kUsage =
     "Usage: msd-tokenize --vocab FILE [--pattern NAME|REGEX] [--normalize FORM] [--decode]\n"
+    "       msd-tokenize --hf TOKENIZER.JSON [--append-eod] [--eod-token TEXT] [--decode]\n"
     "\n"
     "Reads UTF-8 text on stdin and prints, for each input line, the token ids of\n"
-    "that line as one line of space-separated integers. The line's trailing\n"
+    "that line as one line of space-separated integers (with --hf, one document:\n"
+    "the tokens the tokenizer's post-processor adds, such as a BOS, included).\n"
+    "The line's trailing\n"
     "newline is not part of the text (a '\\r' before it is). With --decode, reads\n"
     "lines of space-separated ids and prints the decoded text of each line.\n"
     "\n"
@@ -56,11 +60,17 @@ bool parse_ids(std::string_view line, std::vector<int32_t>& ids, std::string& pr
 
 int main(int argc, char** argv) {
   std::string vocab;
+  std::string hf;
   msd::TokenizerOptions options;
+  msd::HfTokenizerOptions hf_options;
   po::options_description described(kUsage);
   described.add_options()                                                                  //
       ("help,h", "print this help")                                                        //
-      ("vocab", po::value(&vocab)->required(), "tiktoken-format vocabulary file")          //
+      ("vocab", po::value(&vocab), "tiktoken-format vocabulary file")                      //
+      ("hf", po::value(&hf), "Hugging Face tokenizer.json (BPE family) instead of --vocab") //
+      ("append-eod", po::bool_switch(&hf_options.append_eod), "with --hf: end each line with the EOD token") //
+      ("eod-token", po::value(&hf_options.eod_token),                                      //
+       "with --hf: the EOD token's text (default: tokenizer_config.json's eos_token)")    //
       ("pattern", po::value(&options.pattern)->default_value(options.pattern),             //
        "pre-tokenization: cl100k, o200k, gpt2 (= r50k), p50k, or an ICU regex")           //
       ("normalize", po::value(&options.normalize)->default_value(options.normalize),       //
@@ -74,6 +84,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     po::notify(values);
+    if (vocab.empty() == hf.empty()) throw po::error("give exactly one of --vocab and --hf");
   } catch (const po::error& e) {
     std::cerr << "msd-tokenize: " << e.what() << "\n\n" << described << "\n";
     return 2;
@@ -82,7 +93,7 @@ int main(int argc, char** argv) {
 
   std::ios::sync_with_stdio(false);
   try {
-    msd::Tokenizer tokenizer(vocab, options);
+    msd::Tokenizer tokenizer = hf.empty() ? msd::Tokenizer(vocab, options) : msd::Tokenizer::hugging_face(hf, hf_options);
     std::string line;
     std::string out;
     std::vector<int32_t> ids;

@@ -101,6 +101,9 @@ struct TokenizerConfig {
   std::string vocab;               // tiktoken-format file
   std::string pattern = "cl100k";  // cl100k | o200k | gpt2 | a regex
   std::string normalize = "none";  // none | nfc | nfkc | nfd | nfkd
+  std::string hf;                  // Hugging Face tokenizer.json, instead of vocab; empty: none
+  bool append_eod = false;         // hf: end every document with the end-of-document token
+  std::string eod_token;           // hf: that token's text; empty: tokenizer_config.json's eos_token
 };
 
 struct ImageConfig {

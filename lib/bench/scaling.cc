@@ -62,8 +62,8 @@ Config parse_config(const std::string& path, const std::vector<std::string>& ext
 
 // Seconds per sample of read + transform for each source, one thread.
 std::vector<double> measure_costs(const Config& config) {
-  Tokenizer tokenizer(config.tokenizer.vocab, TokenizerOptions{config.tokenizer.pattern, config.tokenizer.normalize});
-  SampleTransform transform(&tokenizer, ImageOptions{config.image.max_side, config.image.patch});
+  const std::unique_ptr<Tokenizer> tokenizer = open_tokenizer(config.tokenizer);
+  SampleTransform transform(tokenizer.get(), ImageOptions{config.image.max_side, config.image.patch});
   std::vector<double> costs;
   for (const SourceConfig& source_config : config.sources) {
     auto source = open_source(source_config, {});

@@ -22,8 +22,7 @@ std::vector<StepDocuments> job_step_documents(const Config& config, uint64_t ste
   }
   std::unique_ptr<Tokenizer> tokenizer;
   if (text)
-    tokenizer = std::make_unique<Tokenizer>(config.tokenizer.vocab,
-                                            TokenizerOptions{config.tokenizer.pattern, config.tokenizer.normalize});
+    tokenizer = open_tokenizer(config.tokenizer);
   SampleTransform transform(tokenizer.get(), ImageOptions{config.image.max_side, config.image.patch});
   Mixer mixer(make_schedule(config), config.job.global_batch);
   std::vector<uint64_t> cursor(sources.size(), 0);

@@ -380,6 +380,18 @@ std::vector<OptionSpec> tokenizer_and_image_options() {
        [](const Config& c) { return c.tokenizer.pattern; }},
       text("tokenizer.normalize", "FORM", "none | nfc | nfkc | nfd | nfkd",
            [](auto& c) -> auto& { return c.tokenizer.normalize; }),
+      path("tokenizer.hf", "FILE",
+           "Hugging Face tokenizer.json (BPE family: Llama 3, Qwen, Gemma, Llama 2, DeepSeek) instead of "
+           "tokenizer.vocab; documents get the BOS/EOS its post-processor adds",
+           [](auto& c) -> auto& { return c.tokenizer.hf; }),
+      {"tokenizer.append_eod", "BOOL",
+       "tokenizer.hf: end every document with the end-of-document token (Megatron's --append-eod)",
+       [](Config& c, const Setting& s, const ParseContext& x) { c.tokenizer.append_eod = to_bool(s, x); },
+       [](const Config& c) { return std::string(c.tokenizer.append_eod ? "true" : "false"); }},
+      text("tokenizer.eod_token", "TEXT",
+           "append_eod's token (an added token's text); empty: the eos_token of the tokenizer_config.json "
+           "beside tokenizer.hf",
+           [](auto& c) -> auto& { return c.tokenizer.eod_token; }),
       count("image.max_side", "PIXELS", "longest image side after resizing",
             [](auto& c) -> auto& { return c.image.max_side; }),
       count("image.patch", "PIXELS", "patch side; one sequence position per patch",
@@ -1005,7 +1017,12 @@ void validate(const Config& config) {
   }
 
   if (needs_tokenizer)
-    require(!config.tokenizer.vocab.empty(), "tokenizer.vocab: missing; jsonl and wds sources need a vocabulary");
+    require(!config.tokenizer.vocab.empty() || !config.tokenizer.hf.empty(),
+            "tokenizer.vocab: missing; jsonl and wds sources need a vocabulary (tokenizer.vocab or tokenizer.hf)");
+  require(config.tokenizer.vocab.empty() || config.tokenizer.hf.empty(),
+          "tokenizer.hf: set with tokenizer.vocab; give one of the two");
+  require(!config.tokenizer.append_eod || !config.tokenizer.hf.empty(),
+          "tokenizer.append_eod: needs tokenizer.hf (a tiktoken vocabulary has no end-of-document token)");
   require(!config.tokenizer.pattern.empty(), "tokenizer.pattern: must not be empty");
   require_one_of(config.tokenizer.normalize, {"none", "nfc", "nfkc", "nfd", "nfkd"}, "tokenizer.normalize");
 

@@ -67,8 +67,7 @@ ProfileReport profile_sources(const Config& config, const ProfileOptions& option
   report.threads = std::max(options.threads, 1u);
   std::unique_ptr<Tokenizer> tokenizer;
   if (needs_tokenizer(config))
-    tokenizer = std::make_unique<Tokenizer>(config.tokenizer.vocab,
-                                            TokenizerOptions{config.tokenizer.pattern, config.tokenizer.normalize});
+    tokenizer = open_tokenizer(config.tokenizer);
   SampleTransform transform(tokenizer.get(), ImageOptions{config.image.max_side, config.image.patch});
   const uint32_t patch_bytes = config.image.patch * config.image.patch * 3;
   ProfileMeter meter(config.sources.size(), std::max<uint64_t>(options.samples, 1));

@@ -44,8 +44,7 @@ ColocatedClient::ColocatedClient(JobContext& job, int client_index)
     text = text || source.format != "indexed";
   }
   if (text) {
-    tokenizer_ = std::make_unique<Tokenizer>(config.tokenizer.vocab,
-                                             TokenizerOptions{config.tokenizer.pattern, config.tokenizer.normalize});
+    tokenizer_ = open_tokenizer(config.tokenizer);
     state_bytes_ += tokenizer_->state_bytes();
   }
   transform_ = std::make_unique<SampleTransform>(tokenizer_.get(), ImageOptions{config.image.max_side, config.image.patch});

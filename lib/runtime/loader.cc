@@ -84,8 +84,7 @@ SourceInfo LoaderRole::open(uint32_t s) {
   info.state_bytes = sources_[s]->state_bytes();
   stats_.state_bytes += info.state_bytes;
   if (!tokenizer_ && config.format != "indexed") {
-    tokenizer_ = std::make_unique<Tokenizer>(
-        job_.config.tokenizer.vocab, TokenizerOptions{job_.config.tokenizer.pattern, job_.config.tokenizer.normalize});
+    tokenizer_ = open_tokenizer(job_.config.tokenizer);
     stats_.state_bytes += tokenizer_->state_bytes();
     if (transform_)
       transform_ = std::make_unique<SampleTransform>(tokenizer_.get(),

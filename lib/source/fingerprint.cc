@@ -75,11 +75,13 @@ DataFingerprint fingerprint_data(const Config& config) {
       }
     }
   }
-  if (!config.tokenizer.vocab.empty()) {
-    const std::vector<unsigned char> bytes = read_file(config.tokenizer.vocab);
+  // The file the ids come from: a tokenizer.json holds its vocabulary too.
+  if (const std::string& file = config.tokenizer.hf.empty() ? config.tokenizer.vocab : config.tokenizer.hf;
+      !file.empty()) {
+    const std::vector<unsigned char> bytes = read_file(file);
     Digest digest;
     digest.update(bytes.data(), bytes.size());
-    fingerprint.vocabulary = config.tokenizer.vocab;
+    fingerprint.vocabulary = file;
     fingerprint.vocabulary_bytes = bytes.size();
     fingerprint.vocabulary_digest = digest.value();
   }

@@ -28,7 +28,7 @@ struct DataFingerprint {
   // Source by source in config order, each source's files sorted as its
   // reader orders them; an `indexed` source lists each .idx, then its .bin.
   std::vector<FileFingerprint> files;
-  std::string vocabulary;  // tokenizer.vocab; empty: none
+  std::string vocabulary;  // tokenizer.hf, else tokenizer.vocab; empty: none
   uint64_t vocabulary_bytes = 0;
   uint64_t vocabulary_digest = 0;  // of the whole file
   bool operator==(const DataFingerprint&) const = default;

@@ -46,13 +46,15 @@ BadKind SampleTransform::prepare(const RawSample& raw, TransformedSample& out, s
   }
   switch (raw.kind) {
     case SampleKind::text:
-      if (tokenizer_ == nullptr) throw ConfigError("text samples need a tokenizer: this source needs tokenizer.vocab");
+      if (tokenizer_ == nullptr) {
+        throw ConfigError("text samples need a tokenizer: this source needs tokenizer.vocab or tokenizer.hf");
+      }
       if (!check_utf8(raw.text, "text", reason)) return BadKind::invalid_utf8;
       encode = true;
       break;
     case SampleKind::image_text:
       if (tokenizer_ == nullptr) {
-        throw ConfigError("image-text captions need a tokenizer: this source needs tokenizer.vocab");
+        throw ConfigError("image-text captions need a tokenizer: this source needs tokenizer.vocab or tokenizer.hf");
       }
       // The cheap check first: a bad caption costs no decode.
       if (!check_utf8(raw.text, "caption", reason)) return BadKind::invalid_utf8;

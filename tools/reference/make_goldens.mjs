@@ -3,11 +3,23 @@
 // vocabulary under three patterns, and with cl100k_base and o200k_base.
 // One JSON object per line: {"text": ..., "<encoding>": [ids...], ...}.
 //
+// And tests/data/tokenizer/hf_golden.jsonl: for the same cases, cases of
+// added and special tokens, and a sample of gen_text.mjs's multilingual text,
+// the ids transformers.js gives (hf_lenml.mjs) with the real tokenizer.json of
+// each model in hf_lenml.mjs's list: {"text": ..., "<model>": [ids...], ...}.
+// U+0085 (NEL) is left out of the sample: JavaScript's \s does not match it,
+// while the Rust tokenizers library's regex engine and ICU count it as White_Space,
+// so transformers.js splits differently there from the library that made the
+// files (a difference of regex engines, not of tokenizers).
+//
 // Usage: node tools/reference/make_goldens.mjs  (run tools/reference/make_goldens.sh)
-import { readFileSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+
+import { encodeDocument, modelDir, models, openTokenizer } from "./hf_lenml.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, "..", "..");
@@ -108,3 +120,45 @@ const lines = cases.map((text) => {
 for (const encoder of Object.values(encoders)) encoder.free();
 writeFileSync(path.join(data, "golden.jsonl"), lines.join("\n") + "\n");
 console.error(`wrote ${cases.length} cases to ${path.join(data, "golden.jsonl")}`);
+
+// Added tokens (special or not) at the edges, inside words and back to back,
+// and the whitespace runs Gemma keeps as added tokens.
+const addedTokenCases = [
+  "<|begin_of_text|>Hello<|end_of_text|>",
+  "a<|eot_id|>b<|start_header_id|>user<|end_header_id|>\n\nhi",
+  "<|reserved_special_token_5|><|reserved_special_token_5|>x",
+  "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>4<|im_end|>",
+  "<|endoftext|> <tool_call>{\"a\": 1}</tool_call>",
+  "<s>Hello</s> world<unk>",
+  " <s> spaced </s> ",
+  "<bos><start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n",
+  "<unused0><unused6241>[multimodal]<mask>",
+  "tabs\t\t\t\tand newlines\n\n\n\n\n",
+  "\u2581\u2581\u2581 literal lower one eighth blocks \u2581x",
+  "<｜begin▁of▁sentence｜>hi<｜User｜>q<｜Assistant｜>",
+  "<|begin_of_text|",
+  "<<|end_of_text|>>",
+];
+
+// A few KB of gen_text.mjs's text: its shorter lines, without U+0085.
+function textSample() {
+  const text = execFileSync(process.execPath, [path.join(here, "gen_text.mjs"), "--seed", "20251203", "--lines", "200"],
+    { encoding: "utf8" });
+  return text.split("\n").filter((line) => line.length > 0 && Buffer.byteLength(line) < 320)
+    .map((line) => line.replaceAll("\u0085", " ")).slice(0, 24);
+}
+
+const hfCases = [...cases, ...addedTokenCases, ...textSample()].map((text) => text.replaceAll("\u0085", " "));
+const tokenizers = {};
+for (const name of Object.keys(models)) {
+  const file = path.join(modelDir(name), "tokenizer.json");
+  if (existsSync(file)) tokenizers[name] = openTokenizer(file);
+  else console.error(`${name}: ${file} is missing; left out`);
+}
+const hfLines = hfCases.map((text) => {
+  const record = { text };
+  for (const [name, tokenizer] of Object.entries(tokenizers)) record[name] = encodeDocument(tokenizer, text);
+  return JSON.stringify(record);
+});
+writeFileSync(path.join(data, "hf_golden.jsonl"), hfLines.join("\n") + "\n");
+console.error(`wrote ${hfCases.length} cases for ${Object.keys(tokenizers).join(", ")} to ${path.join(data, "hf_golden.jsonl")}`);

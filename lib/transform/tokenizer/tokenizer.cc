@@ -22,7 +22,9 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "common/worker_pool.h"
+#include "msd/config.h"
 #include "transform/tokenizer/pretokenize.h"
+#include "transform/tokenizer/text_encoder.h"
 
 namespace msd {
 namespace {
@@ -183,7 +185,7 @@ struct Vocabulary {
 
 // The scratch state of encoding over a shared vocabulary: one per thread.
 // Cache-line aligned, so that two encoders' hot members never share a line.
-class alignas(64) Encoder {
+class alignas(64) Encoder final : public TextEncoder {
  public:
   // `splitter` holds the compiled pattern (shared between encoders) and this
   // encoder's own matcher.
@@ -191,18 +193,16 @@ class alignas(64) Encoder {
       : vocab_(std::move(vocab)), splitter_(std::move(splitter)) {}
 
   // Appends the ids of `text` to `out` (Tokenizer::encode's contract).
-  void encode(std::string_view text, std::vector<int32_t>& out);
+  void encode(std::string_view text, std::vector<int32_t>& out) override;
   // An encoder for another thread: the same vocabulary and compiled pattern,
   // fresh scratch.
-  std::unique_ptr<Encoder> sibling() const {
+  std::unique_ptr<TextEncoder> sibling() const override {
     return std::make_unique<Encoder>(vocab_, splitter_.sharing_pattern());
   }
-  const Vocabulary& vocab() const { return *vocab_; }
-  // Where encode_batch's threads build one document's ids (see EncodePool::run).
-  std::vector<int32_t>& batch_ids() { return batch_ids_; }
-  // What state_bytes() counts per encoder: fixed at construction, so it can
-  // be read while another thread encodes.
-  static constexpr uint64_t kFixedScratchBytes = sizeof(CacheEntry) * kCacheEntries;
+  std::string decode(std::span<const int32_t> ids) const override;
+  int32_t vocab_size() const override { return static_cast<int32_t>(vocab_->token_length.size()); }
+  uint64_t model_bytes() const override { return vocab_->bytes(); }
+  uint64_t scratch_bytes() const override { return sizeof(CacheEntry) * kCacheEntries; }
 
  private:
   void encode_piece(std::string_view piece, std::vector<int32_t>& out);
@@ -218,7 +218,6 @@ class alignas(64) Encoder {
   std::vector<uint32_t> next_, prev_, pair_rank_;
   std::vector<HeapEntry> heap_;
   std::vector<CacheEntry> cache_ = std::vector<CacheEntry>(kCacheEntries);
-  std::vector<int32_t> batch_ids_;
 };
 
 // encode_batch's threads: the calling thread with the Tokenizer's encoder,
@@ -227,22 +226,22 @@ class alignas(64) Encoder {
 // missing one. Used from one thread at a time.
 struct EncodePool {
   WorkerPool threads{"tokenizer"};
-  std::vector<std::unique_ptr<Encoder>> encoders;  // encoders[k]: worker slot k + 1's
+  std::vector<std::unique_ptr<TextEncoder>> encoders;  // encoders[k]: worker slot k + 1's
 
-  void grow(size_t count, const Encoder& prototype) {
+  void grow(size_t count, const TextEncoder& prototype) {
     while (encoders.size() < count) encoders.push_back(prototype.sibling());
     threads.grow(count);
   }
-  void run(Encoder& caller, size_t helpers, std::span<const std::string_view> texts,
+  void run(TextEncoder& caller, size_t helpers, std::span<const std::string_view> texts,
            std::vector<std::vector<int32_t>>& out);
 };
 
 }  // namespace
 
 struct Tokenizer::Impl {
-  Impl(std::shared_ptr<const Vocabulary> vocab, PreTokenizer splitter) : encoder(std::move(vocab), std::move(splitter)) {}
+  explicit Impl(std::unique_ptr<TextEncoder> own) : encoder(std::move(own)) {}
 
-  Encoder encoder;  // encode()'s, and the calling thread's in encode_batch
+  std::unique_ptr<TextEncoder> encoder;  // encode()'s, and the calling thread's in encode_batch
   std::atomic<bool> has_pool{false};  // for state_bytes() on another thread
   // Declared last: destroyed (threads joined) before anything they use.
   std::unique_ptr<EncodePool> pool;
@@ -533,11 +532,23 @@ void Encoder::encode(std::string_view text, std::vector<int32_t>& out) {
   splitter_.split(text, [&](std::string_view piece) { encode_piece(piece, out); });
 }
 
-void EncodePool::run(Encoder& caller, size_t helpers, std::span<const std::string_view> texts,
+std::string Encoder::decode(std::span<const int32_t> ids) const {
+  const Vocabulary& vocab = *vocab_;
+  std::string text;
+  for (const int32_t id : ids) {
+    if (id < 0 || static_cast<size_t>(id) >= vocab.token_length.size() || vocab.token_length[id] == kNoToken) {
+      throw Error(str("tokenizer: id ", id, " is not in the vocabulary (size ", vocab_size(), ")"));
+    }
+    text.append(vocab.arena, vocab.token_offset[id], vocab.token_length[id]);
+  }
+  return text;
+}
+
+void EncodePool::run(TextEncoder& caller, size_t helpers, std::span<const std::string_view> texts,
                      std::vector<std::vector<int32_t>>& out) {
   MSD_CHECK(out.size() == texts.size());
   threads.run(helpers, texts.size(), [&](size_t slot, size_t i) {
-    Encoder& encoder = slot == 0 ? caller : *encoders[slot - 1];
+    TextEncoder& encoder = slot == 0 ? caller : *encoders[slot - 1];
     // Encoding into out[i] directly would write its end pointer per token,
     // on a cache line it shares with its neighbours, which other threads
     // are filling: swap the buffer into the encoder's own vector instead.
@@ -557,14 +568,27 @@ Tokenizer::Tokenizer(const std::string& vocab_path, const TokenizerOptions& opti
   auto vocab = std::make_shared<Vocabulary>();
   vocab->normalizer = normalizer_for(options.normalize);
   vocab->load(vocab_path);
-  impl_ = std::make_unique<Impl>(std::move(vocab), std::move(splitter));
+  impl_ = std::make_unique<Impl>(std::make_unique<Encoder>(std::move(vocab), std::move(splitter)));
+}
+
+Tokenizer::Tokenizer(std::unique_ptr<TextEncoder> encoder) : impl_(std::make_unique<Impl>(std::move(encoder))) {}
+
+Tokenizer Tokenizer::hugging_face(const std::string& json_path, const HfTokenizerOptions& options) {
+  return Tokenizer(open_hf_encoder(json_path, options));
+}
+
+std::unique_ptr<Tokenizer> open_tokenizer(const TokenizerConfig& config) {
+  if (!config.hf.empty()) {
+    return std::make_unique<Tokenizer>(Tokenizer::hugging_face(config.hf, {config.append_eod, config.eod_token}));
+  }
+  return std::make_unique<Tokenizer>(config.vocab, TokenizerOptions{config.pattern, config.normalize});
 }
 
 Tokenizer::~Tokenizer() = default;
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 
-void Tokenizer::encode(std::string_view text, std::vector<int32_t>& out) { impl_->encoder.encode(text, out); }
+void Tokenizer::encode(std::string_view text, std::vector<int32_t>& out) { impl_->encoder->encode(text, out); }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text) {
   std::vector<int32_t> out;
@@ -579,7 +603,7 @@ void Tokenizer::encode_batch(std::span<const std::string_view> texts, std::vecto
   if (helpers == 0) {
     for (size_t i = 0; i < texts.size(); ++i) {
       out[i].clear();
-      impl_->encoder.encode(texts[i], out[i]);
+      impl_->encoder->encode(texts[i], out[i]);
     }
     return;
   }
@@ -587,27 +611,17 @@ void Tokenizer::encode_batch(std::span<const std::string_view> texts, std::vecto
     impl_->pool = std::make_unique<EncodePool>();
     impl_->has_pool.store(true, std::memory_order_release);
   }
-  impl_->pool->grow(helpers, impl_->encoder);
-  impl_->pool->run(impl_->encoder, helpers, texts, out);
+  impl_->pool->grow(helpers, *impl_->encoder);
+  impl_->pool->run(*impl_->encoder, helpers, texts, out);
 }
 
-std::string Tokenizer::decode(std::span<const int32_t> ids) const {
-  const Vocabulary& vocab = impl_->encoder.vocab();
-  std::string text;
-  for (const int32_t id : ids) {
-    if (id < 0 || static_cast<size_t>(id) >= vocab.token_length.size() || vocab.token_length[id] == kNoToken) {
-      throw Error(str("tokenizer: id ", id, " is not in the vocabulary (size ", vocab_size(), ")"));
-    }
-    text.append(vocab.arena, vocab.token_offset[id], vocab.token_length[id]);
-  }
-  return text;
-}
+std::string Tokenizer::decode(std::span<const int32_t> ids) const { return impl_->encoder->decode(ids); }
 
-int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(impl_->encoder.vocab().token_length.size()); }
+int32_t Tokenizer::vocab_size() const { return impl_->encoder->vocab_size(); }
 
 uint64_t Tokenizer::state_bytes() const {
   const size_t workers = impl_->has_pool.load(std::memory_order_acquire) ? impl_->pool->threads.workers() : 0;
-  return impl_->encoder.vocab().bytes() + (1 + workers) * Encoder::kFixedScratchBytes;
+  return impl_->encoder->model_bytes() + (1 + workers) * impl_->encoder->scratch_bytes();
 }
 
 }  // namespace msd

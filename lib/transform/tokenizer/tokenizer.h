@@ -1,4 +1,5 @@
-// Byte-level BPE over the tiktoken vocabulary format: one line per token,
+// Two kinds of tokenizer behind one class. The tiktoken kind: byte-level BPE
+// over the tiktoken vocabulary format: one line per token,
 // "<base64 bytes> <rank>". Encoding follows tiktoken's encode_ordinary: the
 // text is split by the pre-tokenization regex (ICU, run over the UTF-8 bytes),
 // each piece is looked up whole, else merged pairwise, lowest rank first and
@@ -7,6 +8,11 @@
 // were assigned by Unicode 15.0 (ICU 72's tables; tools/reference/ checks
 // this against the tiktoken npm package). Special tokens are not recognized:
 // "<|endoftext|>" in the text is encoded as ordinary text.
+// The Hugging Face kind (Tokenizer::hugging_face): a tokenizer.json of the BPE
+// family, its added tokens, normalizers, pre-tokenizers and post-processor
+// (hf_tokenizer.h lists what is supported), with the ids transformers.js gives
+// (tools/reference/hf_encode.mjs; the tests compare Llama 3, Qwen 3, Gemma 3
+// and Llama 2).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +39,18 @@ struct TokenizerOptions {
 // a known name (as a regex it would match only itself: a mistyped name).
 std::string resolve_pattern(const std::string& name_or_regex);
 
+struct HfTokenizerOptions {
+  // Default false. Ends every document with the end-of-document token, after
+  // what the tokenizer's post-processor adds (Megatron's --append-eod).
+  bool append_eod = false;
+  // Default "": the eos_token of the tokenizer_config.json beside the
+  // tokenizer.json. Otherwise the content of the added token to append.
+  std::string eod_token;
+};
+
+class TextEncoder;
+struct TokenizerConfig;  // msd/config.h
+
 // A vocabulary plus the scratch state of encoding. The vocabulary (rank
 // tables, token bytes, the compiled pattern) is immutable after construction
 // and shared, never copied, by every thread that encodes with it; the scratch
@@ -53,6 +71,14 @@ class Tokenizer {
   // 0..2^31-2, a rank or token bytes given twice: the message names the file
   // and line; a missing single-byte token: every byte must have a rank).
   Tokenizer(const std::string& vocab_path, const TokenizerOptions& options);
+  // Reads a Hugging Face tokenizer.json. Each encode() is one document: the
+  // ids of its text with the boundary tokens the post-processor adds (a BOS
+  // for Llama 2 and Gemma) and, with append_eod, the end-of-document token.
+  // Throws IoError (unreadable file, not JSON, a malformed part: the message
+  // names the file and the part) or ConfigError (a part this loader does not
+  // implement, named: `tokenizer.json: normalizer type "BertNormalizer" is not
+  // supported`; append_eod without an end-of-document token).
+  static Tokenizer hugging_face(const std::string& json_path, const HfTokenizerOptions& options = {});
   ~Tokenizer();
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;
@@ -78,10 +104,12 @@ class Tokenizer {
   void encode_batch(std::span<const std::string_view> texts, std::vector<std::vector<int32_t>>& out,
                     unsigned threads);
   // Concatenated bytes of the tokens; throws Error for an id outside the
-  // vocabulary (negative, >= vocab_size(), or a gap in the ranks).
+  // vocabulary (negative, >= vocab_size(), or a gap in the ranks). A Hugging
+  // Face token's bytes are its text: byte-level tokens mapped back to bytes,
+  // <0xXX> byte-fallback tokens as the byte, SentencePiece's U+2581 kept.
   std::string decode(std::span<const int32_t> ids) const;
 
-  // One more than the largest rank in the vocabulary.
+  // One more than the largest rank (id, added tokens included) in the vocabulary.
   int32_t vocab_size() const;
   // Bytes held for memory accounting: the shared vocabulary tables once, plus
   // each encoder's fixed scratch (its piece cache), the Tokenizer's own and
@@ -90,9 +118,15 @@ class Tokenizer {
   uint64_t state_bytes() const;
 
  private:
+  explicit Tokenizer(std::unique_ptr<TextEncoder> encoder);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The tokenizer a configuration names: tokenizer.hf (with append_eod and
+// eod_token) when set, else tokenizer.vocab with its pattern and
+// normalization. Throws what the constructors throw.
+std::unique_ptr<Tokenizer> open_tokenizer(const TokenizerConfig& config);
 
 struct BpeTrainOptions {
   uint32_t vocab_size = 4096;  // including the 256 byte tokens; at least 256
