@@ -419,6 +419,8 @@ int compressed_main(int argc, char** argv) {
   msd::bench::CompressedBenchOptions options;
   bool json = false;
   uint64_t frame_kib = options.frame_bytes >> 10;
+  uint64_t gzip_spacing_kib = options.gzip_spacing_bytes >> 10;
+  std::string variants = "zstd_frames,gzip,zstd_one_frame";
   po::options_description described(
       "Usage: msd-bench compressed [options]\n\n"
       "Reading JSON lines compressed against reading them plain, on the same records in\n"
@@ -442,13 +444,19 @@ int compressed_main(int argc, char** argv) {
       ("one-frame-samples", po::value(&options.one_frame_samples)->default_value(options.one_frame_samples),
        "records read from the one-frame zstd copies, at most (each read decompresses from the file's start); "
        "0 leaves that variant out")
+      ("variants", po::value(&variants)->default_value(variants),
+       "compressed variants measured against plain, comma-separated: zstd_frames, gzip, zstd_one_frame")
       ("frame-kib", po::value(&frame_kib)->default_value(frame_kib), "zstd_frames' frame size, KiB")
+      ("gzip-spacing-kib", po::value(&gzip_spacing_kib)->default_value(gzip_spacing_kib),
+       "least uncompressed KiB between two gzip restart points (each keeps a 32 KiB window)")
       ("zstd-level", po::value(&options.zstd_level)->default_value(options.zstd_level), "zstd compression level")
       ("gzip-level", po::value(&options.gzip_level)->default_value(options.gzip_level), "gzip compression level")
       ("work-dir", po::value(&options.work_dir), "compressed copies and index caches (default: a new /tmp/msd-bench-compressed-*, removed)")
       ("json", po::bool_switch(&json), "print one JSON object instead of text");
   if (!parse_or_help(argc, argv, described)) return 0;
   options.frame_bytes = frame_kib << 10;
+  options.gzip_spacing_bytes = gzip_spacing_kib << 10;
+  options.variants = parse_list<std::string>(variants, [](const std::string& item) { return item; });
   const msd::bench::CompressedReport report = msd::bench::run_compressed_bench(options);
   std::cout << (json ? msd::bench::compressed_json(report) + "\n" : msd::bench::compressed_text(report));
   return 0;

@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
       ("vocab-size", po::value<uint32_t>(), "BPE vocabulary size, with the 256 byte tokens (tiny: 2048, else 8192)")
       ("bad-samples", po::value<uint64_t>(), "deliberately broken records (tiny: 0, demo: 6, large: 12)")
       ("compress", po::value(&options.compress)->default_value("none"),
-       "none | zst | gz: write the web text compressed, as web/*.jsonl.zst (zstd frames of about 1 MiB, so a "
+       "none | zst | gz: write the web text compressed, as web/*.jsonl.zst (zstd frames of about 256 KiB, so a "
        "random read decompresses one frame) or web/*.jsonl.gz (one gzip member); sources read either as format "
        "jsonl, with path web/*.jsonl*")
       ("threads", po::value(&options.threads)->default_value(0), "worker threads; 0: one per core (at most 8)")

@@ -93,8 +93,8 @@ std::vector<std::string> write_copies(const std::vector<std::string>& inputs, co
 // Opens `paths` twice with a fresh cache: the first open builds the
 // indexes, the second loads them.
 std::unique_ptr<JsonlSource> open_measured(const std::vector<std::string>& paths, const std::string& cache_dir,
-                                           CompressedVariant& out) {
-  const JsonlOptions options{.text_field = "text", .cache_dir = cache_dir};
+                                           uint64_t gzip_spacing_bytes, CompressedVariant& out) {
+  const JsonlOptions options{.text_field = "text", .cache_dir = cache_dir, .restart_spacing_bytes = gzip_spacing_bytes};
   auto start = Clock::now();
   auto source = std::make_unique<JsonlSource>(paths, options);
   out.index_build_s = seconds_since(start);
@@ -110,6 +110,7 @@ std::unique_ptr<JsonlSource> open_measured(const std::vector<std::string>& paths
   start = Clock::now();
   source = std::make_unique<JsonlSource>(paths, options);
   out.reopen_s = seconds_since(start);
+  out.state_bytes = source->state_bytes();
   if (source->index_counts().cached != paths.size())
     throw Error(str("expected ", paths.size(), " indexes from the cache, got ", source->index_counts().cached));
   return source;
@@ -160,6 +161,7 @@ double ratio(double value, double base) { return base > 0 ? value / base : 0; }
 
 CompressedReport run_compressed_bench(const CompressedBenchOptions& options) {
   if (options.frame_bytes == 0) throw ConfigError("--frame-kib must be at least 1");
+  if (options.gzip_spacing_bytes == 0) throw ConfigError("--gzip-spacing-kib must be at least 1");
   CompressedReport report;
   report.text_source = options.text.empty() ? join_path(options.data_dir, "web/*.jsonl") : options.text;
   const std::vector<std::string> inputs = expand_globs(report.text_source, "--text");
@@ -171,12 +173,17 @@ CompressedReport run_compressed_bench(const CompressedBenchOptions& options) {
   const WorkDir work(options.work_dir);
   std::vector<uint64_t> digests;  // plain's, in read order
   std::vector<uint64_t> order;
-  for (const std::string name : {"plain", "zstd_frames", "gzip", "zstd_one_frame"}) {
-    if (name == "zstd_one_frame" && options.one_frame_samples == 0) continue;
+  std::vector<std::string> names = {"plain"};
+  for (const std::string& name : options.variants) {
+    if (name != "zstd_frames" && name != "gzip" && name != "zstd_one_frame")
+      throw ConfigError(str("--variants: unknown variant '", name, "' (expected zstd_frames, gzip or zstd_one_frame)"));
+    if (name != "zstd_one_frame" || options.one_frame_samples > 0) names.push_back(name);
+  }
+  for (const std::string& name : names) {
     CompressedVariant variant;
     variant.name = name;
     const std::vector<std::string> paths = name == "plain" ? inputs : write_copies(inputs, work.folder(name), name, options, variant);
-    std::unique_ptr<JsonlSource> source = open_measured(paths, work.folder("cache-" + name), variant);
+    std::unique_ptr<JsonlSource> source = open_measured(paths, work.folder("cache-" + name), options.gzip_spacing_bytes, variant);
     for (size_t file = 0; file < paths.size(); ++file) {
       const CompressedIndex& index = source->compressed_index(file);
       variant.uncompressed_bytes += index.compression == Compression::none ? file_stamp(paths[file]).size_bytes
@@ -242,6 +249,7 @@ std::string compressed_json(const CompressedReport& report) {
         .value("index_bytes_per_mb", ratio(static_cast<double>(v.index_bytes), megabytes))
         .value("restart_points", v.restart_points)
         .value("reopen_s", v.reopen_s)
+        .value("state_bytes", v.state_bytes)
         .value("samples", v.samples)
         .value("record_bytes", v.record_bytes)
         .value("read_mb_per_s", v.read_mb_per_s)

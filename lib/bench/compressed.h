@@ -3,7 +3,7 @@
 //
 // The input .jsonl files are written again, by msd's writers
 // (source/jsonl/compressed.h), as
-//   zstd_frames     .jsonl.zst in frames of `frame_bytes` (msd-datagen --compress zst)
+//   zstd_frames     .jsonl.zst in frames of `frame_bytes` (as msd-datagen --compress zst)
 //   gzip            .jsonl.gz, one member (what `gzip` writes)
 //   zstd_one_frame  .jsonl.zst of one frame per file (what `zstd` writes)
 // and every variant, the plain files included, is opened with a fresh index
@@ -30,7 +30,10 @@ struct CompressedBenchOptions {
   // Records read from zstd_one_frame files, at most (each read decompresses
   // from the file's start); 0: none, the variant is left out.
   uint64_t one_frame_samples = 500;
-  uint64_t frame_bytes = 1 << 20;      // zstd_frames' frame size
+  // The variants measured besides plain (always first); default all three.
+  std::vector<std::string> variants = {"zstd_frames", "gzip", "zstd_one_frame"};
+  uint64_t frame_bytes = 256 << 10;    // zstd_frames' frame size; default msd-datagen --compress zst's
+  uint64_t gzip_spacing_bytes = 1 << 20;  // JsonlOptions::restart_spacing_bytes
   int zstd_level = 3;
   int gzip_level = 6;
   std::string work_dir;  // where the compressed copies and caches go; default a new /tmp/msd-bench-compressed-*, removed
@@ -46,6 +49,7 @@ struct CompressedVariant {
   uint64_t index_bytes = 0;         // the index caches' bytes on disk
   uint64_t restart_points = 0;      // over all files (0 for plain)
   double reopen_s = 0;              // second open, from the caches
+  uint64_t state_bytes = 0;         // the open source's resident index (Source::state_bytes)
   uint64_t samples = 0;             // records read
   uint64_t record_bytes = 0;        // their uncompressed bytes
   double read_mb_per_s = 0;
@@ -69,7 +73,7 @@ std::string compressed_text(const CompressedReport& report);
 
 // One JSON object: text_source, records, variants [{name, files,
 // stored_bytes, compression_ratio, uncompressed_bytes, write_s,
-// index_build_s, index_bytes, index_bytes_per_mb, restart_points, reopen_s,
+// index_build_s, index_bytes, index_bytes_per_mb, restart_points, reopen_s, state_bytes,
 // samples, record_bytes, read_mb_per_s, read_tokenize_mb_per_s,
 // read_vs_plain, read_tokenize_vs_plain, tokens, mismatched_records}].
 std::string compressed_json(const CompressedReport& report);

@@ -49,7 +49,7 @@ struct DatagenOptions {
   std::optional<uint32_t> vocab_size;   // >= 257 and <= 2^31
   std::optional<uint64_t> bad_samples;
   // "zst" or "gz": the web shards are written compressed (web-NNNN.jsonl.zst in
-  // zstd frames of about 1 MiB ending at line ends, or web-NNNN.jsonl.gz as one
+  // zstd frames of about 256 KiB ending at line ends, or web-NNNN.jsonl.gz as one
   // gzip member); default empty (or "none"): plain .jsonl. Bad records'
   // offsets are then offsets in the decompressed bytes. Throws ConfigError for
   // another name.

@@ -90,8 +90,9 @@ void add_stream_point(CompressedIndex& index, uint64_t here, uint64_t total) {
   index.points.push_back(point);
 }
 
-CompressedIndex index_zstd(const std::string& path, std::span<const unsigned char> bytes, uint64_t spacing_bytes,
-                           const DecompressedSink& sink) {
+// Every frame start is a restart point: one costs 40 bytes of index, and a
+// writer that chose small frames chose cheap random reads.
+CompressedIndex index_zstd(const std::string& path, std::span<const unsigned char> bytes, const DecompressedSink& sink) {
   CompressedIndex index;
   index.compression = Compression::zstd;
   index.compressed_bytes = bytes.size();
@@ -103,7 +104,7 @@ CompressedIndex index_zstd(const std::string& path, std::span<const unsigned cha
   size_t pending = 0;  // ZSTD_decompressStream's last result: 0 between frames
   bool frame_start = true;
   while (in.pos < in.size || pending != 0) {
-    if (frame_start && in.pos > 0 && total - index.points.back().uncompressed_offset >= spacing_bytes)
+    if (frame_start && in.pos > 0 && total > index.points.back().uncompressed_offset)
       add_stream_point(index, in.pos, total);
     ZSTD_outBuffer output{out.data(), out.size(), 0};
     pending = ZSTD_decompressStream(context.get(), &output, &in);
@@ -364,7 +365,7 @@ uint64_t CompressedIndex::state_bytes() const {
 CompressedIndex index_compressed(const std::string& path, std::span<const unsigned char> bytes,
                                  Compression compression, uint64_t spacing_bytes, const DecompressedSink& sink) {
   switch (compression) {
-    case Compression::zstd: return index_zstd(path, bytes, spacing_bytes, sink);
+    case Compression::zstd: return index_zstd(path, bytes, sink);
     case Compression::gzip: return index_gzip(path, bytes, spacing_bytes, sink);
     case Compression::none: break;
   }

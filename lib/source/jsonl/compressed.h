@@ -5,7 +5,7 @@
 // found by one pass over the file when it is indexed and cached with the line
 // offsets (docs/formats.md "Compressed JSON lines").
 //
-//   zstd  a restart point is the start of a frame. libzstd's public API
+//   zstd  a restart point is the start of every frame (but empty ones). libzstd's public API
 //         cannot enter a frame in the middle, so a file of one frame (what
 //         `zstd FILE` writes) has one restart point: reading any record
 //         decompresses from the start of the file up to it. Files of many
@@ -16,8 +16,9 @@
 //         dictionary the next block may refer back into), as in zlib's
 //         examples/zran.c. The windows are kept deflated.
 //
-// Points are at least `spacing_bytes` of output apart, so a read decompresses
-// on average about half that much before its record.
+// gzip points are at least `spacing_bytes` of output apart (each costs a
+// window of up to 32 KiB, deflated), zstd points as far apart as the frames:
+// a read decompresses on average about half that much before its record.
 #pragma once
 
 #include <cstdint>
@@ -76,8 +77,8 @@ struct CompressedIndex {
 using DecompressedSink = std::function<void(std::span<const unsigned char>)>;
 
 // Decompresses all of `bytes` (the file at `path`, mapped), passing the output
-// to `sink`, and records restart points at least `spacing_bytes` of output
-// apart. Throws IoError naming `path` and the compressed offset where the data
+// to `sink`, and records restart points (gzip: at least `spacing_bytes` of
+// output apart). Throws IoError naming `path` and the compressed offset where the data
 // is corrupt, is not of `compression`, or ends inside a frame or member.
 CompressedIndex index_compressed(const std::string& path, std::span<const unsigned char> bytes,
                                  Compression compression, uint64_t spacing_bytes, const DecompressedSink& sink);

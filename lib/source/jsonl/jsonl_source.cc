@@ -143,7 +143,7 @@ void JsonlSource::index_compressed_file(File& file, Compression compression, con
     }
   }
   const CompressedIndex& index = file.compressed;
-  if (index.points.size() == 1 && index.uncompressed_bytes >= 16 * restart_spacing_bytes_)
+  if (index.points.size() == 1 && index.uncompressed_bytes >= 4 * restart_spacing_bytes_)
     log_warn(file.path, " is one ", compression_name(compression), " stream of ", index.uncompressed_bytes >> 20,
              " MiB: every record read decompresses it from its start (write it in frames of a few MiB, e.g. "
              "msd-datagen --compress zst or pzstd, for random access)");

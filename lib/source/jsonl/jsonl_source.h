@@ -20,9 +20,9 @@ namespace msd {
 struct JsonlOptions {
   std::string text_field = "text";  // the string member holding the text
   std::string cache_dir;            // see index_cache_path(); empty: beside the data
-  // Compressed files: least uncompressed bytes between two restart points.
-  // Default kRestartSpacingBytes (1 MiB); an index cached with another
-  // spacing is rebuilt.
+  // gzip files: least uncompressed bytes between two restart points (zstd
+  // files restart at every frame). Default kRestartSpacingBytes (1 MiB); an
+  // index cached with another spacing is rebuilt.
   uint64_t restart_spacing_bytes = kRestartSpacingBytes;
 };
 
