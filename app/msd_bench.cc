@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/compressed.h"
 #include "bench/fanout.h"
 #include "bench/handoff.h"
 #include "bench/memory.h"
@@ -414,6 +415,53 @@ int scaling_main(int argc, char** argv) {
   return 0;
 }
 
+int compressed_main(int argc, char** argv) {
+  msd::bench::CompressedBenchOptions options;
+  bool json = false;
+  uint64_t frame_kib = options.frame_bytes >> 10;
+  uint64_t gzip_spacing_kib = options.gzip_spacing_bytes >> 10;
+  std::string variants = "zstd_frames,gzip,zstd_one_frame";
+  po::options_description described(
+      "Usage: msd-bench compressed [options]\n\n"
+      "Reading JSON lines compressed against reading them plain, on the same records in\n"
+      "this run: the plain .jsonl files are written again as zstd in frames\n"
+      "(zstd_frames, msd-datagen --compress zst), as one gzip member (gzip) and as zstd of\n"
+      "one frame (zstd_one_frame, what `zstd FILE` writes). For each: the index build\n"
+      "time and its cache's bytes and restart points, a second open from the cache, and\n"
+      "MB/s of uncompressed records read in a shuffled order, without and with\n"
+      "tokenizing (one thread), with the ratio to plain. Every record's text is compared\n"
+      "with the plain file's.\n\n"
+      "Options");
+  described.add_options()
+      ("help,h", "print this help and exit")
+      ("data", po::value(&options.data_dir)->default_value(options.data_dir),
+       "dataset directory (msd-datagen --out DIR): DATA/web/*.jsonl and DATA/vocab.tiktoken")
+      ("text", po::value(&options.text), "plain .jsonl files instead of DATA/web/*.jsonl (comma-separated globs)")
+      ("vocab", po::value(&options.vocab), "tiktoken vocabulary (default: DATA/vocab.tiktoken)")
+      ("pattern", po::value(&options.pattern)->default_value(options.pattern), "pre-tokenization pattern")
+      ("samples", po::value(&options.samples)->default_value(options.samples),
+       "records read per variant, a shuffled selection; 0: all")
+      ("one-frame-samples", po::value(&options.one_frame_samples)->default_value(options.one_frame_samples),
+       "records read from the one-frame zstd copies, at most (each read decompresses from the file's start); "
+       "0 leaves that variant out")
+      ("variants", po::value(&variants)->default_value(variants),
+       "compressed variants measured against plain, comma-separated: zstd_frames, gzip, zstd_one_frame")
+      ("frame-kib", po::value(&frame_kib)->default_value(frame_kib), "zstd_frames' frame size, KiB")
+      ("gzip-spacing-kib", po::value(&gzip_spacing_kib)->default_value(gzip_spacing_kib),
+       "least uncompressed KiB between two gzip restart points (each keeps a 32 KiB window)")
+      ("zstd-level", po::value(&options.zstd_level)->default_value(options.zstd_level), "zstd compression level")
+      ("gzip-level", po::value(&options.gzip_level)->default_value(options.gzip_level), "gzip compression level")
+      ("work-dir", po::value(&options.work_dir), "compressed copies and index caches (default: a new /tmp/msd-bench-compressed-*, removed)")
+      ("json", po::bool_switch(&json), "print one JSON object instead of text");
+  if (!parse_or_help(argc, argv, described)) return 0;
+  options.frame_bytes = frame_kib << 10;
+  options.gzip_spacing_bytes = gzip_spacing_kib << 10;
+  options.variants = parse_list<std::string>(variants, [](const std::string& item) { return item; });
+  const msd::bench::CompressedReport report = msd::bench::run_compressed_bench(options);
+  std::cout << (json ? msd::bench::compressed_json(report) + "\n" : msd::bench::compressed_text(report));
+  return 0;
+}
+
 struct Subcommand {
   const char* name;
   const char* summary;
@@ -428,6 +476,7 @@ constexpr Subcommand subcommands[] = {
     {"handoff", "client MPI_Get from loader windows vs memcpy, shared memory and network path", handoff_main},
     {"fanout", "the planner's work and messages per step over client ranks and data groups", fanout_main},
     {"handoff-worker", "(started by handoff under mpirun)", handoff_worker_main},
+    {"compressed", "reading .jsonl.zst and .jsonl.gz against plain .jsonl: index build, cache size, read+tokenize MB/s", compressed_main},
     {"scaling", "static, partition and online loader scaling through a text -> image curriculum shift", scaling_main},
 };
 

@@ -25,10 +25,11 @@ int main(int argc, char** argv) {
   msd::set_log_prefix("datagen");
   po::options_description described(
       "Usage: msd-datagen --out DIR [options]\n\n"
-      "Writes a synthetic dataset of web text (web/*.jsonl), long documents\n"
-      "(books/*.jsonl), image-text pairs (images/*.tar, WebDataset), a pre-tokenized\n"
-      "corpus (corpus/*.bin/.idx, Megatron MMIDIDX) and the BPE vocabulary it was\n"
-      "tokenized with (vocab.tiktoken). The same options give byte-identical files.\n"
+      "Writes a synthetic dataset of web text (web/*.jsonl, or .jsonl.zst / .jsonl.gz\n"
+      "with --compress), long documents (books/*.jsonl), image-text pairs\n"
+      "(images/*.tar, WebDataset), a pre-tokenized corpus (corpus/*.bin/.idx,\n"
+      "Megatron MMIDIDX) and the BPE vocabulary it was tokenized with\n"
+      "(vocab.tiktoken). The same options give byte-identical files.\n"
       "A directory whose MANIFEST records the same options is left alone.\n\n"
       "Options");
   msd::datagen::DatagenOptions options;
@@ -46,6 +47,10 @@ int main(int argc, char** argv) {
       ("indexed-docs", po::value<uint64_t>(), "pre-tokenized corpus documents (overrides the scale)")
       ("vocab-size", po::value<uint32_t>(), "BPE vocabulary size, with the 256 byte tokens (tiny: 2048, else 8192)")
       ("bad-samples", po::value<uint64_t>(), "deliberately broken records (tiny: 0, demo: 6, large: 12)")
+      ("compress", po::value(&options.compress)->default_value("none"),
+       "none | zst | gz: write the web text compressed, as web/*.jsonl.zst (zstd frames of about 256 KiB, so a "
+       "random read decompresses one frame) or web/*.jsonl.gz (one gzip member); sources read either as format "
+       "jsonl, with path web/*.jsonl*")
       ("threads", po::value(&options.threads)->default_value(0), "worker threads; 0: one per core (at most 8)")
       ("force", po::bool_switch(&options.force), "regenerate even when DIR holds this dataset already")
       ("quiet,q", "no progress lines");

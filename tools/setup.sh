@@ -10,6 +10,7 @@ packages=(
   libboost-program-options-dev
   libturbojpeg0-dev libjpeg-turbo-progs
   libicu-dev
+  libzstd-dev zlib1g-dev zstd  # compressed JSON lines; the zstd and pzstd tools for their tests
   catch2
   python3-matplotlib  # msd-bench sweep --plot (tools/plot_sweep.py), tools/plot-metrics
   # The Python package (python/, examples/, tests/python/).

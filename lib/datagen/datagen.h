@@ -2,6 +2,7 @@
 // benchmarks run on. From one seed it writes, under one directory:
 //
 //   web/web-NNNN.jsonl         short web-like documents  {"id","url","text"}
+//                              (.jsonl.zst or .jsonl.gz with DatagenOptions::compress)
 //   books/books-NNNN.jsonl     long documents, same shape
 //   images/images-NNNN.tar     WebDataset shards: KEY.jpg + KEY.txt or KEY.json
 //   corpus/corpus-NNNN.bin/.idx  pre-tokenized Megatron MMIDIDX corpus
@@ -47,6 +48,12 @@ struct DatagenOptions {
   std::optional<uint64_t> indexed_docs;
   std::optional<uint32_t> vocab_size;   // >= 257 and <= 2^31
   std::optional<uint64_t> bad_samples;
+  // "zst" or "gz": the web shards are written compressed (web-NNNN.jsonl.zst in
+  // zstd frames of about 256 KiB ending at line ends, or web-NNNN.jsonl.gz as one
+  // gzip member); default empty (or "none"): plain .jsonl. Bad records'
+  // offsets are then offsets in the decompressed bytes. Throws ConfigError for
+  // another name.
+  std::string compress;
   bool force = false;   // regenerate even when out_dir holds a complete dataset
   unsigned threads = 0; // worker threads; 0: the machine's cores, at most 8. Does not change the output.
 };
@@ -65,7 +72,7 @@ struct DatasetFile {
 struct BadRecord {
   std::string source;  // web | books | images
   std::string file;    // relative to the dataset directory
-  uint64_t offset = 0; // jsonl: the line's first byte; tar: the member's header
+  uint64_t offset = 0; // jsonl: the line's first byte (decompressed, for a compressed shard); tar: the member's header
   BadKind kind = BadKind::none;
   std::string detail;
 };

@@ -370,3 +370,59 @@ TEST_CASE("a tiny dataset reads back through the sources, bad records exactly wh
     CHECK(bin_bytes == 2 * tokens);
   }
 }
+
+TEST_CASE("--compress writes the web text compressed, with the same records and bad-record offsets", "[datagen]") {
+  const std::string plain_dir = fresh_dir("compress_none");
+  DatagenOptions options = tiny(plain_dir, 31);
+  options.bad_samples = 6;
+  options.images = 4;
+  options.indexed_docs = 4;
+  generate_dataset(options);
+  SourceConfig config;
+  config.name = "web";
+  config.format = "jsonl";
+  config.path = join_path(plain_dir, "web/*.jsonl");
+  auto plain = open_source(config, {});
+  for (const std::string compress : {"zst", "gz"}) {
+    INFO(compress);
+    const std::string dir = fresh_dir("compress_" + compress);
+    options.out_dir = dir;
+    options.compress = compress;
+    const auto result = generate_dataset(options);
+    CHECK(fs::exists(join_path(dir, "web/web-0000.jsonl." + compress)));
+    CHECK(fs::exists(join_path(dir, "books/books-0000.jsonl")));  // only the web text
+    CHECK(lines_of(join_path(dir, "MANIFEST")).at(8) == "web_compression " + std::string(compress == "zst" ? "zstd" : "gzip"));
+    CHECK(generate_dataset(options).reused);
+    DatagenOptions uncompressed = options;
+    uncompressed.compress = "none";
+    CHECK_THROWS_AS(generate_dataset(uncompressed), ConfigError);  // another dataset: refused, not reused
+
+    config.path = join_path(dir, "web/*.jsonl*");
+    auto source = open_source(config, {});
+    REQUIRE(source->size() == plain->size());
+    RawSample expected, got;
+    for (uint64_t i = 0; i < source->size(); ++i) {
+      plain->read(i, expected);
+      source->read(i, got);
+      REQUIRE(got.bad == expected.bad);
+      CHECK(got.text == expected.text);
+    }
+    // Each listed web record is bad where bad_samples.txt says (a decompressed offset).
+    size_t web_bad = 0;
+    for (const auto& bad : result.bad_records) {
+      if (bad.source != "web") continue;
+      ++web_bad;
+      bool found = false;
+      for (uint64_t i = 0; i < source->size() && !found; ++i) {
+        const SampleLocation where = source->locate(i);
+        if (where.file != join_path(dir, bad.file) || where.offset != bad.offset) continue;
+        source->read(i, got);
+        found = got.bad == bad.kind;
+      }
+      CHECK(found);
+    }
+    CHECK(web_bad == 2);
+  }
+  options.compress = "lz4";
+  CHECK_THROWS_WITH(generate_dataset(options), Catch::Contains("--compress") && Catch::Contains("lz4"));
+}

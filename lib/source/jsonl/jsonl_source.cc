@@ -1,5 +1,6 @@
 #include "source/jsonl/jsonl_source.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/log.h"
@@ -7,28 +8,41 @@
 
 namespace msd {
 
-std::vector<uint64_t> scan_jsonl_lines(std::span<const unsigned char> bytes) {
-  std::vector<uint64_t> starts;
+void JsonlLineScanner::feed(std::span<const unsigned char> bytes) {
   const unsigned char* data = bytes.data();
-  size_t size = bytes.size();
+  const size_t size = bytes.size();
   size_t pos = 0;
   while (pos < size) {
     const void* newline = std::memchr(data + pos, '\n', size - pos);
-    size_t end = newline != nullptr ? static_cast<size_t>(static_cast<const unsigned char*>(newline) - data) : size;
-    bool blank = true;
-    for (size_t i = pos; i < end && blank; ++i) {
-      unsigned char c = data[i];
-      blank = c == ' ' || c == '\t' || c == '\r';
+    const size_t end = newline != nullptr ? static_cast<size_t>(static_cast<const unsigned char*>(newline) - data) : size;
+    for (size_t i = pos; i < end && blank_; ++i) {
+      const unsigned char c = data[i];
+      blank_ = c == ' ' || c == '\t' || c == '\r';
     }
-    if (!blank) starts.push_back(pos);
+    if (newline == nullptr) break;
+    if (!blank_) starts_.push_back(line_start_);
+    line_start_ = fed_ + end + 1;
+    blank_ = true;
     pos = end + 1;
   }
-  starts.push_back(size);
-  return starts;
+  fed_ += size;
+}
+
+std::vector<uint64_t> JsonlLineScanner::finish() {
+  if (!blank_) starts_.push_back(line_start_);
+  starts_.push_back(fed_);
+  blank_ = true;
+  return std::move(starts_);
+}
+
+std::vector<uint64_t> scan_jsonl_lines(std::span<const unsigned char> bytes) {
+  JsonlLineScanner scanner;
+  scanner.feed(bytes);
+  return scanner.finish();
 }
 
 JsonlSource::JsonlSource(std::vector<std::string> files, const JsonlOptions& options)
-    : text_field_(options.text_field) {
+    : text_field_(options.text_field), restart_spacing_bytes_(std::max<uint64_t>(options.restart_spacing_bytes, 1)) {
   files_.reserve(files.size());
   for (auto& path : files) {
     File& file = files_.emplace_back();
@@ -46,6 +60,8 @@ JsonlSource::JsonlSource(std::vector<std::string> files, const JsonlOptions& opt
 }
 
 void JsonlSource::index_file(File& file, const FileStamp& stamp, const std::string& cache_dir) {
+  if (const Compression compression = compression_of_path(file.path); compression != Compression::none)
+    return index_compressed_file(file, compression, stamp, cache_dir);
   const std::string cache_path = index_cache_path(file.path, cache_dir);
   if (auto payload = load_index_cache(cache_path, cache_tag, cache_version, stamp)) {
     PayloadReader reader(*payload);
@@ -71,6 +87,68 @@ void JsonlSource::index_file(File& file, const FileStamp& stamp, const std::stri
   }
 }
 
+bool JsonlSource::load_compressed_cache(File& file, Compression compression, const FileStamp& stamp,
+                                        const std::string& cache_path) {
+  auto payload = load_index_cache(cache_path, compressed_cache_tag, compressed_cache_version, stamp);
+  if (!payload) return false;
+  PayloadReader reader(*payload);
+  uint32_t cached_compression = 0;
+  uint64_t spacing_bytes = 0;
+  CompressedIndex index;
+  std::vector<uint64_t> starts;
+  reader.get(cached_compression);
+  reader.get(spacing_bytes);
+  reader.get(index.compressed_bytes);
+  reader.get(index.uncompressed_bytes);
+  reader.get(index.streams);
+  reader.get_all(starts);
+  reader.get_all(index.points);
+  reader.get_all(index.windows);
+  if (!reader.ok() || !reader.at_end() || cached_compression != static_cast<uint32_t>(compression) ||
+      spacing_bytes != restart_spacing_bytes_ || index.compressed_bytes != stamp.size_bytes || starts.empty() ||
+      starts.back() != index.uncompressed_bytes || index.points.empty() || index.points[0].uncompressed_offset != 0)
+    return false;
+  index.compression = compression;
+  file.line_starts = std::move(starts);
+  file.compressed = std::move(index);
+  return true;
+}
+
+// A compressed file is decompressed whole, once, to find its lines and its
+// restart points; both are cached together.
+void JsonlSource::index_compressed_file(File& file, Compression compression, const FileStamp& stamp,
+                                        const std::string& cache_dir) {
+  const std::string cache_path = index_cache_path(file.path, cache_dir);
+  if (load_compressed_cache(file, compression, stamp, cache_path)) {
+    ++index_counts_.cached;
+  } else {
+    const MappedFile data(file.path);
+    JsonlLineScanner scanner;
+    file.compressed = index_compressed(file.path, data.bytes(), compression, restart_spacing_bytes_,
+                                       [&](std::span<const unsigned char> piece) { scanner.feed(piece); });
+    file.line_starts = scanner.finish();
+    ++index_counts_.scanned;
+    if (stamp.size_bytes == data.size()) {
+      const CompressedIndex& index = file.compressed;
+      PayloadWriter writer;
+      writer.put(static_cast<uint32_t>(compression));
+      writer.put(restart_spacing_bytes_);
+      writer.put(index.compressed_bytes);
+      writer.put(index.uncompressed_bytes);
+      writer.put(index.streams);
+      writer.put_all(std::span<const uint64_t>(file.line_starts));
+      writer.put_all(std::span<const RestartPoint>(index.points));
+      writer.put_all(std::span<const unsigned char>(index.windows));
+      store_index_cache(cache_path, compressed_cache_tag, compressed_cache_version, stamp, writer.bytes());
+    }
+  }
+  const CompressedIndex& index = file.compressed;
+  if (index.points.size() == 1 && index.uncompressed_bytes >= 4 * restart_spacing_bytes_)
+    log_warn(file.path, " is one ", compression_name(compression), " stream of ", index.uncompressed_bytes >> 20,
+             " MiB: every record read decompresses it from its start (write it in frames of a few MiB, e.g. "
+             "msd-datagen --compress zst or pzstd, for random access)");
+}
+
 uint64_t JsonlSource::length_hint(uint64_t index) const {
   auto [file, local] = offsets_.find(index);
   const auto& starts = files_[file].line_starts;
@@ -91,7 +169,14 @@ void JsonlSource::read(uint64_t index, RawSample& out) {
   uint64_t limit = file.line_starts[local + 1];
   out.where = {file.path, start};
   std::string region(limit - start, '\0');  // freed after the read: no source keeps its longest line
-  if (std::string error; !reader_.read(file_index, file.path, start, region.data(), region.size(), error)) {
+  std::string error;
+  if (file.compressed.compression != Compression::none) {
+    if (!read_decompressed(reader_, file_index, file.path, file.compressed, start, region.data(), region.size(), error)) {
+      out.bad = BadKind::read_error;
+      out.reason = str(error, " (the line indexed at uncompressed offset ", start, ")");
+      return;
+    }
+  } else if (!reader_.read(file_index, file.path, start, region.data(), region.size(), error)) {
     out.bad = BadKind::read_error;
     out.reason = str(error, " (the line indexed at offset ", start, "; a file that shrank after indexing ends early)");
     return;
@@ -123,7 +208,8 @@ void JsonlSource::read(uint64_t index, RawSample& out) {
 uint64_t JsonlSource::state_bytes() const {
   uint64_t bytes = sizeof(*this) + offsets_.state_bytes() + text_field_.capacity();
   for (const auto& file : files_)
-    bytes += sizeof(File) + file.path.capacity() + file.line_starts.capacity() * sizeof(uint64_t);
+    bytes += sizeof(File) + file.path.capacity() + file.line_starts.capacity() * sizeof(uint64_t) +
+             file.compressed.state_bytes();
   return bytes;
 }
 
