@@ -15,25 +15,13 @@
 
 #include "common/error.h"
 #include "transform/tokenizer/hf_model.h"
+#include "transform/tokenizer/piece_cache.h"
 #include "transform/tokenizer/text_encoder.h"
 
 namespace msd {
 namespace hf {
 namespace {
 
-// The piece cache, as the tiktoken encoder's: direct-mapped, 256 KiB.
-constexpr size_t kCacheEntries = 4096;
-constexpr size_t kCachePieceBytes = 30;
-constexpr size_t kCacheIds = 6;
-
-struct alignas(64) CacheEntry {
-  uint64_t tag = 0;  // the piece's hash with the low bit set; 0: empty
-  uint8_t piece_bytes = 0;
-  uint8_t id_count = 0;
-  char piece[kCachePieceBytes];
-  int32_t ids[kCacheIds];
-};
-static_assert(sizeof(CacheEntry) == 64);
 
 struct Range {
   uint32_t begin, end;
@@ -138,7 +126,7 @@ class HfEncoder final : public TextEncoder {
   std::string decode(std::span<const int32_t> ids) const override;
   int32_t vocab_size() const override { return static_cast<int32_t>(model_->has_token.size()); }
   uint64_t model_bytes() const override { return model_->table_bytes; }
-  uint64_t scratch_bytes() const override { return sizeof(CacheEntry) * kCacheEntries; }
+  uint64_t scratch_bytes() const override { return PieceCache::bytes(); }
 
  private:
   void encode_section(std::string_view section, bool at_start, std::vector<int32_t>& out);
@@ -160,7 +148,7 @@ class HfEncoder final : public TextEncoder {
   std::vector<Segment> segments_;
   std::vector<Symbol> symbols_;
   std::vector<Candidate> heap_;
-  std::vector<CacheEntry> cache_ = std::vector<CacheEntry>(kCacheEntries);
+  PieceCache cache_;
 };
 
 // Calls on_stretch(text, is_token, id) for the stretches of `text` between
@@ -356,26 +344,8 @@ void HfEncoder::encode_piece(std::string_view piece, std::vector<int32_t>& out) 
       return;
     }
   }
-  if (piece.size() > kCachePieceBytes) {
-    merge(piece, out);
-    return;
-  }
-  const uint64_t tag = std::hash<std::string_view>{}(piece) | 1;
-  CacheEntry& entry = cache_[(tag >> 20) & (kCacheEntries - 1)];
-  if (entry.tag == tag && entry.piece_bytes == piece.size() && std::memcmp(entry.piece, piece.data(), piece.size()) == 0) {
-    out.insert(out.end(), entry.ids, entry.ids + entry.id_count);
-    return;
-  }
-  const size_t before = out.size();
-  merge(piece, out);
-  const size_t ids = out.size() - before;
-  if (ids <= kCacheIds) {
-    entry.tag = tag;
-    entry.piece_bytes = static_cast<uint8_t>(piece.size());
-    entry.id_count = static_cast<uint8_t>(ids);
-    std::memcpy(entry.piece, piece.data(), piece.size());
-    std::copy(out.end() - static_cast<ptrdiff_t>(ids), out.end(), entry.ids);
-  }
+  const uint64_t hash = std::hash<std::string_view>{}(piece);
+  cache_.encode(piece, hash, hash >> 20, out, [this](std::string_view p, std::vector<int32_t>& ids) { merge(p, ids); });
 }
 
 // The Rust library's Word::merge_all over the piece's initial symbols: single

@@ -23,6 +23,7 @@
 #include "common/files.h"
 #include "common/worker_pool.h"
 #include "msd/config.h"
+#include "transform/tokenizer/piece_cache.h"
 #include "transform/tokenizer/pretokenize.h"
 #include "transform/tokenizer/text_encoder.h"
 
@@ -36,12 +37,6 @@ constexpr uint32_t kNoToken = std::numeric_limits<uint32_t>::max();
 // tiktoken's linear rescan (O(n^2)); both pick the lowest rank, leftmost first.
 constexpr size_t kHeapMergeMinBytes = 128;
 
-// The piece cache: direct-mapped, one 64-byte entry per slot, 256 KiB per
-// Tokenizer. Words recur (Zipf), so most pieces of real text hit; a piece
-// longer than kCachePieceBytes or with more than kCacheIds ids is not cached.
-constexpr size_t kCacheEntries = 4096;
-constexpr size_t kCachePieceBytes = 30;
-constexpr size_t kCacheIds = 6;
 
 uint64_t load_bytes(const char* p, size_t n) {
   uint64_t word = 0;
@@ -140,14 +135,6 @@ struct Part {
   uint32_t rank;
 };
 
-struct alignas(64) CacheEntry {
-  uint64_t tag = 0;  // the piece's hash with the low bit set; 0: empty
-  uint8_t piece_bytes = 0;
-  uint8_t id_count = 0;
-  char piece[kCachePieceBytes];
-  int32_t ids[kCacheIds];
-};
-static_assert(sizeof(CacheEntry) == 64);
 
 struct HeapEntry {
   uint32_t rank;
@@ -202,7 +189,7 @@ class alignas(64) Encoder final : public TextEncoder {
   std::string decode(std::span<const int32_t> ids) const override;
   int32_t vocab_size() const override { return static_cast<int32_t>(vocab_->token_length.size()); }
   uint64_t model_bytes() const override { return vocab_->bytes(); }
-  uint64_t scratch_bytes() const override { return sizeof(CacheEntry) * kCacheEntries; }
+  uint64_t scratch_bytes() const override { return PieceCache::bytes(); }
 
  private:
   void encode_piece(std::string_view piece, std::vector<int32_t>& out);
@@ -217,7 +204,7 @@ class alignas(64) Encoder final : public TextEncoder {
   std::vector<Part> parts_;
   std::vector<uint32_t> next_, prev_, pair_rank_;
   std::vector<HeapEntry> heap_;
-  std::vector<CacheEntry> cache_ = std::vector<CacheEntry>(kCacheEntries);
+  PieceCache cache_;
 };
 
 // encode_batch's threads: the calling thread with the Tokenizer's encoder,
@@ -483,30 +470,10 @@ void Encoder::encode_piece(std::string_view piece, std::vector<int32_t>& out) {
     out.push_back(static_cast<int32_t>(whole));
     return;
   }
-  if (piece.size() > kCachePieceBytes) {
-    merge(piece, out);
-    return;
-  }
   // Only pieces that need merging are cached: a whole token costs one probe
-  // of the vocabulary table, no more than a cache probe.
-  const uint64_t tag = hash | 1;
-  // The vocabulary table is indexed by the low bits; the cache by others.
-  CacheEntry& entry = cache_[(hash >> 40) & (kCacheEntries - 1)];
-  if (entry.tag == tag && entry.piece_bytes == piece.size() &&
-      std::memcmp(entry.piece, piece.data(), piece.size()) == 0) {
-    out.insert(out.end(), entry.ids, entry.ids + entry.id_count);
-    return;
-  }
-  const size_t before = out.size();
-  merge(piece, out);
-  const size_t ids = out.size() - before;
-  if (ids <= kCacheIds) {
-    entry.tag = tag;
-    entry.piece_bytes = static_cast<uint8_t>(piece.size());
-    entry.id_count = static_cast<uint8_t>(ids);
-    std::memcpy(entry.piece, piece.data(), piece.size());
-    std::copy(out.end() - static_cast<ptrdiff_t>(ids), out.end(), entry.ids);
-  }
+  // of the vocabulary table, no more than a cache probe. The vocabulary
+  // table is indexed by the hash's low bits; the cache by others.
+  cache_.encode(piece, hash, hash >> 40, out, [this](std::string_view p, std::vector<int32_t>& ids) { merge(p, ids); });
 }
 
 void Encoder::merge(std::string_view piece, std::vector<int32_t>& out) {
