@@ -49,7 +49,7 @@ int print_layout(const msd::Config& config) {
     const msd::RoleLayout layout = msd::plan_layout(config);
     const auto& t = config.topology;
     std::cout << msd::format_layout(layout, msd::ClientPlaceTree(t.dp, t.pp, t.cp, t.tp, t.order),
-                                    msd::parse_data_ranks(t.data_ranks));
+                                    t.data_ranks);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "msd-run: %s\n", e.what());

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "msd/options.h"
+
 namespace msd {
 
 // One point of a source's weight schedule: from `step` on, weight `weight`
@@ -45,9 +47,9 @@ struct TopologyConfig {
   std::string order = "tp,cp,dp,pp";  // fastest-varying axis first (Megatron's)
   int loaders = 1;                    // size of the source-loader pool
   int shadow_loaders = 0;             // spare loader ranks that take over a failed loader
-  std::string broadcast_at = "tp";    // tp: a TP group's leader fetches and shares; none: every TP rank fetches
+  BroadcastAt broadcast_at = BroadcastAt::tp;  // tp: a TP group's leader fetches and shares; none: every TP rank fetches
   int ranks_per_node = 0;             // 0: the nodes MPI reports; N: every N consecutive world ranks share a node
-  std::string data_ranks = "first";   // first | per_node | dedicated_nodes: where the planner and loaders sit
+  DataRanks data_ranks = DataRanks::first;     // where the planner and loaders sit
   // Loader pool scaling (docs/scaling.md): static: sources to loaders by
   // peak weight (runtime/assignment.h); partition: by the partition plan;
   // online: loader ranks move between sources as the mix changes.
@@ -66,13 +68,13 @@ struct JobConfig {
   uint32_t seq_len = 2048;      // tokens per packed sequence
   uint32_t micro_batches = 1;   // per DP rank and step
   uint32_t prefetch_steps = 2;  // how far the planner plans ahead
-  std::string mode = "disaggregated";  // | colocated
-  std::string long_docs = "split";     // split | truncate: documents over seq_len
-  std::string balance = "greedy";      // greedy | karmarkar_karp | tokens (even split by positions)
+  JobMode mode = JobMode::disaggregated;
+  LongDocs long_docs = LongDocs::split;             // documents over seq_len
+  BalanceMethod balance = BalanceMethod::greedy;
   // fixed: a micro-batch is [sequences, seq_len] rows, padded; varlen: one
   // row of its positions rounded up to kVarlenAlign (packed "THD" attention),
   // for the planner-driven modes (the colocated baselines keep fixed rows).
-  std::string micro_batch_shape = "fixed";
+  RowShape micro_batch_shape = RowShape::fixed;
   // Most positions (tokens + patches) one micro-batch may hold: the activation
   // memory budget. 0: seq_len x the sequences a micro-batch gets under an
   // equal token split of the step (PackOptions::max_positions_per_micro_batch).

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "msd/options.h"  // DataRanks
+
 namespace msd {
 
 enum class Axis { tp = 0, cp = 1, dp = 2, pp = 3 };
@@ -57,16 +59,6 @@ class ClientPlaceTree {
 
 enum class Role { planner, loader, client };
 const char* role_name(Role role);
-
-// Where the planner and loaders sit (topology.data_ranks): `first`, world ranks
-// 1..loaders+shadows right after the planner; `per_node`, spread evenly over the
-// nodes, each node's data ranks first on it; `dedicated_nodes`, whole nodes of
-// their own (the data ranks must fill whole nodes). The planner is world rank 0
-// in every placement. docs/layout.md has pictures.
-enum class DataRanks { first, per_node, dedicated_nodes };
-// Throws ConfigError naming topology.data_ranks for an unknown name.
-DataRanks parse_data_ranks(const std::string& name);
-const char* data_ranks_name(DataRanks placement);
 
 // Where each role sits in MPI_COMM_WORLD and on which node. Built once per job
 // from the node of every world rank (MPI_COMM_TYPE_SHARED, or

@@ -256,6 +256,19 @@ OptionSpec path(std::string key, std::string value_name, std::string help, Membe
           [member](const Config& c) -> std::string { return member(c); }};
 }
 
+// One of an enumerated option's names (msd/options.h), parsed into its enum.
+template <typename Member>
+OptionSpec choice(std::string key, std::string value_name, std::string help, Member member) {
+  using E = std::remove_cvref_t<decltype(member(std::declval<Config&>()))>;
+  return {std::move(key), std::move(value_name), std::move(help),
+          [member](Config& c, const Setting& s, const ParseContext& x) {
+            const auto value = find_option_value<E>(trim(s.text));
+            if (!value) bad_value(s, x, option_names<E>());
+            member(c) = *value;
+          },
+          [member](const Config& c) -> std::string { return option_name(member(c)); }};
+}
+
 // A comma-separated list of names, kept as "a,b".
 template <typename Member>
 OptionSpec name_list(std::string key, std::string value_name, std::string help, Member member) {
@@ -280,20 +293,20 @@ std::vector<OptionSpec> job_options() {
             [](auto& c) -> auto& { return c.job.micro_batches; }),
       count("job.prefetch_steps", "N", "steps the planner plans ahead",
             [](auto& c) -> auto& { return c.job.prefetch_steps; }),
-      text("job.mode", "M",
+      choice("job.mode", "M",
            "colocated_samples | colocated_tokens | msd_tokens | msd_greedy | msd_kk; aliases colocated "
            "(= colocated_samples), disaggregated (= msd_ with job.balance). docs/evaluation.md; alias --mode",
            [](auto& c) -> auto& { return c.job.mode; }),
-      text("job.long_docs", "M", "split | truncate: documents longer than seq_len",
+      choice("job.long_docs", "M", "split | truncate: documents longer than seq_len",
            [](auto& c) -> auto& { return c.job.long_docs; }),
       count("job.max_sample_bytes", "BYTES",
             "a transformed sample bigger than this is skipped as too_large (a stream setting; <= loader.window_mb)",
             [](auto& c) -> auto& { return c.job.max_sample_bytes; }),
-      text("job.micro_batch_shape", "S",
+      choice("job.micro_batch_shape", "S",
            "fixed | varlen: a micro-batch as [sequences, seq_len] padded rows, or one row of its positions "
            "(packed THD attention; planner-driven modes, topology.cp = 1; docs/batch.md)",
            [](auto& c) -> auto& { return c.job.micro_batch_shape; }),
-      text("job.balance", "M", "greedy | karmarkar_karp | tokens: how the planner balances DP ranks and micro-batches (docs/cost-and-balance.md)",
+      choice("job.balance", "M", "greedy | karmarkar_karp | tokens: how the planner balances DP ranks and micro-batches (docs/cost-and-balance.md)",
            [](auto& c) -> auto& { return c.job.balance; }),
       count("job.max_positions_per_micro_batch", "N",
             "most positions (tokens + patches) a micro-batch may hold; 0: seq_len x the sequences of an equal token split",
@@ -326,13 +339,13 @@ std::vector<OptionSpec> topology_options() {
       count("topology.shadow_loaders", "N",
             "spare loader ranks, every source open, that take over a loader missing loader.deadline_ms (docs/fault-tolerance.md)",
             [](auto& c) -> auto& { return c.topology.shadow_loaders; }),
-      text("topology.broadcast_at", "LEVEL",
+      choice("topology.broadcast_at", "LEVEL",
            "tp | none: tp, one rank per TP group fetches and shares the batch; none, every TP rank fetches",
            [](auto& c) -> auto& { return c.topology.broadcast_at; }),
       count("topology.ranks_per_node", "N",
             "0: the nodes MPI reports; N: plan as if every N consecutive world ranks shared a node (docs/layout.md)",
             [](auto& c) -> auto& { return c.topology.ranks_per_node; }),
-      text("topology.data_ranks", "P",
+      choice("topology.data_ranks", "P",
            "first | per_node | dedicated_nodes: where the planner and loaders sit (docs/layout.md)",
            [](auto& c) -> auto& { return c.topology.data_ranks; }),
       // Loader pool scaling (docs/scaling.md).
@@ -893,12 +906,6 @@ void require_one_of(const std::string& value, std::initializer_list<const char*>
 
 }  // namespace
 
-// job.mode colocated_samples (alias colocated): training ranks load their own
-// data, with no planner and no loader ranks (plan/modes.h loads_on_trainers).
-namespace {
-bool trainers_load(const std::string& mode) { return mode == "colocated" || mode == "colocated_samples"; }
-}  // namespace
-
 int Config::world_size() const {
   return trainers_load(job.mode) ? clients() : 1 + topology.loaders + topology.shadow_loaders + clients();
 }
@@ -957,13 +964,7 @@ static void validate_order(const std::string& order) {
 void validate(const Config& config) {
   const auto& job = config.job;
   const auto& topo = config.topology;
-  require_one_of(job.mode,
-                 {"disaggregated", "colocated", "colocated_samples", "colocated_tokens", "msd_tokens", "msd_greedy", "msd_kk"},
-                 "job.mode");
-  require_one_of(job.long_docs, {"split", "truncate"}, "job.long_docs");
-  require_one_of(job.balance, {"greedy", "karmarkar_karp", "tokens"}, "job.balance");
-  require_one_of(job.micro_batch_shape, {"fixed", "varlen"}, "job.micro_batch_shape");
-  require(job.micro_batch_shape != "varlen" || topo.cp <= 1,
+  require(job.micro_batch_shape != RowShape::varlen || topo.cp <= 1,
           str("job.micro_batch_shape: varlen needs topology.cp = 1 (got ", topo.cp,
               "); context-parallel ranks split fixed rows"));
   require_at_least(job.steps, uint64_t{1}, "job.steps");
@@ -985,8 +986,6 @@ void validate(const Config& config) {
   require(topo.cp <= 1 || job.seq_len % (2 * static_cast<uint32_t>(topo.cp)) == 0,
           str("job.seq_len: ", job.seq_len, " must be divisible by 2 * topology.cp = ", 2 * topo.cp,
               " (each context-parallel rank takes two equal chunks of every sequence)"));
-  require_one_of(topo.broadcast_at, {"tp", "none"}, "topology.broadcast_at");
-  require_one_of(topo.data_ranks, {"first", "per_node", "dedicated_nodes"}, "topology.data_ranks");
   require_at_least(topo.ranks_per_node, 0, "topology.ranks_per_node");
   require_one_of(topo.scaling, {"static", "partition", "online"}, "topology.scaling");
   require(topo.partition_plan.empty() || topo.scaling == "partition",

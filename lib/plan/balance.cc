@@ -305,19 +305,9 @@ void refine(std::span<const double> weights, std::vector<uint32_t>& bin_of, uint
 }  // namespace
 
 BalanceMethod parse_balance_method(const std::string& name, const std::string& what) {
-  if (name == "tokens") return BalanceMethod::tokens;
-  if (name == "greedy") return BalanceMethod::greedy;
-  if (name == "karmarkar_karp" || name == "karmarkar-karp" || name == "kk") return BalanceMethod::karmarkar_karp;
+  if (name == "karmarkar-karp" || name == "kk") return BalanceMethod::karmarkar_karp;
+  if (auto method = find_option_value<BalanceMethod>(name)) return *method;
   throw ConfigError(str(what, ": unknown balance method '", name, "' (tokens, greedy or karmarkar_karp)"));
-}
-
-const char* balance_method_name(BalanceMethod method) {
-  switch (method) {
-    case BalanceMethod::tokens: return "tokens";
-    case BalanceMethod::greedy: return "greedy";
-    case BalanceMethod::karmarkar_karp: return "karmarkar_karp";
-  }
-  return "?";
 }
 
 std::vector<uint32_t> balance(std::span<const double> weights, uint32_t bins, BalanceMethod method) {

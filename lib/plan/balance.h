@@ -11,26 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "msd/options.h"  // BalanceMethod
+
 namespace msd {
 
-enum class BalanceMethod {
-  // Even split by positions (tokens + patches), blind to attention's L^2: LPT
-  // on positions over buckets, contiguous runs of sequences as micro-batches.
-  // Kept as the comparison point.
-  tokens,
-  // LPT on cost: items heaviest first, each to the lightest bin so far.
-  // max <= (4/3 - 1/(3k)) * optimum; within one item of the mean.
-  greedy,
-  // Largest differencing (Karmarkar-Karp generalized to k bins): repeatedly
-  // combine the two partial partitions whose heaviest and lightest bins
-  // differ most, heaviest bins of one with lightest of the other.
-  karmarkar_karp,
-};
 
 // "tokens", "greedy", "karmarkar_karp" (also "karmarkar-karp", "kk").
 // Throws ConfigError naming `what` for anything else.
 BalanceMethod parse_balance_method(const std::string& name, const std::string& what = "balance");
-const char* balance_method_name(BalanceMethod method);
 
 // Assigns items to `bins` bins and returns each item's bin.
 //

@@ -141,18 +141,32 @@ TrainingMode parse_training_mode(const std::string& name, const std::string& bal
                             "not a mode a job runs"));
     return mode;
   }
-  if (name == "colocated") return TrainingMode::colocated_samples;
-  if (name == "disaggregated") {
-    switch (parse_balance_method(balance, "job.balance")) {
-      case BalanceMethod::tokens: return TrainingMode::msd_tokens;
-      case BalanceMethod::greedy: return TrainingMode::msd_greedy;
-      case BalanceMethod::karmarkar_karp: return TrainingMode::msd_kk;
-    }
-  }
+  if (name == "colocated" || name == "disaggregated")
+    return training_mode(*find_option_value<JobMode>(name), parse_balance_method(balance, "job.balance"));
   throw ConfigError(str(what, ": '", name, "' is not a mode (colocated_samples, colocated_tokens, ",
                         stream ? "megatron, megatron_varlen, " : "",
                         "msd_tokens, msd_greedy, msd_kk, or the aliases colocated and disaggregated)"));
 }
+
+TrainingMode training_mode(JobMode mode, BalanceMethod balance) {
+  switch (mode) {
+    case JobMode::colocated:
+    case JobMode::colocated_samples: return TrainingMode::colocated_samples;
+    case JobMode::colocated_tokens: return TrainingMode::colocated_tokens;
+    case JobMode::msd_tokens: return TrainingMode::msd_tokens;
+    case JobMode::msd_greedy: return TrainingMode::msd_greedy;
+    case JobMode::msd_kk: return TrainingMode::msd_kk;
+    case JobMode::disaggregated: break;
+  }
+  switch (balance) {
+    case BalanceMethod::tokens: return TrainingMode::msd_tokens;
+    case BalanceMethod::greedy: return TrainingMode::msd_greedy;
+    case BalanceMethod::karmarkar_karp: return TrainingMode::msd_kk;
+  }
+  return TrainingMode::msd_greedy;
+}
+
+TrainingMode training_mode(const JobConfig& job) { return training_mode(job.mode, job.balance); }
 
 bool is_baseline(TrainingMode mode) {
   return mode == TrainingMode::colocated_samples || mode == TrainingMode::colocated_tokens || is_stream_mode(mode);

@@ -57,6 +57,10 @@ const char* training_mode_name(TrainingMode mode);
 // Throws ConfigError naming `what` for anything else.
 TrainingMode parse_training_mode(const std::string& name, const std::string& balance = "greedy",
                                  const std::string& what = "job.mode", bool stream = false);
+// The mode a job's job.mode places by: the aliases resolved, disaggregated
+// by `balance`.
+TrainingMode training_mode(JobMode mode, BalanceMethod balance);
+TrainingMode training_mode(const JobConfig& job);
 bool is_baseline(TrainingMode mode);  // colocated_samples, colocated_tokens, megatron, megatron_varlen
 // megatron and megatron_varlen: placed over a run's stream (place_run).
 bool is_stream_mode(TrainingMode mode);

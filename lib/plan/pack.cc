@@ -1339,9 +1339,9 @@ PackOptions make_pack_options(const Config& config) {
   options.seq_len = config.job.seq_len;
   options.dp = static_cast<uint32_t>(config.topology.dp);
   options.micro_batches = config.job.micro_batches;
-  options.long_docs = config.job.long_docs == "truncate" ? LongDocs::truncate : LongDocs::split;
-  options.balance = parse_balance_method(config.job.balance, "job.balance");
-  const TrainingMode mode = parse_training_mode(config.job.mode, config.job.balance);
+  options.long_docs = config.job.long_docs;
+  options.balance = config.job.balance;
+  const TrainingMode mode = training_mode(config.job);
   // A mode that names its balance (msd_tokens, msd_greedy, msd_kk) overrides job.balance.
   switch (mode) {
     case TrainingMode::msd_tokens: options.balance = BalanceMethod::tokens; break;
@@ -1352,7 +1352,7 @@ PackOptions make_pack_options(const Config& config) {
   options.cp = static_cast<uint32_t>(config.topology.cp);
   options.pp = static_cast<uint32_t>(config.topology.pp);
   // The colocated baselines keep Megatron's fixed rows.
-  options.varlen = config.job.micro_batch_shape == "varlen" && !is_baseline(mode);
+  options.varlen = config.job.micro_batch_shape == RowShape::varlen && !is_baseline(mode);
   options.max_positions_per_micro_batch = config.job.max_positions_per_micro_batch;
   return options;
 }

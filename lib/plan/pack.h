@@ -50,8 +50,6 @@ struct BucketPlan {
   double cost = 0.0;       // sum of its micro-batches' costs
 };
 
-enum class LongDocs { split, truncate };
-
 struct PackOptions {
   uint32_t seq_len = 2048;                          // positions per packed sequence
   uint32_t dp = 1;                                  // DP buckets

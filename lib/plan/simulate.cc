@@ -255,7 +255,7 @@ void print_report(const SimulateReport& report, std::ostream& out) {
     std::snprintf(line, sizeof line,
                   "%-15s %8.3f %8.3f %8.3f  %7.4f %7.4f  %7.4f %7.4f  %7.4f %7.4f  %7.4f %7.4f  %8.4f %8.4f  %7.4f %7.4f  "
                   "%8.3f  %4u/%-4u\n",
-                  balance_method_name(m.method), m.ms_median, m.ms_max, m.cpu_ms_median, m.imbalance_median, m.imbalance_worst,
+                  option_name(m.method), m.ms_median, m.ms_max, m.cpu_ms_median, m.imbalance_median, m.imbalance_worst,
                   m.lower_bound_median, m.lower_bound_worst, m.pigeonhole_median, m.pigeonhole_worst,
                   m.over_bound_median, m.over_bound_worst, m.micro_batch_median, m.micro_batch_worst,
                   m.positions_median, m.positions_worst, m.step_seconds_median, m.steps_on_target, o.steps);
@@ -274,7 +274,7 @@ std::string report_json(const SimulateReport& report) {
   json.begin_array("methods");
   for (const MethodReport& m : report.methods) {
     json.begin_object();
-    json.value("method", balance_method_name(m.method));
+    json.value("method", option_name(m.method));
     json.value("ms_per_step_median", m.ms_median).value("ms_per_step_max", m.ms_max);
     json.value("cpu_ms_per_step_median", m.cpu_ms_median).value("cpu_ms_per_step_max", m.cpu_ms_max);
     json.value("dp_imbalance_median", m.imbalance_median).value("dp_imbalance_worst", m.imbalance_worst);

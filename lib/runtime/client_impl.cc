@@ -34,7 +34,7 @@ DisaggregatedClient::DisaggregatedClient(JobContext& job, int client_index, int3
     : job_(job), client_index_(client_index), next_step_(job.first_step), options_(build_options_for(job.tree, client_index, image_token_id)) {
   options_.varlen = make_pack_options(job.config).varlen;  // the planner's rows (colocated ranks keep fixed ones)
   counts_needed_ = job.tree.is_tp_leader(client_index);
-  if (job.tree.dim(Axis::tp) > 1 && job.config.topology.broadcast_at == "tp")
+  if (job.tree.dim(Axis::tp) > 1 && job.config.topology.broadcast_at == BroadcastAt::tp)
     share_ = std::make_unique<TpShare>(tp_comm);
 }
 

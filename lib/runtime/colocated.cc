@@ -135,7 +135,7 @@ ColocatedClient::Prepared ColocatedClient::prepare(uint64_t step) {
   std::vector<PlanDoc> docs;
   for (uint32_t i = 0; i < out.plan.samples.size(); ++i)
     docs.push_back({i, out.plan.samples[i].positions(), out.plan.samples[i].patches, 0.0});
-  const LongDocs long_docs = config.job.long_docs == "truncate" ? LongDocs::truncate : LongDocs::split;
+  const LongDocs long_docs = config.job.long_docs;
   for (const MicroBatchPlan& mb : baseline_micro_batches(docs, config.job.micro_batches, config.job.seq_len, long_docs)) {
     MicroBatchWire wire;
     for (const PackedSequence& seq : mb.sequences) {

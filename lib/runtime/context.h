@@ -56,7 +56,7 @@ struct JobContext {
   // (topology.broadcast_at = tp) takes the step from its leader instead, so
   // the planner's messages per step grow with the clients divided by tp.
   bool talks_to_planner(int client) const {
-    return tree.dim(Axis::tp) == 1 || config.topology.broadcast_at != "tp" || tree.is_tp_leader(client);
+    return tree.dim(Axis::tp) == 1 || config.topology.broadcast_at != BroadcastAt::tp || tree.is_tp_leader(client);
   }
   // How long a loader may take to write its part of a loader checkpoint
   // before the planner takes it to have stopped inside the write.

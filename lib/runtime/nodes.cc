@@ -25,9 +25,9 @@ std::vector<int> node_of_each_rank(MPI_Comm world, int ranks_per_node) {
 RoleLayout plan_layout(const Config& config, const std::vector<int>& node_of_rank) {
   const auto& topo = config.topology;
   const ClientPlaceTree tree(topo.dp, topo.pp, topo.cp, topo.tp, topo.order);
-  return RoleLayout(topo.loaders, topo.shadow_loaders, tree, loads_on_trainers(parse_training_mode(config.job.mode, config.job.balance)),
+  return RoleLayout(topo.loaders, topo.shadow_loaders, tree, trainers_load(config.job.mode),
                     node_of_rank,
-                    parse_data_ranks(topo.data_ranks));
+                    topo.data_ranks);
 }
 
 RoleLayout plan_layout(const Config& config) {

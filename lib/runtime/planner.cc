@@ -41,7 +41,7 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
       mixer_(make_schedule(job.config), job.config.job.global_batch),
       cost_(make_cost_model(job.config)),
       pack_(planner_pack_options(job.config)),
-      mode_(parse_training_mode(job.config.job.mode, job.config.job.balance)),
+      mode_(training_mode(job.config.job)),
       window_(job.config.loader.window_mb << 20, job.config.job.max_sample_bytes),
       acks_(job.planner_peers(), job.config.job.stall_timeout_s),
       peer_count_(job.planner_peers().size()) {

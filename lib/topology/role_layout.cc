@@ -9,23 +9,6 @@
 
 namespace msd {
 
-DataRanks parse_data_ranks(const std::string& name) {
-  if (name == "first") return DataRanks::first;
-  if (name == "per_node") return DataRanks::per_node;
-  if (name == "dedicated_nodes") return DataRanks::dedicated_nodes;
-  throw ConfigError(
-      str("topology.data_ranks: '", name, "' is not a valid value (expected first, per_node or dedicated_nodes)"));
-}
-
-const char* data_ranks_name(DataRanks placement) {
-  switch (placement) {
-    case DataRanks::first: return "first";
-    case DataRanks::per_node: return "per_node";
-    case DataRanks::dedicated_nodes: return "dedicated_nodes";
-  }
-  return "?";
-}
-
 std::vector<int> consecutive_nodes(int world_size, int ranks_per_node) {
   std::vector<int> nodes(static_cast<size_t>(world_size), 0);
   if (ranks_per_node > 0)
@@ -184,7 +167,7 @@ std::string format_layout_line(const RoleLayout& layout, const ClientPlaceTree& 
 
 std::string format_layout(const RoleLayout& layout, const ClientPlaceTree& tree, DataRanks placement) {
   std::string out = str("# world_size ", layout.world_size(), ", nodes ", layout.nodes(), ", data_ranks ",
-                        data_ranks_name(placement), ", TP groups split across nodes ",
+                        option_name(placement), ", TP groups split across nodes ",
                         groups_split_across_nodes(layout, tree, false), ", CP groups split across nodes ",
                         groups_split_across_nodes(layout, tree, true), "\n");
   out += "# rank node role    index   dp   pp   cp   tp\n";

@@ -235,7 +235,7 @@ int main(int argc, char** argv) {
         const Place place = job.tree().place(job.client_index());
         check_bytes(*batch, local, config, place);
         // Reads: exactly the bytes used; TP followers and middle stages none.
-        const bool fetches = place.tp == 0 || config.topology.broadcast_at == "none";
+        const bool fetches = place.tp == 0 || config.topology.broadcast_at == msd::BroadcastAt::none;
         const bool middle = place.pp != 0 && place.pp != config.topology.pp - 1;
         if (fetches && batch->bytes_fetched != batch->bytes_needed)
           fail("step ", batch->step, ": fetched ", batch->bytes_fetched, " bytes, needed ", batch->bytes_needed);

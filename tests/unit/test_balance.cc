@@ -38,7 +38,7 @@ std::vector<double> heavy_tailed(std::mt19937_64& rng, size_t count) {
 
 TEST_CASE("balance: method names", "[balance]") {
   for (BalanceMethod m : {BalanceMethod::tokens, BalanceMethod::greedy, BalanceMethod::karmarkar_karp})
-    CHECK(msd::parse_balance_method(msd::balance_method_name(m)) == m);
+    CHECK(msd::parse_balance_method(msd::option_name(m)) == m);
   CHECK(msd::parse_balance_method("karmarkar-karp") == BalanceMethod::karmarkar_karp);
   CHECK_THROWS_AS(msd::parse_balance_method("random"), msd::ConfigError);
 }
@@ -117,7 +117,7 @@ TEST_CASE("balance: 100k items into 4096 bins", "[balance]") {
   for (BalanceMethod m : {BalanceMethod::greedy, BalanceMethod::karmarkar_karp}) {
     const auto load = loads(weights, msd::balance(weights, 4096, m), 4096);
     const double mean = std::accumulate(load.begin(), load.end(), 0.0) / 4096;
-    INFO(msd::balance_method_name(m) << " max/mean " << max_of(load) / mean);
+    INFO(msd::option_name(m) << " max/mean " << max_of(load) / mean);
     CHECK(max_of(load) <= std::max(1.02 * mean, weights.front()));
   }
 }
@@ -156,7 +156,7 @@ TEST_CASE("balance: long-context mix stays near the padding-aware bound", "[bala
         const msd::PlanStats by_positions = msd::pack_step(docs, pack, cost).stats;
         pack.balance = m;
         const msd::PlanStats stats = msd::pack_step(docs, pack, cost).stats;
-        INFO(msd::balance_method_name(m) << " dp " << shape.dp << " x " << shape.samples_per_rank << " seq_len "
+        INFO(msd::option_name(m) << " dp " << shape.dp << " x " << shape.samples_per_rank << " seq_len "
                                          << shape.seq_len << " step " << step << ": max/bound " << stats.max_over_bound
                                          << ", positions split " << by_positions.max_over_bound);
         // Up to the budget's repair, which may move a small piece out of the
@@ -166,7 +166,7 @@ TEST_CASE("balance: long-context mix stays near the padding-aware bound", "[bala
         CHECK(stats.max_over_bound <= 1.15);
         sum += stats.max_over_bound;
       }
-      INFO(msd::balance_method_name(m) << " dp " << shape.dp << " x " << shape.samples_per_rank << " seq_len "
+      INFO(msd::option_name(m) << " dp " << shape.dp << " x " << shape.samples_per_rank << " seq_len "
                                        << shape.seq_len << ": mean max/bound " << sum / 10);
       CHECK(sum / 10 <= shape.mean_over_bound);
     }
@@ -190,7 +190,7 @@ TEST_CASE("balance_within: no bin over the capacity, plain balance when it never
     const uint64_t largest = count == 0 ? 0 : *std::max_element(sizes.begin(), sizes.end());
     const uint64_t capacity = (total + bins - 1) / bins + largest;
     for (BalanceMethod m : {BalanceMethod::tokens, BalanceMethod::greedy, BalanceMethod::karmarkar_karp}) {
-      INFO(msd::balance_method_name(m) << " round " << round << ": " << count << " items into " << bins);
+      INFO(msd::option_name(m) << " round " << round << ": " << count << " items into " << bins);
       const auto bin_of = msd::balance_within(weights, sizes, capacity, bins, m);
       std::vector<uint64_t> held(bins, 0);
       for (size_t i = 0; i < count; ++i) held[bin_of.at(i)] += sizes[i];

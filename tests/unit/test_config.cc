@@ -79,8 +79,8 @@ TEST_CASE("config: every option of a full INI file lands in its field", "[config
   CHECK(c.job.seq_len == 4096);
   CHECK(c.job.micro_batches == 4);
   CHECK(c.job.prefetch_steps == 3);
-  CHECK(c.job.mode == "colocated");
-  CHECK(c.job.long_docs == "truncate");
+  CHECK(c.job.mode == msd::JobMode::colocated);
+  CHECK(c.job.long_docs == msd::LongDocs::truncate);
   CHECK(c.topology.dp == 4);
   CHECK(c.topology.pp == 2);
   CHECK(c.topology.cp == 2);
@@ -154,7 +154,7 @@ TEST_CASE("config: aliases set their section keys", "[config]") {
                                 "--loaders=3", "--summary-json=s.json", "--metrics=m.jsonl", "--print-world-size"});
   CHECK(inv.config.job.steps == 7);
   CHECK(inv.config.job.seed == 5);
-  CHECK(inv.config.job.mode == "disaggregated");
+  CHECK(inv.config.job.mode == msd::JobMode::disaggregated);
   CHECK(inv.config.topology.loaders == 3);
   CHECK(inv.config.output.summary_json == "s.json");
   CHECK(inv.config.output.metrics == "m.jsonl");
@@ -367,7 +367,7 @@ TEST_CASE("config: world_size counts planner, loaders and clients", "[config]") 
   config.topology.loaders = 5;
   CHECK(config.clients() == 32);
   CHECK(config.world_size() == 1 + 5 + 32);
-  config.job.mode = "colocated";
+  config.job.mode = msd::JobMode::colocated;
   CHECK(config.world_size() == 32);
   const Invocation inv = parse({"--config", kData + "/full.ini", "--mode=disaggregated"});
   CHECK(inv.config.world_size() == 1 + 6 + 32);

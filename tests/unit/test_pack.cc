@@ -403,7 +403,7 @@ TEST_CASE("pack: 4096 DP buckets and 100k documents give a valid plan", "[pack]"
   const auto docs = random_docs(rng, 100000, options.seq_len, 1024);
   for (auto method : {msd::BalanceMethod::tokens, msd::BalanceMethod::greedy, msd::BalanceMethod::karmarkar_karp}) {
     options.balance = method;
-    INFO(msd::balance_method_name(method));
+    INFO(msd::option_name(method));
     check_plan(docs, options, msd::distribute_and_pack(docs, options));
   }
 }

@@ -191,6 +191,6 @@ TEST_CASE("format_layout prints one line per world rank") {
           "     3    1 loader      0\n"
           "     4    1 client      2    1    0    0    0\n"
           "     5    1 client      3    1    0    0    1\n");
-  REQUIRE(parse_data_ranks("dedicated_nodes") == DataRanks::dedicated_nodes);
-  REQUIRE_THROWS_AS(parse_data_ranks("last"), ConfigError);
+  REQUIRE(find_option_value<DataRanks>("dedicated_nodes") == DataRanks::dedicated_nodes);
+  REQUIRE(!find_option_value<DataRanks>("last"));
 }

@@ -1,0 +1,119 @@
+// msd/options.h — the values of the configuration's enumerated options, and
+// the names an INI file writes them with. lib/config parses each option once
+// into its enum (an unknown name is refused there, naming the option and the
+// file); everything else works with the enum.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace msd {
+
+// job.mode, as written: the aliases stay themselves so that to_ini writes
+// back what was read. plan/modes.h training_mode() resolves them (with
+// job.balance) into the placement mode.
+enum class JobMode { disaggregated, colocated, colocated_samples, colocated_tokens, msd_tokens, msd_greedy, msd_kk };
+
+// job.long_docs: a document longer than seq_len is cut into pieces of at
+// most seq_len, or truncated to seq_len.
+enum class LongDocs { split, truncate };
+
+// job.balance: how the planner balances DP buckets and micro-batches
+// (plan/balance.h; docs/cost-and-balance.md compares them).
+enum class BalanceMethod {
+  // Even split by positions (tokens + patches), blind to attention's L^2: LPT
+  // on positions over buckets, contiguous runs of sequences as micro-batches.
+  // Kept as the comparison point.
+  tokens,
+  // LPT on cost: items heaviest first, each to the lightest bin so far.
+  // max <= (4/3 - 1/(3k)) * optimum; within one item of the mean.
+  greedy,
+  // Largest differencing (Karmarkar-Karp generalized to k bins): repeatedly
+  // combine the two partial partitions whose heaviest and lightest bins
+  // differ most, heaviest bins of one with lightest of the other.
+  karmarkar_karp,
+};
+
+// job.micro_batch_shape: [sequences, seq_len] padded rows, or one row of
+// its positions (packed THD attention; docs/batch.md).
+enum class RowShape { fixed, varlen };
+
+// topology.broadcast_at: tp, one rank per TP group fetches and shares the
+// batch; none, every TP rank fetches.
+enum class BroadcastAt { tp, none };
+
+// topology.data_ranks: where the planner and the loaders sit. first: world
+// ranks 1..L (the planner is 0); per_node: spread evenly over the nodes,
+// first ranks of each node; dedicated_nodes: nodes of their own (the data
+// ranks must fill whole nodes). The planner is world rank 0 in every
+// placement. docs/layout.md has pictures.
+enum class DataRanks { first, per_node, dedicated_nodes };
+
+// Every value of an enumerated option with its name, in the order --help
+// lists them.
+template <typename E>
+struct OptionNames;
+
+template <>
+struct OptionNames<JobMode> {
+  static constexpr std::pair<JobMode, const char*> values[] = {
+      {JobMode::disaggregated, "disaggregated"}, {JobMode::colocated, "colocated"},
+      {JobMode::colocated_samples, "colocated_samples"}, {JobMode::colocated_tokens, "colocated_tokens"},
+      {JobMode::msd_tokens, "msd_tokens"}, {JobMode::msd_greedy, "msd_greedy"}, {JobMode::msd_kk, "msd_kk"}};
+};
+template <>
+struct OptionNames<LongDocs> {
+  static constexpr std::pair<LongDocs, const char*> values[] = {{LongDocs::split, "split"},
+                                                                {LongDocs::truncate, "truncate"}};
+};
+template <>
+struct OptionNames<BalanceMethod> {
+  static constexpr std::pair<BalanceMethod, const char*> values[] = {{BalanceMethod::greedy, "greedy"},
+                                                                     {BalanceMethod::karmarkar_karp, "karmarkar_karp"},
+                                                                     {BalanceMethod::tokens, "tokens"}};
+};
+template <>
+struct OptionNames<RowShape> {
+  static constexpr std::pair<RowShape, const char*> values[] = {{RowShape::fixed, "fixed"}, {RowShape::varlen, "varlen"}};
+};
+template <>
+struct OptionNames<BroadcastAt> {
+  static constexpr std::pair<BroadcastAt, const char*> values[] = {{BroadcastAt::tp, "tp"},
+                                                                   {BroadcastAt::none, "none"}};
+};
+template <>
+struct OptionNames<DataRanks> {
+  static constexpr std::pair<DataRanks, const char*> values[] = {{DataRanks::first, "first"},
+                                                                 {DataRanks::per_node, "per_node"},
+                                                                 {DataRanks::dedicated_nodes, "dedicated_nodes"}};
+};
+
+template <typename E>
+constexpr const char* option_name(E value) {
+  for (const auto& [v, name] : OptionNames<E>::values)
+    if (v == value) return name;
+  return "?";
+}
+
+template <typename E>
+constexpr std::optional<E> find_option_value(std::string_view name) {
+  for (const auto& [v, option] : OptionNames<E>::values)
+    if (name == option) return v;
+  return std::nullopt;
+}
+
+// "a | b | c": the names, for --help and errors.
+template <typename E>
+std::string option_names() {
+  std::string out;
+  for (const auto& [v, name] : OptionNames<E>::values) out += (out.empty() ? "" : " | ") + std::string(name);
+  return out;
+}
+
+// job.mode colocated_samples (alias colocated): training ranks load their own
+// data, with no planner and no loader ranks.
+constexpr bool trainers_load(JobMode mode) { return mode == JobMode::colocated || mode == JobMode::colocated_samples; }
+
+}  // namespace msd
