@@ -1,6 +1,7 @@
 // msd/config.h — the job's configuration, as read from an INI file and
-// `--section.key=value` overrides (lib/config/config.cc; every option is listed
-// in README.md "Configuration reference" and by `msd-run --help`).
+// `--section.key=value` overrides (lib/config: option_table.cc, config.cc
+// parsing, validate.cc; every option is listed in README.md "Configuration
+// reference" and by `msd-run --help`).
 //
 // Relative paths in a configuration file are resolved against the directory of
 // that file; paths given on the command line against the working directory.
@@ -220,7 +221,7 @@ Invocation parse_command_line(int argc, const char* const* argv);
 void validate(const Config& config);
 
 // The configuration as canonical INI text: every option of every section, in
-// the order of the option table in lib/config/config.cc (which prints them),
+// the order of the option table in lib/config/option_table.cc (which prints them),
 // paths already resolved, numbers written so they read back exactly.
 // parse_command_line with `--config` of this text gives a Config equal to
 // `config` (except config_path). Checkpoints and traces store it.
