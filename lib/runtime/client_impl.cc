@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/memory.h"
 #include "plan/cost.h"
 #include "plan/pack.h"
 

@@ -1,5 +1,6 @@
 // What every role of a running job shares: the configuration, the layout, the
-// world communicator and the loader windows. Built by Job (job.cc).
+// world communicator and the loader windows. Built by Job (job.cc). What the
+// roles report at the end is in runtime/report.h.
 #pragma once
 
 #include <algorithm>
@@ -80,85 +81,6 @@ struct JobContext {
       if (talks_to_planner(client)) ranks.push_back(layout.client_rank(client));
     return ranks;
   }
-};
-
-// Per-role numbers gathered into the summary (fixed size: one MPI_Gather).
-struct RoleStats {
-  int32_t role = 0;  // Role
-  int32_t reserved = 0;
-  uint64_t peak_rss_bytes = 0;
-  uint64_t startup_rss_bytes = 0;  // right after MPI and library start-up
-  double wall_seconds = 0.0;
-  double wait_seconds = 0.0;
-  double compute_seconds = 0.0;
-  uint64_t tokens = 0;
-  uint64_t steps = 0;
-  uint64_t samples_loaded = 0;
-  uint64_t window_peak_bytes = 0;
-  double transform_seconds = 0.0;
-  uint64_t state_bytes = 0;  // loader: open source state (at the end: after any move)
-  uint64_t open_sources = 0;  // loader: sources open at the end
-  uint64_t peak_anon_shmem_bytes = 0;  // see peak_anon_shmem_bytes()
-};
-
-uint64_t peak_rss_bytes();
-uint64_t current_rss_bytes();
-
-// The most resident memory this process held outside file-backed pages, over
-// the samples taken so far: RssAnon + RssShmem of /proc/self/status (heap,
-// stacks, MPI's buffers, and the node-shared window pages it touched), so a
-// rank's own start-up cost counts but the program and library pages that
-// every process of the node maps do not (docs/summary.md). The kernel keeps
-// no peak of these, so roles sample from their loops: sample_anon_shmem()
-// reads /proc at most every 100 ms, or now with `now`. Thread-safe.
-void sample_anon_shmem(bool now = false);
-uint64_t peak_anon_shmem_bytes();
-
-// A shadow loader taking over a loader that missed its deadline.
-struct Takeover {
-  int loader = 0;           // loader index that failed
-  int shadow = 0;           // loader index of the shadow
-  uint64_t step = 0;        // next step to be planned at the time
-  uint64_t requests = 0;    // outstanding requests handed over
-  double latency_s = 0.0;   // from the loader's last sign of life to the takeover
-  std::string why;
-};
-
-// An online-scaling move of a loader rank from one source to another
-// (docs/scaling.md).
-struct SourceMove {
-  uint64_t step = 0;    // the next step to be planned when it started
-  int loader = 0;       // loader index
-  uint32_t from = 0, to = 0;  // source ids
-  std::string why;      // proactive | reactive
-};
-
-// What the planner knows at the end (on rank 0 only).
-struct PlannerReport {
-  std::vector<Takeover> takeovers;
-  std::vector<SourceMove> moves;  // online scaling
-  uint64_t first_step = 0;
-  uint64_t checkpoints = 0;             // planner checkpoints written
-  double checkpoint_seconds = 0.0;      // their cost on the planner's thread
-  double checkpoint_max_seconds = 0.0;
-  // Steps whose plan the memory budget changed, and steps it could not hold
-  // (PlanStats::budget_binding, budget_exceeded).
-  uint64_t budget_binding_steps = 0, budget_exceeded_steps = 0;
-  uint64_t steps = 0;
-  uint64_t tokens = 0;  // non-padding positions over all data groups
-  // Per delivered step: the digest of its documents, whatever the mesh
-  // (summary's step_document_digests).
-  std::vector<uint64_t> document_digests;
-  // The planner's own work until the last step (WorkTimer), and the messages
-  // it received and sent meanwhile; busy_passes: the passes of its loop
-  // that handled something (those WorkTimer counts).
-  double work_seconds = 0.0, work_cpu_seconds = 0.0;
-  double placement_cpu_seconds = 0.0;  // of work_cpu_seconds, in packing and balancing steps (pack_step)
-  uint64_t messages_received = 0, messages_sent = 0, busy_passes = 0;
-  double wall_seconds = 0.0;
-  std::vector<uint64_t> bad_samples;  // per BadKind
-  std::vector<int> gone;  // world ranks of loaders that did not confirm the stop (stopped or hung)
-  std::vector<SourceProfile> profiles;  // per source, as the loaders last reported (PlannerRole::profiles)
 };
 
 }  // namespace msd

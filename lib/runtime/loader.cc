@@ -9,6 +9,7 @@
 
 #include "common/files.h"
 #include "common/log.h"
+#include "common/memory.h"
 #include "runtime/metrics.h"
 
 namespace msd {

@@ -13,6 +13,7 @@
 #include "checkpoint/loader_checkpoint.h"
 #include "profile/meter.h"
 #include "runtime/context.h"
+#include "runtime/report.h"
 #include "source/source.h"
 #include "transform/transform.h"
 #include "transport/slot.h"

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/json_writer.h"
+#include "common/memory.h"
 #include "plan/cost.h"
 #include "runtime/emulator.h"
 

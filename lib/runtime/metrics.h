@@ -15,7 +15,7 @@
 
 #include "plan/device_model.h"
 #include "plan/pack.h"
-#include "runtime/context.h"
+#include "msd/config.h"
 #include "transport/wire.h"
 
 namespace msd {

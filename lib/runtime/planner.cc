@@ -7,6 +7,7 @@
 #include "common/digest.h"
 #include "common/files.h"
 #include "common/log.h"
+#include "common/memory.h"
 #include "source/permutation.h"
 #include "source/source.h"
 

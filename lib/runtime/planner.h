@@ -22,6 +22,7 @@
 #include "plan/profile.h"
 #include "runtime/ack_watch.h"
 #include "runtime/context.h"
+#include "runtime/report.h"
 #include "runtime/cursor_ring.h"
 #include "runtime/metrics.h"
 #include "runtime/window_budget.h"

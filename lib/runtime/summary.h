@@ -9,6 +9,7 @@
 
 #include "msd/client.h"
 #include "runtime/context.h"
+#include "runtime/report.h"
 
 namespace msd {
 

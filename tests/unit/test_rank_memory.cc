@@ -9,7 +9,7 @@
 #include <cstring>
 #include <memory>
 
-#include "runtime/context.h"
+#include "common/memory.h"
 
 namespace {
 constexpr uint64_t kBlockBytes = 16u << 20;
