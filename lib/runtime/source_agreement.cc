@@ -1,5 +1,6 @@
 #include "runtime/source_agreement.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -48,9 +49,15 @@ std::string who(const LoaderHello& h) { return str("loader ", h.loader, " (world
 
 }  // namespace
 
-std::vector<SourceInfo> agree_on_sources(std::span<const LoaderHello> hellos, const Config& config) {
+std::vector<SourceInfo> agree_on_sources(std::span<const LoaderHello> arrived, const Config& config) {
+  // In loader order, not arrival order, so the same difference is always
+  // told the same way.
+  std::vector<const LoaderHello*> hellos;
+  for (const auto& h : arrived) hellos.push_back(&h);
+  std::ranges::sort(hellos, {}, [](const LoaderHello* h) { return h->world_rank; });
   std::map<uint32_t, std::pair<const LoaderHello*, const SourceInfo*>> first;
-  for (const auto& h : hellos) {
+  for (const LoaderHello* hp : hellos) {
+    const LoaderHello& h = *hp;
     for (const auto& info : h.hello.sources) {
       auto [it, inserted] = first.try_emplace(info.source, &h, &info);
       if (inserted) continue;
