@@ -3,8 +3,6 @@
 // line in `subcommands` below.
 #include <mpi.h>
 
-#include <boost/program_options.hpp>
-
 #include <algorithm>
 #include <cstring>
 #include <iostream>
@@ -19,10 +17,11 @@
 #include "bench/sweep.h"
 #include "bench/throughput.h"
 #include "bench/transforms.h"
+#include "cli.h"
 #include "common/error.h"
 #include "common/log.h"
 
-namespace po = boost::program_options;
+namespace po = msd::cli::po;
 
 namespace {
 
@@ -89,44 +88,8 @@ int transforms_main(int argc, char** argv) {
   return 0;
 }
 
-// Parses a subcommand's options; prints the help and returns false for --help.
-bool parse_or_help(int argc, char** argv, const po::options_description& described) {
-  po::variables_map values;
-  po::store(po::command_line_parser(argc, argv).options(described).run(), values);
-  if (values.count("help")) {
-    std::cout << described << '\n';
-    return false;
-  }
-  po::notify(values);
-  return true;
-}
-
-// "a,b,c" -> its items; `parse` turns one item into a value.
-template <typename T, typename Parse>
-std::vector<T> parse_list(const std::string& text, Parse parse) {
-  std::vector<T> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    out.push_back(parse(text.substr(start, comma - start)));
-    start = comma + 1;
-  }
-  return out;
-}
-
-template <typename T>
-std::vector<T> number_list(const std::string& text, const char* what) {
-  return parse_list<T>(text, [&](const std::string& item) {
-    try {
-      size_t used = 0;
-      const long long value = std::stoll(item, &used);
-      if (used != item.size() || value < 0) throw std::invalid_argument(item);
-      return static_cast<T>(value);
-    } catch (const std::exception&) {
-      throw msd::ConfigError(std::string(what) + ": '" + text + "' is not a list of numbers");
-    }
-  });
-}
+using msd::cli::number_list;
+using msd::cli::parse_or_help;
 
 int throughput_main(int argc, char** argv) {
   msd::bench::ThroughputOptions options;
@@ -164,10 +127,11 @@ int throughput_main(int argc, char** argv) {
     }
   }
   if (!parse_or_help(own, argv, described)) return 0;
-  if (!modes.empty())
-    options.modes = parse_list<msd::TrainingMode>(modes, [](const std::string& name) {
-      return msd::parse_training_mode(name, "greedy", "--modes");
-    });
+  if (!modes.empty()) {
+    options.modes.clear();
+    for (const std::string& name : msd::cli::split_list(modes, "--modes"))
+      options.modes.push_back(msd::parse_training_mode(name, "greedy", "--modes"));
+  }
   const msd::bench::ThroughputReport report = msd::bench::run_throughput_bench(options);
   if (json) {
     std::cout << msd::bench::throughput_json(report) << '\n';
@@ -269,7 +233,7 @@ int sweep_main(int argc, char** argv) {
   options.seq_lens = number_list<uint32_t>(seq_lens, "--seq-lens");
   options.dps = number_list<uint32_t>(dps, "--dps");
   options.pps = number_list<uint32_t>(pps, "--pps");
-  options.mixes = parse_list<std::string>(mixes, [](const std::string& item) { return item; });
+  options.mixes = msd::cli::split_list(mixes, "--mixes");
   options.sensitivity = !no_sensitivity;
   const msd::bench::SweepReport report = msd::bench::run_sweep(options);
   if (!csv.empty() || !plot.empty()) msd::bench::write_sweep_files(report, csv, plot);
@@ -456,7 +420,7 @@ int compressed_main(int argc, char** argv) {
   if (!parse_or_help(argc, argv, described)) return 0;
   options.frame_bytes = frame_kib << 10;
   options.gzip_spacing_bytes = gzip_spacing_kib << 10;
-  options.variants = parse_list<std::string>(variants, [](const std::string& item) { return item; });
+  options.variants = msd::cli::split_list(variants, "--variants");
   const msd::bench::CompressedReport report = msd::bench::run_compressed_bench(options);
   std::cout << (json ? msd::bench::compressed_json(report) + "\n" : msd::bench::compressed_text(report));
   return 0;
@@ -501,14 +465,8 @@ int main(int argc, char** argv) {
   }
   for (const Subcommand& subcommand : subcommands) {
     if (std::strcmp(argv[1], subcommand.name) != 0) continue;
-    try {
-      return subcommand.main(argc - 1, argv + 1);
-    } catch (const po::error& error) {
-      std::cerr << "msd-bench " << subcommand.name << ": " << error.what() << " (see --help)\n";
-    } catch (const msd::Error& error) {
-      std::cerr << "msd-bench " << subcommand.name << ": " << error.what() << '\n';
-    }
-    return 2;
+    return msd::cli::guarded(std::string("msd-bench ") + subcommand.name,
+                             [&] { return subcommand.main(argc - 1, argv + 1); });
   }
   std::cerr << "msd-bench: unknown subcommand '" << argv[1] << "'\n";
   print_usage(std::cerr);

@@ -1,15 +1,14 @@
 // msd-datagen: writes the synthetic multi-source dataset (lib/datagen/datagen.h).
-#include <boost/program_options.hpp>
-
 #include <cstdio>
 #include <iostream>
 #include <optional>
 
+#include "cli.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "datagen/datagen.h"
 
-namespace po = boost::program_options;
+namespace po = msd::cli::po;
 
 namespace {
 
@@ -54,14 +53,9 @@ int main(int argc, char** argv) {
       ("threads", po::value(&options.threads)->default_value(0), "worker threads; 0: one per core (at most 8)")
       ("force", po::bool_switch(&options.force), "regenerate even when DIR holds this dataset already")
       ("quiet,q", "no progress lines");
-  try {
+  return msd::cli::guarded("msd-datagen", [&] {
     po::variables_map values;
-    po::store(po::command_line_parser(argc, argv).options(described).run(), values);
-    po::notify(values);
-    if (values.count("help")) {
-      std::cout << described << "\n";
-      return 0;
-    }
+    if (!msd::cli::parse_or_help(argc, argv, described, values)) return 0;
     if (values.count("quiet")) msd::set_log_level(msd::LogLevel::warn);
     options.web_docs = optional_value<uint64_t>(values, "web-docs");
     options.long_docs = optional_value<uint64_t>(values, "long-docs");
@@ -72,14 +66,5 @@ int main(int argc, char** argv) {
     const auto result = msd::datagen::generate_dataset(options);
     std::cout << msd::datagen::format_listing(result);
     return 0;
-  } catch (const po::error& e) {
-    std::cerr << "msd-datagen: " << e.what() << "\n(see msd-datagen --help)\n";
-    return 2;
-  } catch (const msd::ConfigError& e) {
-    std::cerr << "msd-datagen: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "msd-datagen: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

@@ -1,14 +1,13 @@
 // msd-inspect: summarizes one source and shows one sample, stored and
 // transformed (lib/inspect/inspect.h).
-#include <boost/program_options.hpp>
-
 #include <iostream>
 
+#include "cli.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "inspect/inspect.h"
 
-namespace po = boost::program_options;
+namespace po = msd::cli::po;
 
 int main(int argc, char** argv) {
   msd::set_log_prefix("inspect");
@@ -36,23 +35,12 @@ int main(int argc, char** argv) {
       ("caption-field", po::value(&options.caption_field)->default_value(options.caption_field),
        "wds: field of a .json caption (else \"text\")")
       ("cache-dir", po::value(&options.cache_dir), "where index caches go (default: beside the data, else ~/.cache/msd)");
-  try {
-    po::variables_map values;
-    po::store(po::command_line_parser(argc, argv).options(described).run(), values);
-    po::notify(values);
-    if (values.count("help")) {
-      std::cout << described << '\n';
-      return 0;
-    }
+  return msd::cli::guarded("msd-inspect", [&] {
+    if (!msd::cli::parse_or_help(argc, argv, described)) return 0;
     if (options.source.empty()) throw msd::ConfigError("--source is required (see --help)");
     if (options.patch == 0 || options.max_side < options.patch)
       throw msd::ConfigError("--patch must be at least 1 and at most --max-side");
     msd::run_inspect(options, std::cout);
     return 0;
-  } catch (const po::error& error) {
-    std::cerr << "msd-inspect: " << error.what() << " (see --help)\n";
-  } catch (const msd::Error& error) {
-    std::cerr << "msd-inspect: " << error.what() << '\n';
-  }
-  return 2;
+  });
 }

@@ -6,8 +6,6 @@
 // (lib/profile/profiler.h); `partition` sizes the loader pool from that
 // (lib/plan/partition.h, docs/scaling.md); `calibrate` fits the planner's
 // cost model to timed micro-batches (lib/plan/calibrate.h).
-#include <boost/program_options.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +13,7 @@
 #include <iostream>
 #include <string>
 
+#include "cli.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/json_writer.h"
@@ -28,7 +27,7 @@
 #include "runtime/assignment.h"
 #include "source/jsonl/json.h"
 
-namespace po = boost::program_options;
+namespace po = msd::cli::po;
 
 namespace {
 
@@ -47,15 +46,7 @@ msd::Config read_config(const std::string& path, const std::vector<std::string>&
 // configuration overrides; false after printing --help.
 bool parse_or_help(int argc, char** argv, const po::options_description& described, std::vector<std::string>& overrides) {
   po::variables_map values;
-  const po::parsed_options parsed = po::command_line_parser(argc, argv).options(described).allow_unregistered().run();
-  po::store(parsed, values);
-  if (values.count("help")) {
-    std::cout << described << '\n';
-    return false;
-  }
-  po::notify(values);
-  overrides = po::collect_unrecognized(parsed.options, po::include_positional);
-  return true;
+  return msd::cli::parse_or_help(argc, argv, described, values, {.unrecognized = &overrides});
 }
 
 msd::ProfileReport measure(const msd::Config& config, uint64_t samples, unsigned threads) {
@@ -104,7 +95,7 @@ int profile_main(int argc, char** argv) {
 // Seconds, one per line ('#' starts a comment), from `path`.
 std::vector<double> read_times(const std::string& path, const std::string& option = "--times") {
   std::ifstream in(path);
-  if (!in) throw msd::IoError(option + ": cannot open " + path);
+  if (!in) throw msd::ConfigError(option + ": cannot open " + path);
   std::vector<double> seconds;
   std::string line;
   for (uint64_t number = 1; std::getline(in, line); ++number) {
@@ -159,7 +150,7 @@ msd::MicroBatchShape parse_shape(const std::string& line, const std::string& whe
 // Micro-batch shapes, one JSON object a line, from `path` (`option` names it in errors).
 std::vector<msd::MicroBatchShape> read_shapes(const std::string& path, const std::string& option) {
   std::ifstream in(path);
-  if (!in) throw msd::IoError(option + ": cannot open " + path);
+  if (!in) throw msd::ConfigError(option + ": cannot open " + path);
   std::vector<msd::MicroBatchShape> shapes;
   std::string line;
   for (uint64_t number = 1; std::getline(in, line); ++number)
@@ -332,14 +323,6 @@ int partition_main(int argc, char** argv) {
   return 0;
 }
 
-// Comma-separated items (empty ones refused, naming `what`).
-std::vector<std::string> parse_list(const std::string& text, const std::string& what) {
-  std::vector<std::string> items = msd::split_patterns(text);
-  for (const std::string& item : items)
-    if (item.empty()) throw msd::ConfigError(what + ": '" + text + "' has an empty item");
-  return items;
-}
-
 // A placement name of msd-plan place: a mode, or an msd mode + "_varlen"
 // (its micro-batches in variable-length rows).
 std::pair<msd::TrainingMode, bool> parse_placement(const std::string& name) {
@@ -443,7 +426,7 @@ int place_main(int argc, char** argv) {
   w.begin_array("documents");
   for (uint32_t length : documents) w.value("", length);
   w.end_array().begin_object("placements");
-  for (const std::string& name : parse_list(modes, "--modes")) {
+  for (const std::string& name : msd::cli::split_list(modes, "--modes")) {
     const auto [mode, varlen] = parse_placement(name);
     pack.varlen = varlen && !msd::is_baseline(mode);
     const auto placed = msd::place_run(mode, steps, pack, cost);
@@ -525,60 +508,42 @@ int simulate_main(int argc, char** argv) {
   hidden.add_options()("command", po::value(&command));
   po::options_description all;
   all.add(described).add(hidden);
-  try {
-    po::variables_map values;
-    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), values);
-    po::notify(values);
-    if (values.count("help")) {
-      std::cout << described << '\n';
-      return 0;
-    }
-    if (command != "simulate")
-      throw msd::ConfigError(
-          "expected a command: simulate, profile, partition, calibrate or place (see msd-plan COMMAND --help)");
-    if (long_docs != "split" && long_docs != "truncate") throw msd::ConfigError("--long-docs: split or truncate");
-    options.long_docs = long_docs == "split" ? msd::LongDocs::split : msd::LongDocs::truncate;
-    if (values.count("methods")) {
-      options.methods.clear();
-      for (const std::string& method : parse_list(methods, "--methods"))
-        options.methods.push_back(msd::parse_balance_method(method, "--methods"));
-    }
-    compare.calibrate = msd::parse_cost_model(cost_model, "--cost-model");
-    options.varlen = msd::parse_micro_batch_shape(shape, "--micro-batch-shape");
-    if (values.count("compare")) {
-      const msd::CompareReport report = msd::compare_modes(options, compare);
-      if (values.count("json"))
-        std::cout << msd::compare_json(report) << '\n';
-      else
-        msd::print_compare(report, std::cout);
-      return 0;
-    }
-    const msd::SimulateReport report = msd::simulate(options);
-    if (values.count("json"))
-      std::cout << msd::report_json(report) << '\n';
-    else
-      msd::print_report(report, std::cout);
-    return 0;
-  } catch (const po::error& error) {
-    std::cerr << "msd-plan: " << error.what() << " (see --help)\n";
-  } catch (const msd::Error& error) {
-    std::cerr << "msd-plan: " << error.what() << '\n';
+  po::variables_map values;
+  if (!msd::cli::parse_or_help(argc, argv, all, values, {.positional = &positional, .help = &described})) return 0;
+  if (command != "simulate")
+    throw msd::ConfigError(
+        "expected a command: simulate, profile, partition, calibrate or place (see msd-plan COMMAND --help)");
+  if (long_docs != "split" && long_docs != "truncate") throw msd::ConfigError("--long-docs: split or truncate");
+  options.long_docs = long_docs == "split" ? msd::LongDocs::split : msd::LongDocs::truncate;
+  if (values.count("methods")) {
+    options.methods.clear();
+    for (const std::string& method : msd::cli::split_list(methods, "--methods"))
+      options.methods.push_back(msd::parse_balance_method(method, "--methods"));
   }
-  return 2;
+  compare.calibrate = msd::parse_cost_model(cost_model, "--cost-model");
+  options.varlen = msd::parse_micro_batch_shape(shape, "--micro-batch-shape");
+  if (values.count("compare")) {
+    const msd::CompareReport report = msd::compare_modes(options, compare);
+    if (values.count("json"))
+      std::cout << msd::compare_json(report) << '\n';
+    else
+      msd::print_compare(report, std::cout);
+    return 0;
+  }
+  const msd::SimulateReport report = msd::simulate(options);
+  if (values.count("json"))
+    std::cout << msd::report_json(report) << '\n';
+  else
+    msd::print_report(report, std::cout);
+  return 0;
 }
 
 int main(int argc, char** argv) {
-  try {
+  return msd::cli::guarded("msd-plan", [&] {
     if (argc > 1 && std::strcmp(argv[1], "profile") == 0) return profile_main(argc - 1, argv + 1);
     if (argc > 1 && std::strcmp(argv[1], "partition") == 0) return partition_main(argc - 1, argv + 1);
     if (argc > 1 && std::strcmp(argv[1], "calibrate") == 0) return calibrate_main(argc - 1, argv + 1);
     if (argc > 1 && std::strcmp(argv[1], "place") == 0) return place_main(argc - 1, argv + 1);
-  } catch (const po::error& error) {
-    std::cerr << "msd-plan: " << error.what() << " (see --help)\n";
-    return 2;
-  } catch (const msd::Error& error) {
-    std::cerr << "msd-plan: " << error.what() << '\n';
-    return 2;
-  }
-  return simulate_main(argc, argv);
+    return simulate_main(argc, argv);
+  });
 }

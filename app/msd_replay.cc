@@ -4,17 +4,16 @@
 //   msd-replay verify TRACE [--checkpoint FILE]
 //   msd-replay query TRACE --rank R --step S | --mix | --balance
 //   msd-replay export TRACE --format csv|json [--out FILE]
-#include <boost/program_options.hpp>
-
 #include <fstream>
 #include <iostream>
 #include <string>
 
 #include "checkpoint/replay.h"
+#include "cli.h"
 #include "checkpoint/trace.h"
 #include "common/error.h"
 
-namespace po = boost::program_options;
+namespace po = msd::cli::po;
 
 namespace {
 
@@ -61,7 +60,7 @@ int main(int argc, char** argv) {
   positional.add("command", 1).add("trace", 1);
   po::options_description all;
   all.add(common).add(verify_options).add(query_options).add(export_options).add(hidden);
-  try {
+  return msd::cli::guarded("msd-replay", [&] {
     po::variables_map values;
     po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), values);
     po::notify(values);
@@ -106,14 +105,5 @@ int main(int argc, char** argv) {
       return 0;
     }
     throw msd::ConfigError(msd::str("unknown command '", command, "' (verify, query or export)"));
-  } catch (const po::error& e) {
-    std::cerr << "msd-replay: " << e.what() << "\n" << kUsage;
-    return 2;
-  } catch (const msd::ConfigError& e) {
-    std::cerr << "msd-replay: " << e.what() << '\n';
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "msd-replay: " << e.what() << '\n';
-    return 3;
-  }
+  });
 }

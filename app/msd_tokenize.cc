@@ -1,19 +1,18 @@
 // msd-tokenize: encodes UTF-8 text lines to token ids (or decodes ids back),
 // one output line per input line, with a tiktoken-format vocabulary or a
 // Hugging Face tokenizer.json.
-#include <boost/program_options.hpp>
-
 #include <charconv>
 #include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "cli.h"
 #include "common/error.h"
 #include "common/utf8.h"
 #include "transform/tokenizer/tokenizer.h"
 
-namespace po = boost::program_options;
+namespace po = msd::cli::po;
 
 namespace {
 
@@ -76,23 +75,12 @@ int main(int argc, char** argv) {
       ("normalize", po::value(&options.normalize)->default_value(options.normalize),       //
        "Unicode normalization before splitting: none, nfc, nfkc, nfd, nfkd")               //
       ("decode", po::bool_switch(), "read ids, print text");
-  po::variables_map values;
-  try {
-    po::store(po::parse_command_line(argc, argv, described), values);
-    if (values.count("help")) {
-      std::cout << described << "\n";
-      return 0;
-    }
-    po::notify(values);
+  return msd::cli::guarded("msd-tokenize", [&] {
+    po::variables_map values;
+    if (!msd::cli::parse_or_help(argc, argv, described, values)) return 0;
     if (vocab.empty() == hf.empty()) throw po::error("give exactly one of --vocab and --hf");
-  } catch (const po::error& e) {
-    std::cerr << "msd-tokenize: " << e.what() << "\n\n" << described << "\n";
-    return 2;
-  }
-  const bool decode = values["decode"].as<bool>();
-
-  std::ios::sync_with_stdio(false);
-  try {
+    const bool decode = values["decode"].as<bool>();
+    std::ios::sync_with_stdio(false);
     msd::Tokenizer tokenizer = hf.empty() ? msd::Tokenizer(vocab, options) : msd::Tokenizer::hugging_face(hf, hf_options);
     std::string line;
     std::string out;
@@ -139,9 +127,6 @@ int main(int argc, char** argv) {
       std::cerr << "msd-tokenize: " << bad_lines << " of " << line_number << " lines could not be processed\n";
       return 1;
     }
-  } catch (const msd::Error& e) {
-    std::cerr << "msd-tokenize: " << e.what() << "\n";
-    return 2;
-  }
-  return 0;
+    return 0;
+  });
 }

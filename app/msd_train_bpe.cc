@@ -1,19 +1,18 @@
 // msd-train-bpe: learns a byte-level BPE vocabulary from plain-text or JSON
 // lines files and writes it in tiktoken format.
-#include <boost/program_options.hpp>
-
 #include <iostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "cli.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "source/jsonl/json.h"
 #include "transform/tokenizer/tokenizer.h"
 
-namespace po = boost::program_options;
+namespace po = msd::cli::po;
 
 namespace {
 
@@ -53,21 +52,9 @@ int main(int argc, char** argv) {
        "pre-tokenization: cl100k, o200k, gpt2 (= r50k), p50k, or an ICU regex")                 //
       ("max-corpus-mb", po::value(&max_corpus_mb)->default_value(options.max_corpus_bytes >> 20),
        "read at most this many MiB of text");
-  po::variables_map values;
-  try {
-    po::store(po::parse_command_line(argc, argv, described), values);
-    if (values.count("help")) {
-      std::cout << described << "\n";
-      return 0;
-    }
-    po::notify(values);
-  } catch (const po::error& e) {
-    std::cerr << "msd-train-bpe: " << e.what() << "\n\n" << described << "\n";
-    return 2;
-  }
-  options.max_corpus_bytes = max_corpus_mb << 20;
-
-  try {
+  return msd::cli::guarded("msd-train-bpe", [&] {
+    if (!msd::cli::parse_or_help(argc, argv, described)) return 0;
+    options.max_corpus_bytes = max_corpus_mb << 20;
     std::vector<std::string> documents;
     uint64_t bytes = 0;
     uint64_t skipped = 0;
@@ -107,9 +94,6 @@ int main(int argc, char** argv) {
       msd::log_warn("msd-train-bpe: the corpus has no more pairs to merge: ", tokens, " < --vocab-size ",
                     options.vocab_size);
     }
-  } catch (const msd::Error& e) {
-    std::cerr << "msd-train-bpe: " << e.what() << "\n";
-    return 2;
-  }
-  return 0;
+    return 0;
+  });
 }

@@ -54,6 +54,7 @@
 
 #include "msd/batch.h"
 #include "msd/config.h"
+#include "msd/exit.h"
 #include "msd/place_tree.h"
 
 namespace msd {
@@ -92,20 +93,10 @@ class Client {
   ClientLog log_;
 };
 
-// Exit statuses of msd-run (docs/errors.md). mpirun returns the status a rank
-// passed to MPI_Abort, so they reach the scheduler.
-inline constexpr int kExitOk = 0;            // every step delivered, summary written
-inline constexpr int kExitConfig = 2;        // bad configuration; resuming would fail the same way
-inline constexpr int kExitAborted = 3;       // a transient failure (a peer died, stalled, was lost): requeue and --resume
-inline constexpr int kExitData = 4;          // the data itself failed (DataError); a restart would fail the same way
-
 // Ends the whole job now, from any rank, without any collective call: logs
 // one line naming this rank, its role and `cause`, then MPI_Abort with
 // exit_status(cause).
 [[noreturn]] void abort_job(const std::exception& cause);
-// kExitConfig for a ConfigError, kExitData for a DataError (deterministic:
-// never requeue), kExitAborted (transient: requeue) for anything else.
-int exit_status(const std::exception& cause);
 
 // What a client rank's trainer reports to the summary.
 struct TrainerStats {

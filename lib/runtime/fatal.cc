@@ -9,12 +9,6 @@
 
 namespace msd {
 
-int exit_status(const std::exception& cause) {
-  if (dynamic_cast<const ConfigError*>(&cause)) return kExitConfig;
-  if (dynamic_cast<const DataError*>(&cause)) return kExitData;
-  return kExitAborted;
-}
-
 void abort_job(const std::exception& cause) {
   const int status = exit_status(cause);
   int rank = -1;
