@@ -160,45 +160,20 @@ void decode_batch(const uint8_t* bytes, uint64_t size, Batch& out) {
 
 TpShare::TpShare(MPI_Comm tp_comm, std::optional<Transport> transport, uint64_t initial_bytes) : comm_(tp_comm) {
   MSD_MPI(MPI_Comm_rank(comm_, &rank_), "querying the TP rank");
-  int size = 0;
-  MSD_MPI(MPI_Comm_size(comm_, &size), "querying the TP group size");
-  // Node-local when the shared-memory split of the group is the whole group
-  // (the same answer on every rank).
-  MPI_Comm node = MPI_COMM_NULL;
-  MSD_MPI(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
-          "finding the TP ranks that share a node");
-  int node_size = 0;
-  MSD_MPI(MPI_Comm_size(node, &node_size), "querying the node-local TP group");
-  MPI_Comm_free(&node);
-  const bool node_local = node_size == size;
+  const bool node_local = on_one_node(comm_, "finding the TP ranks that share a node");
   transport_ = transport.value_or(node_local ? Transport::shared_memory : Transport::broadcast);
   if (transport_ == Transport::shared_memory && !node_local)
     throw Error("TP sharing through shared memory needs every rank of the TP group on one node");
   if (transport_ == Transport::shared_memory) allocate(std::max<uint64_t>(initial_bytes, 4096));
 }
 
-TpShare::~TpShare() { free_window(); }
-
+// The leader's segment holds the two buffers; the others hold none.
 void TpShare::allocate(uint64_t buffer_bytes) {
   buffer_bytes_ = (buffer_bytes + 63) / 64 * 64;
-  const MPI_Aint mine = rank_ == 0 ? static_cast<MPI_Aint>(2 * buffer_bytes_) : 0;
-  void* local = nullptr;
-  MSD_MPI(MPI_Win_allocate_shared(mine, 1, MPI_INFO_NULL, comm_, &local, &win_), "allocating the TP shared window");
-  MSD_MPI(MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN), "setting the TP window's error handler");
-  MPI_Aint bytes = 0;
-  int unit = 0;
-  MSD_MPI(MPI_Win_shared_query(win_, 0, &bytes, &unit, &base_), "locating the TP leader's shared segment");
-  MSD_CHECK_EQ(static_cast<uint64_t>(bytes), 2 * buffer_bytes_);
-  // MPI_Win_sync (a memory barrier over the segment) needs an access epoch.
-  MSD_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_), "opening the TP window epoch");
-}
-
-void TpShare::free_window() noexcept {
-  if (win_ == MPI_WIN_NULL || unwinding()) return;
-  MPI_Win_unlock_all(win_);
-  MPI_Win_free(&win_);
-  win_ = MPI_WIN_NULL;
-  base_ = nullptr;
+  window_ = Window();  // collectively, before the larger one
+  window_ = Window(comm_, rank_ == 0 ? 2 * buffer_bytes_ : 0, "allocating the TP shared window");
+  if (!window_.direct())
+    throw Error("TP sharing through shared memory: the MPI library gave no node-shared window (osc sm)");
 }
 
 void TpShare::share(Batch& batch) {
@@ -228,8 +203,8 @@ void TpShare::share(Batch& batch) {
   if (is_leader()) {
     need = encoded_batch_bytes(batch);
     if (need <= buffer_bytes_) {
-      encode_batch(batch, base_ + buffer * buffer_bytes_);
-      MSD_MPI(MPI_Win_sync(win_), "publishing a shared batch");
+      encode_batch(batch, window_.base() + buffer * buffer_bytes_);
+      window_.sync_local();
       written = 1;
     }
   }
@@ -241,19 +216,18 @@ void TpShare::share(Batch& batch) {
     // and a barrier publishes it.
     MSD_MPI(MPI_Ibarrier(comm_, &request), "growing the TP shared window");
     wait(request, "growing the TP shared window");
-    free_window();
     allocate(std::max(2 * buffer_bytes_, global[0] + global[0] / 4));
     ++grows_;
     if (is_leader()) {
-      encode_batch(batch, base_ + buffer * buffer_bytes_);
-      MSD_MPI(MPI_Win_sync(win_), "publishing a shared batch");
+      encode_batch(batch, window_.base() + buffer * buffer_bytes_);
+      window_.sync_local();
     }
     MSD_MPI(MPI_Ibarrier(comm_, &request), "publishing a shared batch");
     wait(request, "publishing a shared batch");
   }
   if (!is_leader()) {
-    MSD_MPI(MPI_Win_sync(win_), "reading a shared batch");
-    decode_batch(base_ + buffer * buffer_bytes_, global[0], batch);
+    window_.sync_local();
+    decode_batch(window_.segment(0) + buffer * buffer_bytes_, global[0], batch);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "msd/batch.h"
+#include "transport/mpi.h"
 
 namespace msd {
 
@@ -33,7 +34,6 @@ class TpShare {
   // buffer and grows (collectively) when a batch does not fit.
   explicit TpShare(MPI_Comm tp_comm, std::optional<Transport> transport = std::nullopt,
                    uint64_t initial_bytes = uint64_t{4} << 20);
-  ~TpShare();
   TpShare(const TpShare&) = delete;
   TpShare& operator=(const TpShare&) = delete;
 
@@ -50,13 +50,11 @@ class TpShare {
 
  private:
   void allocate(uint64_t buffer_bytes);
-  void free_window() noexcept;
 
   MPI_Comm comm_;
   int rank_ = 0;
   Transport transport_ = Transport::broadcast;
-  MPI_Win win_ = MPI_WIN_NULL;
-  uint8_t* base_ = nullptr;  // the leader's segment: two buffers, used alternately
+  Window window_;  // shared memory: the leader's segment holds two buffers, used alternately
   uint64_t buffer_bytes_ = 0;
   uint64_t shares_ = 0;
   uint64_t grows_ = 0;

@@ -8,12 +8,9 @@ namespace msd {
 std::vector<int> node_of_each_rank(MPI_Comm world, int ranks_per_node) {
   Comm all = Comm::duplicate(world, "duplicating the world to find its nodes");
   if (ranks_per_node > 0) return consecutive_nodes(all.size(), ranks_per_node);
-  MPI_Comm shared = MPI_COMM_NULL;
-  MSD_MPI(MPI_Comm_split_type(all.get(), MPI_COMM_TYPE_SHARED, all.rank(), MPI_INFO_NULL, &shared),
-          "grouping ranks by node (MPI_COMM_TYPE_SHARED)");
+  const Comm node = Comm::split_by_node(all.get(), "grouping ranks by node (MPI_COMM_TYPE_SHARED)");
   int leader = all.rank();  // the lowest world rank on this node names it
-  MSD_MPI(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, shared), "naming this node");
-  MPI_Comm_free(&shared);
+  MSD_MPI(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node.get()), "naming this node");
   std::vector<int> nodes(static_cast<size_t>(all.size()), 0);
   MPI_Request request;
   MSD_MPI(MPI_Iallgather(&leader, 1, MPI_INT, nodes.data(), 1, MPI_INT, all.get(), &request),

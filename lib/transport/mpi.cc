@@ -78,6 +78,20 @@ Comm Comm::split(MPI_Comm comm, int color, int key, std::string_view hint) {
   return Comm(out);
 }
 
+Comm Comm::split_by_node(MPI_Comm comm, std::string_view hint) {
+  int rank = 0;
+  MSD_MPI(MPI_Comm_rank(comm, &rank), hint);
+  MPI_Comm out = MPI_COMM_NULL;
+  MSD_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &out), hint);
+  return Comm(out);
+}
+
+bool on_one_node(MPI_Comm comm, std::string_view hint) {
+  int size = 0;
+  MSD_MPI(MPI_Comm_size(comm, &size), hint);
+  return Comm::split_by_node(comm, hint).size() == size;
+}
+
 Comm Comm::create_group(MPI_Comm comm, const std::vector<int>& ranks, int tag, std::string_view hint) {
   MPI_Group all = MPI_GROUP_NULL, members = MPI_GROUP_NULL;
   MSD_MPI(MPI_Comm_group(comm, &all), hint);
@@ -262,18 +276,12 @@ Window::Window(MPI_Comm comm, uint64_t bytes, std::string_view hint) : bytes_(by
 
 // One node-shared segment when every rank of `comm` is on this node and the
 // library offers it; false (nothing allocated) otherwise. Every rank gets the
-// same answer: the node test is agreed by an allreduce, and a library without
+// same answer: the node test is the same everywhere, and a library without
 // shared windows fails the collective call on every rank alike.
 bool Window::allocate_shared(MPI_Comm comm, uint64_t bytes) {
-  MPI_Comm node = MPI_COMM_NULL;
-  MSD_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "finding the ranks of this node");
-  int node_size = 0, size = 0;
-  MPI_Comm_size(node, &node_size);
+  if (!on_one_node(comm, "finding the ranks of this node")) return false;
+  int size = 0;
   MPI_Comm_size(comm, &size);
-  MPI_Comm_free(&node);
-  int one_node = node_size == size ? 1 : 0;
-  MSD_MPI(MPI_Allreduce(MPI_IN_PLACE, &one_node, 1, MPI_INT, MPI_MIN, comm), "agreeing on a shared window");
-  if (!one_node) return false;
   MPI_Info info;
   MPI_Info_create(&info);
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
@@ -336,7 +344,7 @@ Window& Window::operator=(Window&& other) noexcept {
   return *this;
 }
 
-void Window::sync_local() { MSD_MPI(MPI_Win_sync(win_), "publishing loader window writes"); }
+void Window::sync_local() { MSD_MPI(MPI_Win_sync(win_), "syncing a window's memory (MPI_Win_sync)"); }
 
 void Window::get(int target, uint64_t offset, void* out, uint64_t bytes) {
   if (direct()) {

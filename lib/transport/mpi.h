@@ -56,6 +56,9 @@ class Comm {
   // those ranks only (MPI_Comm_create_group): a rank left out never joins, so
   // a stopped or hung peer cannot block the others.
   static Comm create_group(MPI_Comm comm, const std::vector<int>& ranks, int tag, std::string_view hint);
+  // The ranks of `comm` that share this rank's node memory
+  // (MPI_COMM_TYPE_SHARED), in comm's order. Collective over comm.
+  static Comm split_by_node(MPI_Comm comm, std::string_view hint);
   ~Comm();
   Comm(Comm&& other) noexcept;
   Comm& operator=(Comm&& other) noexcept;
@@ -121,6 +124,10 @@ std::optional<Message> receive_for(MPI_Comm comm, int source, int tag, uint64_t 
 std::vector<Message> receive_from_each(MPI_Comm comm, std::set<int>& sources, int tag, uint64_t timeout_ms,
                                        std::string_view hint);
 
+// Whether every rank of `comm` is on this node: the same answer on every
+// rank. Collective over comm.
+bool on_one_node(MPI_Comm comm, std::string_view hint);
+
 // An RMA window with a passive-target access epoch to all ranks open for its
 // whole life (lock_all at creation, unlock_all at destruction). Collective
 // over the communicator for creation and destruction.
@@ -147,9 +154,13 @@ class Window {
   MPI_Win get() const { return win_; }
   // True when reads are direct copies from node-shared memory.
   bool direct() const { return !shared_bases_.empty(); }
+  // Direct only: `rank`'s segment, for readers that copy from it themselves
+  // (after sync_local, which orders the copy after the message announcing it).
+  const uint8_t* segment(int rank) const { return shared_bases_.at(static_cast<size_t>(rank)); }
 
   // Makes this rank's stores to its own window memory visible to later
-  // reads by others (MPI_Win_sync, unified memory model).
+  // reads by others, and others' stores to this rank's later reads
+  // (MPI_Win_sync, unified memory model).
   void sync_local();
   // Queues a read of `bytes` from `target`'s window at `offset` into `out`
   // (direct: copies at once).
