@@ -17,6 +17,7 @@
 
 #include "plan/mix.h"
 #include "runtime/client_impl.h"
+#include "runtime/context.h"
 #include "source/source.h"
 #include "transform/transform.h"
 #include "runtime/watchdog.h"

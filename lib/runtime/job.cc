@@ -15,7 +15,7 @@
 #include "common/memory.h"
 #include "msd/client.h"
 #include "profile/plan_file.h"
-#include "runtime/client_impl.h"
+#include "runtime/disaggregated.h"
 #include "runtime/colocated.h"
 #include "runtime/context.h"
 #include "runtime/loader.h"

@@ -1,4 +1,4 @@
-#include "runtime/client_impl.h"
+#include "runtime/disaggregated.h"
 
 #include <algorithm>
 #include <chrono>
