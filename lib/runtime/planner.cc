@@ -146,7 +146,7 @@ void PlannerRole::check_deadlines() {
   for (auto& [rank, track] : loaders_) {
     if (track.failed || track.outstanding.empty() || now - track.last_heard < deadline) continue;
     // Writing its part of a loader checkpoint: bounded on its own.
-    if (loader_checkpoint_ && loader_checkpoint_->waiting.count(rank)) continue;
+    if (checkpoint_round_.waits_for(rank)) continue;
     take_over(rank, str("missed its deadline (", job_.config.loader.deadline_ms, " ms, loader.deadline_ms)"));
   }
 }
@@ -557,53 +557,32 @@ void PlannerRole::checkpoint(uint64_t step) {
 // silent past checkpoint_write_bound(); the round then lacks its part, which
 // a resume reads again (docs/checkpoint.md, "Loader checkpoint").
 void PlannerRole::ask_loader_checkpoint(uint64_t step) {
-  if (loader_checkpoint_) {
-    log_warn("loader checkpoint of step ", step, " skipped: the one of step ", loader_checkpoint_->step,
-             " is still waiting for loaders");
-    return;
-  }
-  PendingCheckpoint pending;
-  pending.step = step;
-  pending.asked_at = std::chrono::steady_clock::now();
+  std::set<int> writers;
   for (const auto& [rank, track] : loaders_)
-    if (!track.failed) pending.waiting.insert(rank);
+    if (!track.failed) writers.insert(rank);
   WireWriter w;
   w.u64(step);
-  w.u32(static_cast<uint32_t>(pending.waiting.size()));
-  for (int rank : pending.waiting) out_.send(rank, kTagCheckpoint, w.bytes(), "asking loaders for a checkpoint");
-  loader_checkpoint_ = std::move(pending);
+  w.u32(static_cast<uint32_t>(writers.size()));
+  if (!checkpoint_round_.begin(step, writers, std::chrono::steady_clock::now())) return;
+  for (int rank : writers) out_.send(rank, kTagCheckpoint, w.bytes(), "asking loaders for a checkpoint");
 }
 
 // Ends the round once every part is written or its writer taken over (then
 // prunes old rounds, checkpoint.keep).
 void PlannerRole::advance_loader_checkpoint() {
-  if (!loader_checkpoint_) return;
-  PendingCheckpoint& pending = *loader_checkpoint_;
   const auto bound = job_.checkpoint_write_bound();
-  const bool late = std::chrono::steady_clock::now() - pending.asked_at > bound;
-  for (auto it = pending.waiting.begin(); it != pending.waiting.end();) {
-    const int rank = *it;
-    if (!loaders_.at(rank).failed && !late) {
-      ++it;
-      continue;
-    }
-    it = pending.waiting.erase(it);
-    pending.missing++;
-    if (!loaders_.at(rank).failed)
-      take_over(rank, str("did not write its part of the loader checkpoint of step ", pending.step, " within ",
-                          bound.count(), " ms"));
-  }
-  if (!pending.waiting.empty()) return;
-  if (pending.missing > 0)
-    log_warn("the loader checkpoint of step ", pending.step, " lacks ", pending.missing,
-             " part(s) of loaders taken over in it; a resume from it reads their samples again");
-  prune_loader_checkpoints(job_.config.checkpoint.dir, job_.config.checkpoint.keep);
-  loader_checkpoint_.reset();
+  const auto gone = [&](int rank) { return loaders_.at(rank).failed; };
+  const uint64_t step = checkpoint_round_.step();
+  for (int rank : checkpoint_round_.drop_late(std::chrono::steady_clock::now(), bound, gone))
+    take_over(rank, str("did not write its part of the loader checkpoint of step ", step, " within ", bound.count(),
+                        " ms"));
+  if (checkpoint_round_.finish())
+    prune_loader_checkpoints(job_.config.checkpoint.dir, job_.config.checkpoint.keep);
 }
 
 void PlannerRole::on_checkpoint_written(int loader_rank, uint64_t step) {
   loaders_.at(loader_rank).last_heard = std::chrono::steady_clock::now();
-  if (loader_checkpoint_ && loader_checkpoint_->step == step) loader_checkpoint_->waiting.erase(loader_rank);
+  checkpoint_round_.written(loader_rank, step);
 }
 
 // Stops every loader and waits, bounded, for each to confirm; those that do
@@ -622,7 +601,7 @@ void PlannerRole::stop_loaders() {
   while (!waiting.empty() && std::chrono::steady_clock::now() < end) {
     if (auto message = job_.try_receive_at_planner("waiting for loaders to stop")) {
       if (message->tag == kTagStop) waiting.erase(message->source);  // late metadata and readiness are moot now
-      if (message->tag == kTagProfile) loader_profiles_[message->source] = decode_profile(message->bytes).sources;
+      if (message->tag == kTagProfile) loader_profiles_.record(message->source, decode_profile(message->bytes).sources);
       backoff.reset();
     } else {
       backoff.idle();
@@ -670,41 +649,7 @@ MetricsStep PlannerRole::metrics_step(const InFlightStep& step) const {
   return out;
 }
 
-std::vector<SourceProfile> PlannerRole::profiles() const {
-  std::vector<SourceProfile> out(sources_.size());
-  std::vector<uint64_t> opened(sources_.size(), 0);
-  for (const auto& [rank, reported] : loader_profiles_) {
-    for (const auto& [source, p] : reported) {
-      if (source >= out.size()) throw ProtocolError(str("loader rank ", rank, " reported a profile of source ", source));
-      SourceProfile& sum = out[source];
-      const double n = static_cast<double>(p.samples_measured);
-      sum.read_seconds_per_sample += n * p.read_seconds_per_sample;
-      sum.transform_seconds_per_sample += n * p.transform_seconds_per_sample;
-      sum.bytes_per_sample += n * p.bytes_per_sample;
-      sum.positions_per_sample += n * p.positions_per_sample;
-      sum.patches_per_sample += n * p.patches_per_sample;
-      sum.samples_measured += p.samples_measured;
-      sum.open_bytes += p.open_bytes;
-      sum.shared_bytes += p.shared_bytes;
-      ++opened[source];
-    }
-  }
-  for (size_t s = 0; s < out.size(); ++s) {
-    const double n = static_cast<double>(out[s].samples_measured);
-    if (n > 0) {
-      out[s].read_seconds_per_sample /= n;
-      out[s].transform_seconds_per_sample /= n;
-      out[s].bytes_per_sample /= n;
-      out[s].positions_per_sample /= n;
-      out[s].patches_per_sample /= n;
-    }
-    if (opened[s] > 0) {
-      out[s].open_bytes /= static_cast<double>(opened[s]);
-      out[s].shared_bytes /= static_cast<double>(opened[s]);
-    }
-  }
-  return out;
-}
+std::vector<SourceProfile> PlannerRole::profiles() const { return loader_profiles_.average(sources_.size()); }
 
 void PlannerRole::handle(const Message& message) {
   if (message.tag == kTagMeta) {
@@ -712,7 +657,7 @@ void PlannerRole::handle(const Message& message) {
     on_meta(message.source, decode_meta(message.bytes, &status));
     if (metrics_) metrics_->loader_status(message.source, status);
   } else if (message.tag == kTagProfile) {
-    loader_profiles_[message.source] = decode_profile(message.bytes).sources;
+    loader_profiles_.record(message.source, decode_profile(message.bytes).sources);
   } else if (message.tag == kTagAck) {
     const AckMessage ack = decode_ack(message.bytes);
     if (metrics_) metrics_->client_rss(message.source, ack.rss_bytes);
@@ -736,7 +681,7 @@ PlannerReport PlannerRole::serve() {
   for (auto& [rank, message] : restore_) out_.send(rank, kTagReassign, encode(message), "restoring the assignment");
   restore_.clear();
   Backoff backoff;
-  while (acked_steps_ < steps || loader_checkpoint_) {
+  while (acked_steps_ < steps || checkpoint_round_.open()) {
     work_.begin();
     bool progressed = false;
     // Messages first, then whatever they made possible (requests into freed

@@ -21,9 +21,11 @@
 #include "plan/pack.h"
 #include "plan/profile.h"
 #include "runtime/ack_watch.h"
+#include "runtime/checkpoint_round.h"
 #include "runtime/context.h"
 #include "runtime/report.h"
 #include "runtime/cursor_ring.h"
+#include "runtime/loader_profiles.h"
 #include "runtime/metrics.h"
 #include "runtime/window_budget.h"
 #include "source/permutation.h"
@@ -163,17 +165,9 @@ class PlannerRole {
   uint64_t acked_steps_ = 0;  // steps acknowledged by every client
   std::map<uint64_t, InFlightStep> in_flight_;
   std::map<int, LoaderTrack> loaders_;  // by world rank
-  // A loader checkpoint round asked for: the loaders yet to write their part,
-  // and how many parts it lacks (writers taken over).
-  struct PendingCheckpoint {
-    uint64_t step = 0;
-    std::chrono::steady_clock::time_point asked_at;
-    std::set<int> waiting;
-    uint64_t missing = 0;
-  };
-  std::optional<PendingCheckpoint> loader_checkpoint_;
+  CheckpointRound checkpoint_round_;  // the loader checkpoint round asked for
   PlannerReport report_;
-  std::map<int, std::vector<std::pair<uint32_t, SourceProfile>>> loader_profiles_;  // by loader rank, its latest
+  LoaderProfiles loader_profiles_;
   std::chrono::steady_clock::time_point start_, last_step_done_;
   // Online scaling: what a sample of each source costs a loader, as the
   // planner sees it (until loaders measure it themselves), when the last
