@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/json_writer.h"
+#include "common/log.h"
 #include "common/memory.h"
 #include "plan/cost.h"
 #include "runtime/emulator.h"
@@ -162,6 +163,21 @@ std::string MetricsWriter::line(const MetricsStep& step, double wall, double ste
       .end_object();
   w.end_object();
   return w.str() + "\n";
+}
+
+void ProgressLine::step_done(uint64_t step, uint64_t tokens, double max_wait_seconds, uint64_t total_tokens,
+                             std::chrono::steady_clock::time_point now) {
+  const double step_seconds = std::chrono::duration<double>(now - last_).count();
+  const double elapsed = std::chrono::duration<double>(now - start_).count();
+  last_ = now;
+  if (every_ == 0 || log_level() > LogLevel::info) return;
+  if ((step + 1) % every_ != 0 && step + 1 != steps_) return;
+  char line[256];
+  std::snprintf(line, sizeof line, "step %llu/%llu  tokens %llu  step %.0f ms  data wait (max over ranks) %.1f ms  %.0f tokens/s",
+                static_cast<unsigned long long>(step + 1), static_cast<unsigned long long>(steps_),
+                static_cast<unsigned long long>(tokens), step_seconds * 1e3, max_wait_seconds * 1e3,
+                elapsed > 0 ? static_cast<double>(total_tokens) / elapsed : 0.0);
+  log_info(line);
 }
 
 }  // namespace msd

@@ -54,6 +54,24 @@ class WorkTimer {
   double wall_ = 0.0, cpu_ = 0.0;
 };
 
+// The planner's progress line every output.progress_every steps (and at the
+// last): the step's tokens, its time since the previous step, its data wait
+// (max over ranks) and the job's tokens per second so far. Not thread-safe.
+class ProgressLine {
+ public:
+  ProgressLine(uint32_t every, uint64_t steps) : every_(every), steps_(steps) {}
+  void start(std::chrono::steady_clock::time_point now) { start_ = last_ = now; }
+  std::chrono::steady_clock::time_point started() const { return start_; }
+  // Step `step` is done; `total_tokens` counts every step done so far.
+  void step_done(uint64_t step, uint64_t tokens, double max_wait_seconds, uint64_t total_tokens,
+                 std::chrono::steady_clock::time_point now);
+
+ private:
+  uint32_t every_;
+  uint64_t steps_;
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
 // What the planner knows of a step when every client acknowledged it.
 struct MetricsStep {
   uint64_t step = 0;

@@ -499,7 +499,9 @@ void PlannerRole::complete_step(uint64_t step) {
   const uint64_t loader_every = job_.config.checkpoint.loader_every;
   if (loader_every > 0 && acked_steps_ % loader_every == 0 && acked_steps_ < job_.config.job.steps)
     ask_loader_checkpoint(acked_steps_);
-  if (step >= deliver_from_) report_progress(it->second);
+  if (step >= deliver_from_)
+    progress_.step_done(step, it->second.tokens, it->second.max_wait_seconds, report_.tokens,
+                        std::chrono::steady_clock::now());
   if (metrics_ && step >= deliver_from_) metrics_->completed(metrics_step(it->second));
   in_flight_.erase(it);
 }
@@ -616,23 +618,6 @@ void PlannerRole::stop_loaders() {
     if (!waiting.count(rank)) out_.send(rank, kTagFinish, bytes, "telling ranks who is left out");
 }
 
-void PlannerRole::report_progress(const InFlightStep& step) {
-  const auto now = std::chrono::steady_clock::now();
-  const double step_seconds = std::chrono::duration<double>(now - last_step_done_).count();
-  const double elapsed = std::chrono::duration<double>(now - start_).count();
-  last_step_done_ = now;
-  const uint32_t every = job_.config.output.progress_every;
-  const uint64_t steps = job_.config.job.steps;
-  if (every == 0 || log_level() > LogLevel::info) return;
-  if ((step.step + 1) % every != 0 && step.step + 1 != steps) return;
-  char line[256];
-  std::snprintf(line, sizeof line, "step %llu/%llu  tokens %llu  step %.0f ms  data wait (max over ranks) %.1f ms  %.0f tokens/s",
-                static_cast<unsigned long long>(step.step + 1), static_cast<unsigned long long>(steps),
-                static_cast<unsigned long long>(step.tokens), step_seconds * 1e3, step.max_wait_seconds * 1e3,
-                elapsed > 0 ? static_cast<double>(report_.tokens) / elapsed : 0.0);
-  log_info(line);
-}
-
 // A step's line of output.metrics: what the planner knows when it completes.
 MetricsStep PlannerRole::metrics_step(const InFlightStep& step) const {
   MetricsStep out;
@@ -675,8 +660,8 @@ void PlannerRole::handle(const Message& message) {
 }
 
 PlannerReport PlannerRole::serve() {
-  start_ = last_step_done_ = std::chrono::steady_clock::now();
-  if (metrics_) metrics_->start(start_);
+  progress_.start(std::chrono::steady_clock::now());
+  if (metrics_) metrics_->start(progress_.started());
   const uint64_t steps = job_.config.job.steps;
   for (auto& [rank, message] : restore_) out_.send(rank, kTagReassign, encode(message), "restoring the assignment");
   restore_.clear();
@@ -722,7 +707,7 @@ PlannerReport PlannerRole::serve() {
   if (checkpoints_) checkpoints_->finish();
   report_.steps = acked_steps_ - deliver_from_;
   report_.profiles = profiles();
-  report_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  report_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - progress_.started()).count();
   return report_;
 }
 

@@ -110,7 +110,6 @@ class PlannerRole {
   void on_meta(int loader_rank, const std::vector<SampleMeta>& metas);
   void on_ack(int client_rank, uint64_t step, double wait_seconds);
   void complete_step(uint64_t step);
-  void report_progress(const InFlightStep& step);
   MetricsStep metrics_step(const InFlightStep& step) const;
   void checkpoint(uint64_t step);
   void inject_fault(uint64_t step);
@@ -168,7 +167,7 @@ class PlannerRole {
   CheckpointRound checkpoint_round_;  // the loader checkpoint round asked for
   PlannerReport report_;
   LoaderProfiles loader_profiles_;
-  std::chrono::steady_clock::time_point start_, last_step_done_;
+  ProgressLine progress_{job_.config.output.progress_every, job_.config.job.steps};
   // Online scaling: what a sample of each source costs a loader, as the
   // planner sees it (until loaders measure it themselves), when the last
   // move started, the step the policy last ran for, and, after a resume,
