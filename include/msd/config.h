@@ -51,10 +51,7 @@ struct TopologyConfig {
   BroadcastAt broadcast_at = BroadcastAt::tp;  // tp: a TP group's leader fetches and shares; none: every TP rank fetches
   int ranks_per_node = 0;             // 0: the nodes MPI reports; N: every N consecutive world ranks share a node
   DataRanks data_ranks = DataRanks::first;     // where the planner and loaders sit
-  // Loader pool scaling (docs/scaling.md): static: sources to loaders by
-  // peak weight (runtime/assignment.h); partition: by the partition plan;
-  // online: loader ranks move between sources as the mix changes.
-  std::string scaling = "static";
+  Scaling scaling = Scaling::fixed;  // loader pool scaling (msd/options.h; docs/scaling.md)
   // scaling = partition: the plan file (msd-plan partition --out); empty:
   // the planner profiles the sources and computes the plan at start-up.
   std::string partition_plan;

@@ -51,6 +51,12 @@ enum class BroadcastAt { tp, none };
 // placement. docs/layout.md has pictures.
 enum class DataRanks { first, per_node, dedicated_nodes };
 
+// topology.scaling: how sources are given to loader ranks. fixed (written
+// "static"): by peak weight (runtime/assignment.h); partition: by the
+// partition plan; online: loader ranks move between sources as the mix
+// changes (docs/scaling.md).
+enum class Scaling { fixed, partition, online };
+
 // Every value of an enumerated option with its name, in the order --help
 // lists them.
 template <typename E>
@@ -88,6 +94,12 @@ struct OptionNames<DataRanks> {
   static constexpr std::pair<DataRanks, const char*> values[] = {{DataRanks::first, "first"},
                                                                  {DataRanks::per_node, "per_node"},
                                                                  {DataRanks::dedicated_nodes, "dedicated_nodes"}};
+};
+
+template <>
+struct OptionNames<Scaling> {
+  static constexpr std::pair<Scaling, const char*> values[] = {
+      {Scaling::fixed, "static"}, {Scaling::partition, "partition"}, {Scaling::online, "online"}};
 };
 
 template <typename E>

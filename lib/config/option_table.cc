@@ -294,7 +294,7 @@ std::vector<OptionSpec> topology_options() {
            "first | per_node | dedicated_nodes: where the planner and loaders sit (docs/layout.md)",
            [](auto& c) -> auto& { return c.topology.data_ranks; }),
       // Loader pool scaling (docs/scaling.md).
-      text("topology.scaling", "S",
+      choice("topology.scaling", "S",
            "static | partition | online: sources to loaders by peak weight, by the partition plan, or moved between "
            "sources as the mix changes (docs/scaling.md)",
            [](auto& c) -> auto& { return c.topology.scaling; }),

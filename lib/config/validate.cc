@@ -156,8 +156,7 @@ void validate(const Config& config) {
           str("job.seq_len: ", job.seq_len, " must be divisible by 2 * topology.cp = ", 2 * topo.cp,
               " (each context-parallel rank takes two equal chunks of every sequence)"));
   require_at_least(topo.ranks_per_node, 0, "topology.ranks_per_node");
-  require_one_of(topo.scaling, {"static", "partition", "online"}, "topology.scaling");
-  require(topo.partition_plan.empty() || topo.scaling == "partition",
+  require(topo.partition_plan.empty() || topo.scaling == Scaling::partition,
           "topology.partition_plan: a plan is used only with topology.scaling = partition");
   require_at_least(job.micro_batches, uint32_t{1}, "job.micro_batches");
   require_at_least(job.prefetch_steps, uint32_t{1}, "job.prefetch_steps");

@@ -197,7 +197,7 @@ std::string broadcast_text(MPI_Comm world, int root, std::string text, bool erro
 // first, so an error reaches every rank at once.
 void JobImpl::settle_assignment() {
   const Config& config = ctx.config;
-  if (config.topology.scaling != "partition") return;
+  if (config.topology.scaling != Scaling::partition) return;
   const int root = ctx.layout.planner_rank();
   std::string text;
   bool failed = false;

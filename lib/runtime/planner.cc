@@ -47,7 +47,7 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
       acks_(job.planner_peers(), job.config.job.stall_timeout_s),
       peer_count_(job.planner_peers().size()) {
   sources_.resize(job.config.sources.size());
-  online_ = job.config.topology.scaling == "online";
+  online_ = job.config.topology.scaling == Scaling::online;
   if (online_) profiles_.resize(sources_.size());
   for (const auto& info : sources) {
     sources_.at(info.source).samples = info.samples;

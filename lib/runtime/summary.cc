@@ -358,7 +358,7 @@ void write_run_json(JsonWriter& w, const Report& r) {
       .value("tp", config.topology.tp)
       .value("loaders", layout.colocated ? 0 : config.topology.loaders)
       .value("shadow_loaders", layout.colocated ? 0 : config.topology.shadow_loaders)
-      .value("scaling", config.topology.scaling)
+      .value("scaling", option_name(config.topology.scaling))
       .end_object();
   w.value("steps", r.digests.steps);
   w.value("first_step", r.job.first_step);
@@ -461,7 +461,7 @@ void write_data_json(JsonWriter& w, const Report& r) {
         .value("why", t.why)
         .end_object();
   w.end_array();
-  w.value("scaling", config.topology.scaling);
+  w.value("scaling", option_name(config.topology.scaling));
   w.value("moves", static_cast<uint64_t>(in.moves.size()));
   w.begin_array("move_log");
   for (const SourceMove& m : in.moves)
@@ -634,11 +634,11 @@ std::string data_text(const Report& r) {
   for (const Takeover& t : r.input.takeovers)
     text += line("  takeover: loader %d by shadow %d before step %llu, %llu requests, %.0f ms after it went quiet\n",
                  t.loader, t.shadow, static_cast<ull>(t.step), static_cast<ull>(t.requests), t.latency_s * 1e3);
-  if (config.topology.scaling != "static" || !r.input.moves.empty()) {
+  if (config.topology.scaling != Scaling::fixed || !r.input.moves.empty()) {
     size_t reactive = 0;
     for (const SourceMove& m : r.input.moves) reactive += m.why == "reactive";
     text += line("  loader scaling %s: %zu moves (%zu proactive, %zu reactive); %llu sources open on loaders, %s of source state\n",
-                 config.topology.scaling.c_str(), r.input.moves.size(), r.input.moves.size() - reactive, reactive,
+                 option_name(config.topology.scaling), r.input.moves.size(), r.input.moves.size() - reactive, reactive,
                  static_cast<ull>(roles.open_sources), format_bytes(roles.state_bytes).c_str());
   }
   text += "  batch digest " + hex64(r.digests.batch) + "\n";
