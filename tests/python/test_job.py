@@ -5,7 +5,8 @@ collective calls so that a failing check cannot leave a peer waiting.
 
 Environment (set by the script): MSD_TEST_CONFIG, the job's configuration;
 MSD_TEST_REFERENCE, msd-run's summary JSON for it; MSD_TEST_SCRATCH, a
-directory shared by the ranks.
+directory shared by the ranks; MSD_TEST_EOD_ID, when set, a token id every
+client's tokens must hold (a tokenizer.json job's end-of-document token).
 """
 
 import json
@@ -23,6 +24,7 @@ SCRATCH = os.environ["MSD_TEST_SCRATCH"]
 with open(os.environ["MSD_TEST_REFERENCE"]) as f:
     REFERENCE = json.load(f)
 WORLD = MPI.COMM_WORLD
+EOD_ID = int(os.environ["MSD_TEST_EOD_ID"]) if os.environ.get("MSD_TEST_EOD_ID") else None
 
 
 def run(job, on_batch=None):
@@ -48,7 +50,7 @@ def copy_of(mb):
 
 def test_tensors_are_the_cpp_batches_without_a_copy():
     job = msd.Job(CONFIG)
-    recomputed, not_shared, patches, shapes = [], [], [], []
+    recomputed, not_shared, patches, shapes, eod_seen = [], [], [], [], []
 
     def check(batch):
         recomputed.append(msd.digest(batch.step, [copy_of(mb) for mb in batch.micro_batches]) == batch.digest)
@@ -61,6 +63,8 @@ def test_tensors_are_the_cpp_batches_without_a_copy():
             if mb.tokens is not None:
                 shapes.append(mb.tokens.dtype == torch.int32 and
                               mb.tokens.shape == (mb.sequences, mb.seq_len // mb.cp_size))
+                if EOD_ID is not None:
+                    eod_seen.append(bool((mb.tokens == EOD_ID).any()))
 
     seen, summary = run(job, check)
     assert summary["batch_digest"] == REFERENCE["batch_digest"]
@@ -70,6 +74,7 @@ def test_tensors_are_the_cpp_batches_without_a_copy():
         assert recomputed and all(recomputed), "a step's tensors do not hold the batch msd built"
         assert not not_shared, f"tensors not in msd's buffers: {not_shared}"
         assert all(shapes), "tokens are not int32 [sequences, seq_len / cp]"
+        assert EOD_ID is None or any(eod_seen), f"no end-of-document token {EOD_ID} in this rank's tokens"
         # The test configurations mix in an image-text source: a rank that
         # holds inputs sees image patches in some step.
         assert not patches or sum(patches) > 0, "no image patches reached this rank"

