@@ -1,7 +1,5 @@
 #include "runtime/loader.h"
 
-#include "transport/progress.h"
-
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -13,6 +11,7 @@
 #include "common/log.h"
 #include "common/memory.h"
 #include "runtime/metrics.h"
+#include "transport/progress.h"
 
 namespace msd {
 
