@@ -12,6 +12,7 @@
 #include "bench/compressed.h"
 #include "bench/fanout.h"
 #include "bench/handoff.h"
+#include "transport/progress.h"
 #include "bench/memory.h"
 #include "bench/scaling.h"
 #include "bench/sweep.h"
@@ -274,8 +275,11 @@ int handoff_main(int argc, char** argv) {
       ("seconds", po::value(&options.seconds)->default_value(options.seconds), "least measured seconds per rate")
       ("scale", po::value(&options.scale)->default_value(options.scale), "multiplies the shapes' sequence length")
       ("work-dir", po::value(&options.work_dir)->default_value(options.work_dir), "where the runs' files go")
+      ("serve-poll", po::value(&options.serve_poll)->default_value(options.serve_poll),
+       "the loader's wait while clients read: sleep (msd's), backoff (50 us..2 ms) or yield (busy)")
       ("json", po::bool_switch(&json), "print one JSON object instead of text");
   if (!parse_or_help(argc, argv, described)) return 0;
+  msd::ServePoll::parse_mode(options.serve_poll.c_str());
   if (!(options.seconds > 0) || !(options.scale > 0)) throw msd::ConfigError("--seconds and --scale must be above 0");
   const msd::bench::HandoffReport report = msd::bench::run_handoff_bench(options);
   std::cout << (json ? msd::bench::handoff_json(report) + "\n" : msd::bench::handoff_text(report));
@@ -284,12 +288,12 @@ int handoff_main(int argc, char** argv) {
   return 0;
 }
 
-// Under mpirun, started by `handoff`: handoff-worker SECONDS SCALE OUT_FILE.
+// Under mpirun, started by `handoff`: handoff-worker SECONDS SCALE OUT_FILE POLL.
 int handoff_worker_main(int argc, char** argv) {
-  if (argc != 4) throw msd::ConfigError("usage: msd-bench handoff-worker SECONDS SCALE OUT_FILE");
+  if (argc != 5) throw msd::ConfigError("usage: msd-bench handoff-worker SECONDS SCALE OUT_FILE POLL");
   MPI_Init(&argc, &argv);
   try {
-    msd::bench::handoff_worker(MPI_COMM_WORLD, std::stod(argv[1]), std::stod(argv[2]), argv[3]);
+    msd::bench::handoff_worker(MPI_COMM_WORLD, std::stod(argv[1]), std::stod(argv[2]), argv[3], argv[4]);
   } catch (const std::exception& e) {
     std::cerr << "msd-bench handoff-worker: " << e.what() << '\n';
     MPI_Abort(MPI_COMM_WORLD, 1);

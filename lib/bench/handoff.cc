@@ -11,12 +11,14 @@
 #include <random>
 #include <sstream>
 
+#include <time.h>
 #include <unistd.h>
 
 #include "bench/launch.h"
 #include "common/error.h"
 #include "common/json_writer.h"
 #include "transport/mpi.h"
+#include "transport/progress.h"
 
 namespace msd::bench {
 
@@ -63,12 +65,14 @@ std::vector<Piece> lay_out(const BatchShape& shape, uint64_t* window_bytes) {
 }
 
 using Clock = std::chrono::steady_clock;
+constexpr int kTagDone = 1;
+constexpr int kTagStream = 2;
 
 // Alternating passes of window reads and of memcpy until one of them has
 // `seconds` (a slow path, e.g. MPI_Get over TCP, must not need a million
 // passes of the fast memcpy's time).
 ShapeRate measure(Window& window, const uint8_t* local, const BatchShape& shape, const std::vector<Piece>& pieces,
-                  double seconds) {
+                  double seconds, int* passes_out) {
   ShapeRate rate{shape.name, 0, static_cast<uint32_t>(pieces.size()), 0, 0};
   for (const auto& p : pieces) rate.batch_bytes += p.bytes;
   std::vector<uint8_t> batch(rate.batch_bytes);
@@ -87,6 +91,7 @@ ShapeRate measure(Window& window, const uint8_t* local, const BatchShape& shape,
   }
   rate.get_bytes_per_s = static_cast<double>(rate.batch_bytes * passes) / get_s;
   rate.memcpy_bytes_per_s = static_cast<double>(rate.batch_bytes * passes) / copy_s;
+  *passes_out = checked_cast<int>(passes);
   return rate;
 }
 
@@ -96,11 +101,69 @@ void barrier(MPI_Comm comm, const char* hint) {
   wait(request, hint);
 }
 
+double process_cpu_seconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+// What the loader (rank 0) does while the client reads: the serve loop's
+// wait, the same ServePoll the loader uses (lib/runtime/loader.cc), polling
+// MPI until the client's message that it is done (the pass count), with the
+// readers flag up. Returns that count; `cpu_s`/`wall_s`: what serving cost.
+int serve_reads(MPI_Comm comm, ServePoll::Mode mode, bool network, double* cpu_s, double* wall_s) {
+  ServePoll poll(network, mode);
+  const double cpu0 = process_cpu_seconds();
+  const auto t0 = Clock::now();
+  for (;;) {
+    if (auto message = try_receive(comm, 1, kTagDone, "waiting for the client's reads")) {
+      *cpu_s = process_cpu_seconds() - cpu0;
+      *wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+      int passes = 0;
+      std::memcpy(&passes, message->bytes.data(), sizeof passes);
+      return passes;
+    }
+    poll.idle(true);
+  }
+}
+
+// The same bytes as `passes` batches, by a plain MPI_Send/MPI_Recv stream
+// over the same transport; the receiver's rate (bytes per second).
+double two_sided(MPI_Comm comm, int rank, uint8_t* buffer, uint64_t bytes, int passes) {
+  const int count = checked_cast<int>(bytes);
+  barrier(comm, "starting the two-sided stream");
+  const auto t0 = Clock::now();
+  for (int i = 0; i < passes; ++i) {
+    if (rank == 0) MSD_MPI(MPI_Send(buffer, count, MPI_BYTE, 1, kTagStream, comm), "two-sided send");
+    else MSD_MPI(MPI_Recv(buffer, count, MPI_BYTE, 0, kTagStream, comm, MPI_STATUS_IGNORE), "two-sided receive");
+  }
+  return static_cast<double>(bytes) * passes / std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The client (rank 1): rates, one check that the bytes are the loader's, then
+// the pass count to the loader (which ends its serving).
+ShapeRate read_and_check(MPI_Comm comm, Window& window, const std::vector<uint8_t>& local, const BatchShape& shape,
+                         const std::vector<Piece>& pieces, double seconds, int* passes) {
+  ShapeRate r = measure(window, local.data(), shape, pieces, seconds, passes);
+  std::vector<uint8_t> check(r.batch_bytes), want(r.batch_bytes);
+  for (const auto& p : pieces) {
+    window.get(0, p.window_offset, check.data() + p.batch_offset, p.bytes);
+    std::memcpy(want.data() + p.batch_offset, local.data() + p.window_offset, p.bytes);
+  }
+  window.flush_all();
+  if (check != want) throw Error(str("handoff: ", shape.name, ": the client read other bytes than the window holds"));
+  const auto* at = reinterpret_cast<const uint8_t*>(passes);
+  send_bytes(comm, 0, kTagDone, {at, sizeof *passes}, "telling the loader the reads are done");
+  return r;
+}
+
 }  // namespace
 
-void handoff_worker(MPI_Comm world, double seconds, double scale, const std::string& out_path) {
+void handoff_worker(MPI_Comm world, double seconds, double scale, const std::string& out_path,
+                    const std::string& poll_mode) {
   Comm comm = Comm::duplicate(world, "duplicating the world for the handoff bench");
   if (comm.size() != 2) throw ConfigError("msd-bench handoff-worker runs on exactly 2 ranks");
+  const ServePoll::Mode mode = ServePoll::parse_mode(poll_mode.c_str());
   std::ofstream out;
   if (comm.rank() == 1) out.open(out_path);
   for (const BatchShape& shape : handoff_shapes(scale)) {
@@ -118,19 +181,22 @@ void handoff_worker(MPI_Comm world, double seconds, double scale, const std::str
       fill(local.data(), window_bytes);
     }
     barrier(comm.get(), "waiting for the loader window to be filled");
-    if (comm.rank() == 1) {
-      const ShapeRate r = measure(window, local.data(), shape, pieces, seconds);
-      // The bytes read are the loader's: compare one full pass with the local copy.
-      std::vector<uint8_t> check(r.batch_bytes), want(r.batch_bytes);
-      for (const auto& p : pieces) {
-        window.get(0, p.window_offset, check.data() + p.batch_offset, p.bytes);
-        std::memcpy(want.data() + p.batch_offset, local.data() + p.window_offset, p.bytes);
-      }
-      window.flush_all();
-      if (check != want) throw Error(str("handoff: ", shape.name, ": the client read other bytes than the window holds"));
+    int passes = 0;
+    double cpu_s = 0, wall_s = 0;
+    ShapeRate r;
+    if (comm.rank() == 1) r = read_and_check(comm.get(), window, local, shape, pieces, seconds, &passes);
+    else passes = serve_reads(comm.get(), mode, !window.direct(), &cpu_s, &wall_s);
+    uint64_t batch_bytes = 0;
+    for (const auto& p : pieces) batch_bytes += p.bytes;
+    std::vector<uint8_t> stream(batch_bytes);
+    const double two_sided_rate = two_sided(comm.get(), comm.rank(), comm.rank() == 0 ? window.base() : stream.data(),
+                                            batch_bytes, passes);
+    double cost[2] = {cpu_s, wall_s};
+    MSD_MPI(MPI_Bcast(cost, 2, MPI_DOUBLE, 0, comm.get()), "sharing the loader's CPU time");
+    if (comm.rank() == 1)
       out << r.shape << ' ' << r.batch_bytes << ' ' << r.pieces << ' ' << r.get_bytes_per_s << ' '
-          << r.memcpy_bytes_per_s << ' ' << (window.direct() ? "direct" : "mpi_get") << '\n';
-    }
+          << r.memcpy_bytes_per_s << ' ' << two_sided_rate << ' ' << static_cast<double>(r.batch_bytes) * passes
+          << ' ' << cost[0] << ' ' << cost[1] << ' ' << (window.direct() ? "direct" : "mpi_get") << '\n';
     barrier(comm.get(), "waiting for the client to finish reading");
   }
   if (comm.rank() == 1 && !out) throw IoError("cannot write " + out_path);
@@ -156,7 +222,7 @@ PathReport run_path(const std::string& name, const std::string& flags, const Han
   const std::string out = str(options.work_dir, "/handoff-", name, ".txt");
   const std::string log = str(options.work_dir, "/handoff-", name, ".log");
   auto command = mpirun_command(2, executable_dir() + "/msd-bench",
-                                {"handoff-worker", str(options.seconds), str(options.scale), out});
+                                {"handoff-worker", str(options.seconds), str(options.scale), out, options.serve_poll});
   if (!flags.empty()) {
     if (saved) ::setenv("MSD_MPIRUN_FLAGS", saved_flags.c_str(), 1);
     else ::unsetenv("MSD_MPIRUN_FLAGS");
@@ -170,16 +236,29 @@ PathReport run_path(const std::string& name, const std::string& flags, const Han
   const int rc = run_command(command, log);
   std::ifstream in(out);
   ShapeRate r;
-  double get_s = 0, copy_s = 0;
-  while (in >> r.shape >> r.batch_bytes >> r.pieces >> r.get_bytes_per_s >> r.memcpy_bytes_per_s >> report.access) {
+  double get_s = 0, copy_s = 0, stream_s = 0, bytes = 0, moved = 0, cpu_s = 0, wall_s = 0;
+  while (in >> r.shape >> r.batch_bytes >> r.pieces >> r.get_bytes_per_s >> r.memcpy_bytes_per_s >>
+         r.two_sided_bytes_per_s >> r.moved_bytes >> r.loader_cpu_s >> r.loader_wall_s >> report.access) {
     report.shapes.push_back(r);
-    get_s += static_cast<double>(r.batch_bytes) / r.get_bytes_per_s;
-    copy_s += static_cast<double>(r.batch_bytes) / r.memcpy_bytes_per_s;
+    const auto b = static_cast<double>(r.batch_bytes);
+    bytes += b;
+    get_s += b / r.get_bytes_per_s;
+    copy_s += b / r.memcpy_bytes_per_s;
+    stream_s += b / r.two_sided_bytes_per_s;
+    moved += r.moved_bytes;
+    cpu_s += r.loader_cpu_s;
+    wall_s += r.loader_wall_s;
   }
   report.ran = rc == 0 && !report.shapes.empty();
   if (!report.ran && rc == 124) report.error = str("the worker did not finish within ", limit_s, " s; see ", log);
   else if (!report.ran) report.error = str("the worker exited with status ", rc, "; see ", log);
-  else report.ratio_vs_memcpy = copy_s / get_s;  // (bytes / get_s) / (bytes / copy_s)
+  if (!report.ran) return report;
+  report.ratio_vs_memcpy = copy_s / get_s;  // (bytes / get_s) / (bytes / copy_s)
+  report.mb_per_s = bytes / get_s / 1e6;
+  report.two_sided_mb_per_s = bytes / stream_s / 1e6;
+  report.ratio_vs_two_sided = stream_s / get_s;
+  report.loader_cpu_s_per_gb = cpu_s / (moved / 1e9);
+  report.loader_core_percent = wall_s > 0 ? 100 * cpu_s / wall_s : 0;
   return report;
 }
 
@@ -200,7 +279,14 @@ std::string handoff_json(const HandoffReport& report) {
     w.begin_object(path.path);
     w.value("mpirun_flags", path.mpirun_flags).value("ran", path.ran);
     if (!path.ran) w.value("error", path.error);
-    else w.value("access", path.access).value("ratio_vs_memcpy", path.ratio_vs_memcpy);
+    else
+      w.value("access", path.access)
+          .value("ratio_vs_memcpy", path.ratio_vs_memcpy)
+          .value("mb_per_s", path.mb_per_s)
+          .value("two_sided_mb_per_s", path.two_sided_mb_per_s)
+          .value("ratio_vs_two_sided", path.ratio_vs_two_sided)
+          .value("loader_cpu_s_per_gb", path.loader_cpu_s_per_gb)
+          .value("loader_core_percent", path.loader_core_percent);
     w.begin_array("shapes");
     for (const auto& s : path.shapes)
       w.begin_object()
@@ -210,6 +296,10 @@ std::string handoff_json(const HandoffReport& report) {
           .value("get_bytes_per_s", s.get_bytes_per_s)
           .value("memcpy_bytes_per_s", s.memcpy_bytes_per_s)
           .value("ratio_vs_memcpy", s.get_bytes_per_s / s.memcpy_bytes_per_s)
+          .value("two_sided_bytes_per_s", s.two_sided_bytes_per_s)
+          .value("ratio_vs_two_sided", s.get_bytes_per_s / s.two_sided_bytes_per_s)
+          .value("loader_cpu_s", s.loader_cpu_s)
+          .value("loader_wall_s", s.loader_wall_s)
           .end_object();
     w.end_array().end_object();
   }
@@ -235,6 +325,12 @@ std::string handoff_text(const HandoffReport& report) {
       text += line;
     }
     text += str("  ratio_vs_memcpy ", path.ratio_vs_memcpy, " (all shapes' bytes over all shapes' time)\n");
+    std::snprintf(line, sizeof line,
+                  "  msd %.1f MB/s, two-sided MPI_Send/MPI_Recv %.1f MB/s: ratio_vs_two_sided %.3f\n"
+                  "  loader CPU while serving: %.3f s per GB read, %.1f%% of a core\n",
+                  path.mb_per_s, path.two_sided_mb_per_s, path.ratio_vs_two_sided, path.loader_cpu_s_per_gb,
+                  path.loader_core_percent);
+    text += line;
   }
   return text;
 }

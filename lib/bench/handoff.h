@@ -25,6 +25,7 @@ struct HandoffOptions {
   double seconds = 1.0;      // least measured seconds per rate
   double scale = 1.0;        // multiplies seq_len (a tiny run for the test)
   std::string work_dir = "/tmp";
+  std::string serve_poll = "sleep";  // the loader's wait while clients read (ServePoll::Mode)
 };
 
 struct ShapeRate {
@@ -33,6 +34,10 @@ struct ShapeRate {
   uint32_t pieces = 0;
   double get_bytes_per_s = 0;
   double memcpy_bytes_per_s = 0;
+  double two_sided_bytes_per_s = 0;  // the same bytes by MPI_Send/MPI_Recv, same transport, same run
+  double moved_bytes = 0;            // read by the client in the measured passes
+  double loader_cpu_s = 0;           // the loader's process CPU time while the client read them
+  double loader_wall_s = 0;          // and the wall time it served them in
 };
 
 struct PathReport {
@@ -43,6 +48,11 @@ struct PathReport {
   std::string error;        // why it did not run
   std::vector<ShapeRate> shapes;
   double ratio_vs_memcpy = 0;  // sum of bytes / sum of time, over all shapes
+  double mb_per_s = 0;            // msd's reads: all shapes' bytes over their read time, 1e6 bytes/s
+  double two_sided_mb_per_s = 0;  // the same over the two-sided stream
+  double ratio_vs_two_sided = 0;
+  double loader_cpu_s_per_gb = 0;    // loader CPU seconds per 1e9 bytes read
+  double loader_core_percent = 0;    // loader CPU over its serving wall time
 };
 
 struct HandoffReport {
@@ -57,7 +67,9 @@ std::string handoff_json(const HandoffReport& report);
 std::string handoff_text(const HandoffReport& report);
 
 // The worker, on 2 ranks of `world`: rank 0 holds the window, rank 1 reads.
-// Rank 1 writes its rates as JSON lines to `out_path`. Collective.
-void handoff_worker(MPI_Comm world, double seconds, double scale, const std::string& out_path);
+// Rank 1 writes its rates, one line per shape, to `out_path`; rank 0 waits
+// as a loader does, by ServePoll in `poll_mode`. Collective.
+void handoff_worker(MPI_Comm world, double seconds, double scale, const std::string& out_path,
+                    const std::string& poll_mode);
 
 }  // namespace msd::bench

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/memory.h"
 #include "runtime/metrics.h"
+#include "transport/progress.h"
 
 namespace msd {
 
@@ -366,7 +367,7 @@ RoleStats LoaderRole::serve() {
   auto profile_sent = Clock::now();
   std::vector<SampleMeta> outbox;
   Clock::time_point outbox_since;  // when the oldest sample in outbox was placed
-  Backoff backoff;
+  ServePoll backoff(!job_.windows.direct());  // reads across nodes need this rank's progress
   bool stop = false;
   const bool metrics = !job_.config.output.metrics.empty();
   RssSampler rss;
@@ -394,7 +395,7 @@ RoleStats LoaderRole::serve() {
     }
     if (stop) break;
     if (fault_ == Fault::hang) {  // hung: serve nothing, only notice the end of the job
-      backoff.idle();
+      backoff.idle(false);
       continue;
     }
     // Serve in request order; a full window stalls the queue until releases.
@@ -424,7 +425,7 @@ RoleStats LoaderRole::serve() {
     }
     sample_anon_shmem();  // the window's pages and the decoders' buffers at their peak
     if (progressed) backoff.reset();
-    else backoff.idle();
+    else backoff.idle(!live_.empty());
   }
   if (snapshot_hits_ > 0) log_info("served ", snapshot_hits_, " samples from the loader checkpoint's snapshot");
   stats_.role = static_cast<int32_t>(Role::loader);
