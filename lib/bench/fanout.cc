@@ -184,6 +184,8 @@ bool least_squares(const std::vector<std::vector<double>>& columns, const std::v
 
 }  // namespace
 
+std::string estimate_key(const FanoutPoint& p) { return str("gpus", p.gpus, "_tp", p.tp); }
+
 FanoutFit fit_fanout(const std::vector<double>& groups, const std::vector<double>& clients,
                      const std::vector<double>& y) {
   FanoutFit fit;
@@ -286,23 +288,26 @@ FanoutReport run_fanout_bench(const FanoutOptions& options) {
   report.factor_groups = largest->groups;
   const double alone = placement_cpu_ms(options, largest->groups, 7, false);
   if (alone > 0) report.placement_in_run_factor = largest->placement_cpu_ms_per_step / alone;
-  for (int t : options.extrapolate_tps) {
-    FanoutPoint p;
-    p.gpus = options.gpus;
-    p.tp = t;
-    p.groups = options.gpus / t;
-    p.linear_cpu_ms_per_step = report.cpu_ms.at(p.groups, p.gpus);
-    p.handling_cpu_ms_per_step = report.handling_cpu_ms.at(p.groups, p.gpus);
-    p.placement_cpu_ms_per_step = placement_cpu_ms(options, p.groups, 7, false);
-    p.placement_with_bound_cpu_ms_per_step = placement_cpu_ms(options, p.groups, 7, true);
-    p.cpu_ms_per_step = p.handling_cpu_ms_per_step + p.placement_cpu_ms_per_step;
-    p.messages_per_step = report.messages.at(p.groups, p.gpus);
-    p.in_run_cpu_ms_per_step =
-        p.handling_cpu_ms_per_step + p.placement_cpu_ms_per_step * report.placement_in_run_factor;
-    p.meets_target = std::max(p.cpu_ms_per_step, p.in_run_cpu_ms_per_step) <= options.target_ms;
-    report.extrapolated.push_back(p);
-  }
+  for (int t : options.extrapolate_tps) report.extrapolated.push_back(extrapolate(options, report, options.gpus, t));
+  for (const auto& [gpus, tp] : kEstimateSizes)
+    report.estimates.push_back(extrapolate(options, report, gpus, tp));
   return report;
+}
+
+FanoutPoint extrapolate(const FanoutOptions& options, const FanoutReport& report, int gpus, int tp) {
+  FanoutPoint p;
+  p.gpus = gpus;
+  p.tp = tp;
+  p.groups = gpus / tp;
+  p.linear_cpu_ms_per_step = report.cpu_ms.at(p.groups, p.gpus);
+  p.handling_cpu_ms_per_step = report.handling_cpu_ms.at(p.groups, p.gpus);
+  p.placement_cpu_ms_per_step = placement_cpu_ms(options, p.groups, 7, false);
+  p.placement_with_bound_cpu_ms_per_step = placement_cpu_ms(options, p.groups, 7, true);
+  p.cpu_ms_per_step = p.handling_cpu_ms_per_step + p.placement_cpu_ms_per_step;
+  p.messages_per_step = report.messages.at(p.groups, p.gpus);
+  p.in_run_cpu_ms_per_step = p.handling_cpu_ms_per_step + p.placement_cpu_ms_per_step * report.placement_in_run_factor;
+  p.meets_target = std::max(p.cpu_ms_per_step, p.in_run_cpu_ms_per_step) <= options.target_ms;
+  return p;
 }
 
 namespace {
@@ -363,6 +368,9 @@ std::string fanout_json(const FanoutReport& report) {
         .value("meets_target", p.meets_target)
         .end_object();
   w.end_array();
+  w.begin_object("estimates_ms");
+  for (const FanoutPoint& p : report.estimates) w.value(estimate_key(p), p.cpu_ms_per_step);
+  w.end_object();
   w.end_object();
   return w.str();
 }
@@ -411,7 +419,12 @@ std::string fanout_text(const FanoutReport& report) {
                   p.messages_per_step, report.target_ms, p.meets_target ? "met" : "missed");
     out += line;
   }
-  return out;
+  out += "  estimates (CPU ms per step: handling fit + placement measured):";
+  for (const FanoutPoint& p : report.estimates) {
+    std::snprintf(line, sizeof line, " %s %.2f (%d groups)", estimate_key(p).c_str(), p.cpu_ms_per_step, p.groups);
+    out += line;
+  }
+  return out + "\n";
 }
 
 }  // namespace msd::bench

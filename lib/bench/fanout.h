@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace msd::bench {
@@ -80,10 +81,17 @@ struct FanoutPoint {
   bool meets_target = false;
 };
 
+// The sizes of FanoutReport::estimates, whatever --gpus and
+// --extrapolate-tps say: (GPUs, tp).
+inline constexpr std::pair<int, int> kEstimateSizes[] = {{4096, 1}, {4096, 8}, {16384, 8}};
+
 struct FanoutReport {
   std::vector<FanoutRow> rows;
   FanoutFit cpu_ms, handling_cpu_ms, messages;  // messages: received + sent per step
   std::vector<FanoutPoint> extrapolated;
+  // The same at kEstimateSizes, for comparing runs: the JSON's estimates_ms,
+  // keyed by estimate_key ("gpus4096_tp1"), holds their cpu_ms_per_step.
+  std::vector<FanoutPoint> estimates;
   double target_ms = 0;
   uint32_t samples_per_group = 0;
   int client_nice = 0;
@@ -99,6 +107,10 @@ struct FanoutReport {
 FanoutFit fit_fanout(const std::vector<double>& groups, const std::vector<double>& clients,
                      const std::vector<double>& y);
 FanoutReport run_fanout_bench(const FanoutOptions& options);
+// The point of `gpus` GPUs in data groups of `tp` from the report's fits
+// (placement_in_run_factor set), the placement measured at that size.
+FanoutPoint extrapolate(const FanoutOptions& options, const FanoutReport& report, int gpus, int tp);
+std::string estimate_key(const FanoutPoint& p);  // "gpus<G>_tp<T>"
 // Thread CPU ms per step of pack_step for `groups` data groups of the bench's
 // steps (samples_per_group documents of 32..543 tokens each), median of
 // `reps`; with the planner's pack options (PackOptions::lower_bound off)

@@ -57,6 +57,13 @@ assert [(p["gpus"], p["tp"], p["groups"]) for p in report["extrapolated"]] == [(
 # The factor compares the row of most groups with pack_step alone at its size.
 assert report["factor_groups"] == max(r["groups"] for r in rows), report
 assert report["placement_in_run_factor"] > 0, report
+# Fixed sizes for comparing runs, whatever --gpus: the handling fit at the
+# size plus the placement measured there.
+est = report["estimates_ms"]
+sizes = {"gpus4096_tp1": (4096, 4096), "gpus4096_tp8": (512, 4096), "gpus16384_tp8": (2048, 16384)}
+assert sorted(est) == sorted(sizes), est
+for key, (g, c) in sizes.items():
+    assert est[key] > handling["base"] + handling["per_group"] * g + handling["per_client"] * c, (key, est)
 print("fanout ok")
 PY
 set +e

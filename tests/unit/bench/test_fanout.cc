@@ -36,3 +36,18 @@ TEST_CASE("fanout placement is measured at the asked size") {
   CHECK(msd::bench::placement_cpu_ms(options, 16, 2, false) > 0.0);
   CHECK(msd::bench::placement_cpu_ms(options, 16, 3, true) > 0.0);
 }
+
+TEST_CASE("fanout estimates add the handling fit and the placement measured at the size") {
+  msd::bench::FanoutOptions options;
+  msd::bench::FanoutReport report;
+  report.handling_cpu_ms = {0.1, 0.002, 0.0005, true};
+  report.placement_in_run_factor = 1.5;
+  const auto p = msd::bench::extrapolate(options, report, 128, 8);  // 16 groups
+  CHECK(p.groups == 16);
+  CHECK(msd::bench::estimate_key(p) == "gpus128_tp8");
+  CHECK_THAT(p.handling_cpu_ms_per_step, WithinAbs(0.1 + 0.002 * 16 + 0.0005 * 128, 1e-12));
+  CHECK(p.placement_cpu_ms_per_step > 0.0);
+  CHECK_THAT(p.cpu_ms_per_step, WithinAbs(p.handling_cpu_ms_per_step + p.placement_cpu_ms_per_step, 1e-12));
+  CHECK_THAT(p.in_run_cpu_ms_per_step,
+             WithinAbs(p.handling_cpu_ms_per_step + 1.5 * p.placement_cpu_ms_per_step, 1e-12));
+}
