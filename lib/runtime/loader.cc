@@ -144,9 +144,9 @@ void LoaderRole::resume(uint64_t first_step) {
 // Releases, stop, checkpoint requests and injected faults; true on stop.
 bool LoaderRole::on_control(const Message& message) {
   if (message.tag == kTagRelease) {
-    for (uint64_t offset : decode_release(message.bytes)) {
-      slots_->release(offset);
-      live_.erase(offset);
+    for (const SlotRange& range : decode_release(message.bytes)) {
+      slots_->release_range(range.offset, range.bytes);
+      live_.erase(live_.lower_bound(range.offset), live_.lower_bound(range.offset + range.bytes));
     }
   } else if (message.tag == kTagStop) {
     // The planner waits (bounded) for this before the summary: a loader that

@@ -223,8 +223,7 @@ void PlannerRole::make_room(int loader) {
   }
   if (freed || waiting) return;
   for (const auto& [step, record] : in_flight_)
-    for (const auto& slot : record.slots)
-      if (slot.loader == loader) return;  // released when that step is acknowledged
+    if (record.slots.holds(loader)) return;  // released when that step is acknowledged
   throw ConfigError(str("loader.window_mb: loader ", job_.layout.loader_index(loader), "'s window (",
                         window_.capacity(), " bytes) cannot hold step ", next_step_, ": its samples there take ",
                         window_.used(loader), " bytes and the next may take up to job.max_sample_bytes = ",
@@ -251,19 +250,16 @@ bool PlannerRole::rewind(uint32_t s, uint64_t end, bool& freed) {
   auto& src = sources_[s];
   for (const auto& [rank, track] : loaders_)
     if (track.outstanding.any_from(s, end)) return false;
-  std::map<int, std::vector<uint64_t>> releases;
   src.resolved.erase_from(end, [&](uint64_t, const SampleMeta& meta) {
     if (meta.bad != 0) {
       src.bad_in_flight--;
       return;
     }
     --src.resolved_good;
-    releases[meta.loader_rank].push_back(meta.slot_offset);
-    window_.released(meta.loader_rank, meta.slot_bytes);
+    releases_.add(meta.loader_rank, meta.slot_offset, meta.slot_bytes);
     freed = true;
   });
-  for (auto& [rank, offsets] : releases)
-    out_.send(rank, kTagRelease, encode_release(offsets), "giving back samples of later steps");
+  send_releases(releases_, "giving back samples of later steps");
   src.next_request = std::min(src.next_request, end);
   return true;
 }
@@ -274,7 +270,6 @@ void PlannerRole::on_meta(int loader_rank, const std::vector<SampleMeta>& metas)
   if (online_)
     learn_costs(metas, std::chrono::duration<double>(now - track.last_heard).count(), threads_of(loader_rank));
   track.last_heard = now;
-  std::vector<uint64_t> stale_slots;
   bool read_failed = false;
   for (const auto& meta : metas) {
     auto& src = sources_.at(meta.source);
@@ -282,7 +277,7 @@ void PlannerRole::on_meta(int loader_rank, const std::vector<SampleMeta>& metas)
     // A late answer (from a loader that was handed over after a stall) for a
     // sample a shadow already loaded: free its slot, keep the shadow's.
     if (!answered || meta.cursor < src.consumed || src.resolved.contains(meta.cursor)) {
-      if (meta.bad == 0) stale_slots.push_back(meta.slot_offset);
+      if (meta.bad == 0) releases_.add(loader_rank, meta.slot_offset, meta.slot_bytes);
       continue;
     }
     // Storage failing on an active loader is the loader's failure, not the
@@ -306,9 +301,17 @@ void PlannerRole::on_meta(int loader_rank, const std::vector<SampleMeta>& metas)
     src.resolved.insert(meta.cursor, meta);
     if (meta.bad == 0) ++src.resolved_good;
   }
-  if (!stale_slots.empty())
-    out_.send(loader_rank, kTagRelease, encode_release(stale_slots), "releasing stale slots");
+  send_releases(releases_, "releasing stale slots", false);  // never placed in window_
   if (read_failed) take_over(loader_rank, "failed to read its storage");
+}
+
+// Sends `slots` back to their loaders, and frees their bytes in the window
+// budget where they were `placed` there.
+void PlannerRole::send_releases(SlotReleases& slots, const char* why, bool placed) {
+  slots.drain([&](int loader, const std::vector<SlotRange>& ranges, uint64_t bytes) {
+    if (placed) window_.released(loader, bytes);
+    out_.send(loader, kTagRelease, encode_release(ranges), why);
+  });
 }
 
 // Plans step next_step_ if, for every source, the first quota good samples
@@ -385,10 +388,9 @@ bool PlannerRole::try_plan_step() {
   const bool delivered = step >= deliver_from_;  // else fast-forwarded: no client gets it
   if (delivered) report_.document_digests.push_back(document_digest(step, samples));
   record.acks_missing = delivered ? static_cast<int>(peer_count_) : 0;
-  record.slots.reserve(samples.size());
   record.samples.reserve(samples.size());
   for (const auto& m : samples) {
-    record.slots.push_back({m.loader_rank, m.slot_offset, m.slot_bytes});
+    record.slots.add(m.loader_rank, m.slot_offset, m.slot_bytes);
     record.samples.push_back({m.source, SampleState::planned, m.loader_rank, m.cursor, m.index});
   }
   record.tokens = send_plans(step, buckets, samples, delivered);
@@ -486,13 +488,7 @@ void PlannerRole::complete_step(uint64_t step) {
   MSD_CHECK(it != in_flight_.end());
   acks_.completed(step);
   // Every client of every group has its bytes: the slots can be reused.
-  std::map<int, std::vector<uint64_t>> releases;
-  for (const auto& slot : it->second.slots) {
-    releases[slot.loader].push_back(slot.offset);
-    window_.released(slot.loader, slot.bytes);
-  }
-  for (const auto& [loader, offsets] : releases)
-    out_.send(loader, kTagRelease, encode_release(offsets), "releasing slots");
+  send_releases(it->second.slots, "releasing slots");
   MSD_CHECK_EQ(step, acked_steps_);  // clients consume steps in order
   ++acked_steps_;
   if (checkpoints_ && acked_steps_ % job_.config.checkpoint.planner_every == 0) checkpoint(acked_steps_);

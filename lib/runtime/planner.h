@@ -9,7 +9,6 @@
 #include <deque>
 #include <map>
 #include <optional>
-#include <set>
 #include <vector>
 
 #include "checkpoint/planner_checkpoint.h"
@@ -27,6 +26,7 @@
 #include "runtime/cursor_ring.h"
 #include "runtime/loader_profiles.h"
 #include "runtime/metrics.h"
+#include "runtime/slot_releases.h"
 #include "runtime/window_budget.h"
 #include "source/permutation.h"
 
@@ -86,12 +86,7 @@ class PlannerRole {
     uint64_t tokens = 0;
     double max_wait_seconds = 0.0;
     double wait_sum_seconds = 0.0;  // over clients
-    struct Slot {
-      int loader = 0;  // world rank
-      uint64_t offset = 0;
-      uint32_t bytes = 0;  // the sample's (SampleMeta::slot_bytes)
-    };
-    std::vector<Slot> slots;
+    SlotReleases slots;  // released once every client acknowledged the step
     std::vector<InFlightSample> samples;          // for checkpoints' DGraph
   };
 
@@ -110,6 +105,7 @@ class PlannerRole {
   void on_meta(int loader_rank, const std::vector<SampleMeta>& metas);
   void on_ack(int client_rank, uint64_t step, double wait_seconds);
   void complete_step(uint64_t step);
+  void send_releases(SlotReleases& slots, const char* why, bool placed = true);
   MetricsStep metrics_step(const InFlightStep& step) const;
   void checkpoint(uint64_t step);
   void inject_fault(uint64_t step);
@@ -140,6 +136,7 @@ class PlannerRole {
   PackOptions pack_;
   TrainingMode mode_;  // job.mode: how a step's documents are placed (plan/modes.h)
   WindowBudget window_;
+  SlotReleases releases_;  // slots to give back, sent by send_releases
   AckWatch acks_;  // job.stall_timeout_s: a client that stops acknowledging
   size_t peer_count_;  // clients that get plans and acknowledge (JobContext::planner_peers)
   std::vector<uint64_t> need_;                    // request_ahead's scratch: samples per source

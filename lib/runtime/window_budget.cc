@@ -7,32 +7,27 @@
 
 namespace msd {
 
-namespace {
-// What SlotAllocator::allocate takes for `bytes`.
-uint64_t slot_bytes(uint64_t bytes) {
-  return std::max<uint64_t>(kSlotAlign, (bytes + kSlotAlign - 1) / kSlotAlign * kSlotAlign);
-}
-}  // namespace
-
 WindowBudget::WindowBudget(uint64_t window_bytes, uint64_t max_sample_bytes)
-    : capacity_(window_bytes / kSlotAlign * kSlotAlign), reserve_(slot_bytes(max_sample_bytes)) {}
+    : capacity_(window_bytes / kSlotAlign * kSlotAlign), reserve_(slot_extent(max_sample_bytes)) {}
 
 bool WindowBudget::fits(int loader, size_t outstanding) const {
   return used(loader) + (outstanding + 1) * reserve_ <= capacity_;
 }
 
-void WindowBudget::placed(int loader, uint64_t bytes) { used_[loader] += slot_bytes(bytes); }
+void WindowBudget::placed(int loader, uint64_t bytes) {
+  MSD_CHECK_LE(0, loader);
+  if (static_cast<size_t>(loader) >= used_.size()) used_.resize(static_cast<size_t>(loader) + 1, 0);
+  used_[static_cast<size_t>(loader)] += slot_extent(bytes);
+}
 
 void WindowBudget::released(int loader, uint64_t bytes) {
-  uint64_t& used = used_[loader];
-  const uint64_t taken = slot_bytes(bytes);
-  MSD_CHECK_LE(taken, used);
-  used -= taken;
+  const uint64_t taken = slot_extent(bytes);
+  MSD_CHECK_LE(taken, used(loader));
+  used_[static_cast<size_t>(loader)] -= taken;
 }
 
 uint64_t WindowBudget::used(int loader) const {
-  auto it = used_.find(loader);
-  return it == used_.end() ? 0 : it->second;
+  return loader >= 0 && static_cast<size_t>(loader) < used_.size() ? used_[static_cast<size_t>(loader)] : 0;
 }
 
 }  // namespace msd

@@ -7,7 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
+#include <vector>
 
 namespace msd {
 
@@ -22,7 +22,9 @@ class WindowBudget {
   // and, once, that slot freed. The planner knows each slot's sample, so
   // the budget keeps only the sums: no table per slot.
   void placed(int loader, uint64_t bytes);
-  void released(int loader, uint64_t bytes);  // REQUIRES: placed before with these bytes
+  // REQUIRES: placed before with these bytes, or `bytes` the whole slots of
+  // a range of them (SlotReleases: the sum of their slot_extent).
+  void released(int loader, uint64_t bytes);
   uint64_t used(int loader) const;
   uint64_t capacity() const { return capacity_; }
   uint64_t reserve() const { return reserve_; }
@@ -30,7 +32,9 @@ class WindowBudget {
  private:
   uint64_t capacity_;  // as SlotAllocator sees the window (whole alignment units)
   uint64_t reserve_;   // job.max_sample_bytes, rounded up as a slot
-  std::map<int, uint64_t> used_;  // by loader world rank (a few): the bytes of its slots placed
+  // By loader world rank, grown to the highest one seen: the bytes of its
+  // slots placed. Indexed, not a map: the planner asks once per sample.
+  std::vector<uint64_t> used_;
 };
 
 }  // namespace msd

@@ -11,7 +11,7 @@ SlotAllocator::SlotAllocator(uint64_t capacity_bytes) : capacity_(capacity_bytes
 }
 
 std::optional<uint64_t> SlotAllocator::allocate(uint64_t bytes) {
-  bytes = std::max<uint64_t>(kSlotAlign, (bytes + kSlotAlign - 1) / kSlotAlign * kSlotAlign);
+  bytes = slot_extent(bytes);
   for (auto it = free_.begin(); it != free_.end(); ++it) {
     if (it->second < bytes) continue;
     uint64_t offset = it->first;
@@ -29,9 +29,26 @@ std::optional<uint64_t> SlotAllocator::allocate(uint64_t bytes) {
 void SlotAllocator::release(uint64_t offset) {
   auto it = allocated_.find(offset);
   MSD_CHECK(it != allocated_.end());
-  uint64_t bytes = it->second;
-  allocated_.erase(it);
+  release_range(offset, it->second);
+}
+
+void SlotAllocator::release_range(uint64_t offset, uint64_t bytes) {
+  const uint64_t end = offset + bytes;
+  auto first = allocated_.find(offset);
+  MSD_CHECK(first != allocated_.end());
+  auto last = first;
+  uint64_t at = offset;  // the slots must tile the range: no gap, no overhang
+  for (; last != allocated_.end() && last->first < end; ++last) {
+    MSD_CHECK_EQ(last->first, at);
+    at += last->second;
+  }
+  MSD_CHECK_EQ(at, end);
+  allocated_.erase(first, last);
   used_ -= bytes;
+  free_range(offset, bytes);
+}
+
+void SlotAllocator::free_range(uint64_t offset, uint64_t bytes) {
   auto next = free_.lower_bound(offset);
   if (next != free_.end() && next->first == offset + bytes) {
     bytes += next->second;

@@ -11,6 +11,12 @@ namespace msd {
 inline constexpr uint32_t kSlotMagic = 0x5344534d;  // "MSDS"
 inline constexpr uint64_t kSlotAlign = 64;
 
+// The bytes a slot of a sample of `bytes` takes in the window: whole
+// alignment units, at least one.
+inline uint64_t slot_extent(uint64_t bytes) {
+  return bytes <= kSlotAlign ? kSlotAlign : (bytes + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
+}
+
 // At the start of every slot; clients do not need it (the plan carries the
 // sizes) but it makes a window self-describing for checks and debugging.
 struct SlotHeader {
@@ -42,6 +48,10 @@ class SlotAllocator {
   explicit SlotAllocator(uint64_t capacity_bytes);
   std::optional<uint64_t> allocate(uint64_t bytes);  // nullopt: no room now
   void release(uint64_t offset);                     // REQUIRES: allocated
+  // Frees every slot in [offset, offset + bytes) at once: one free range
+  // however many slots it held. REQUIRES: the range is exactly a run of
+  // adjacent allocated slots (the planner releases a step's slots so).
+  void release_range(uint64_t offset, uint64_t bytes);
   uint64_t capacity() const { return capacity_; }
   uint64_t used() const { return used_; }
   uint64_t peak_used() const { return peak_used_; }
@@ -51,6 +61,7 @@ class SlotAllocator {
   uint64_t capacity_;
   uint64_t used_ = 0;
   uint64_t peak_used_ = 0;
+  void free_range(uint64_t offset, uint64_t bytes);  // into free_, merged with its neighbours
   std::map<uint64_t, uint64_t> free_;       // offset -> bytes
   std::map<uint64_t, uint64_t> allocated_;  // offset -> bytes
 };

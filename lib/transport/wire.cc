@@ -155,20 +155,26 @@ std::vector<SampleMeta> decode_meta(std::span<const uint8_t> bytes, LoaderStatus
   return items;
 }
 
-std::vector<uint8_t> encode_release(const std::vector<uint64_t>& slot_offsets) {
+std::vector<uint8_t> encode_release(const std::vector<SlotRange>& ranges) {
   WireWriter w;
-  w.reserve(4 + slot_offsets.size() * 8);
-  w.u32(checked_cast<uint32_t>(slot_offsets.size()));
-  for (uint64_t offset : slot_offsets) w.u64(offset);
+  w.reserve(4 + ranges.size() * 16);
+  w.u32(checked_cast<uint32_t>(ranges.size()));
+  for (const SlotRange& range : ranges) {
+    w.u64(range.offset);
+    w.u64(range.bytes);
+  }
   return std::move(w.bytes());
 }
 
-std::vector<uint64_t> decode_release(std::span<const uint8_t> bytes) {
+std::vector<SlotRange> decode_release(std::span<const uint8_t> bytes) {
   WireReader r(bytes, "release");
-  std::vector<uint64_t> offsets(r.count(8));
-  for (auto& offset : offsets) offset = r.u64();
+  std::vector<SlotRange> ranges(r.count(16));
+  for (auto& range : ranges) {
+    range.offset = r.u64();
+    range.bytes = r.u64();
+  }
   r.finish();
-  return offsets;
+  return ranges;
 }
 
 std::vector<uint8_t> encode(const StepPlan& m) {

@@ -24,7 +24,7 @@ enum Tag : int {
   kTagHello = 1,    // loader -> planner: the sources it opened (or its error)
   kTagLoad = 2,     // planner -> loader: load these stream positions
   kTagMeta = 3,     // loader -> planner: what was loaded, where
-  kTagRelease = 4,  // planner -> loader: these slots are free again
+  kTagRelease = 4,  // planner -> loader: these ranges of slots are free again
   kTagPlan = 5,     // planner -> client: the plan of one step
   kTagAck = 6,      // client -> planner: step built
   kTagStop = 7,     // planner -> loader: the job is over; loader -> planner: stopped (empty)
@@ -192,7 +192,14 @@ struct LoaderStatus {
 std::vector<uint8_t> encode(const HelloMessage& m);
 std::vector<uint8_t> encode_load(const std::vector<LoadItem>& items);
 std::vector<uint8_t> encode_meta(const std::vector<SampleMeta>& items, const LoaderStatus& status = {});
-std::vector<uint8_t> encode_release(const std::vector<uint64_t>& slot_offsets);
+// [offset, offset + bytes) of a loader's window: one slot, or several
+// adjacent ones (each `bytes` as SlotAllocator placed it, 64-byte units).
+struct SlotRange {
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  bool operator==(const SlotRange&) const = default;
+};
+std::vector<uint8_t> encode_release(const std::vector<SlotRange>& ranges);
 std::vector<uint8_t> encode(const StepPlan& m);
 std::vector<uint8_t> encode(const AckMessage& m);
 
@@ -231,7 +238,7 @@ ProfileMessage decode_profile(std::span<const uint8_t> bytes);
 HelloMessage decode_hello(std::span<const uint8_t> bytes);
 std::vector<LoadItem> decode_load(std::span<const uint8_t> bytes);
 std::vector<SampleMeta> decode_meta(std::span<const uint8_t> bytes, LoaderStatus* status = nullptr);
-std::vector<uint64_t> decode_release(std::span<const uint8_t> bytes);
+std::vector<SlotRange> decode_release(std::span<const uint8_t> bytes);
 StepPlan decode_plan(std::span<const uint8_t> bytes);
 AckMessage decode_ack(std::span<const uint8_t> bytes);
 

@@ -1,10 +1,13 @@
-// The planner's collaborators that hold no MPI: the loader checkpoint round
-// and the loaders' profiles.
+// The planner's collaborators that hold no MPI: the loader checkpoint round,
+// the loaders' profiles and the slot releases.
 #include <catch2/catch.hpp>
+
+#include <tuple>
 
 #include "common/error.h"
 #include "runtime/checkpoint_round.h"
 #include "runtime/loader_profiles.h"
+#include "runtime/slot_releases.h"
 
 using namespace msd;
 using Clock = std::chrono::steady_clock;
@@ -59,4 +62,31 @@ TEST_CASE("loader profiles average per source, weighted by the samples each load
   CHECK(average[1].read_seconds_per_sample == Approx(2.0));
   CHECK(average[2].samples_measured == 0);
   CHECK_THROWS_AS(profiles.average(1), ProtocolError);
+}
+
+TEST_CASE("slot releases merge a loader's adjacent slots into ranges") {
+  SlotReleases releases;
+  CHECK(releases.empty());
+  releases.add(3, 0, 100);    // [0, 128)
+  releases.add(3, 128, 64);   // adjacent: [0, 192)
+  releases.add(5, 64, 1);     // another loader
+  releases.add(3, 192, 10);   // adjacent again: [0, 256)
+  releases.add(3, 512, 64);   // a gap: a range of its own
+  releases.add(3, 448, 64);   // ends where the last begins, but added after it: its own
+  CHECK(releases.holds(3));
+  CHECK(releases.holds(5));
+  CHECK_FALSE(releases.holds(4));
+  std::vector<std::tuple<int, std::vector<SlotRange>, uint64_t>> out;
+  releases.drain([&](int loader, const std::vector<SlotRange>& ranges, uint64_t bytes) {
+    out.emplace_back(loader, ranges, bytes);
+  });
+  REQUIRE(out.size() == 2);
+  CHECK(std::get<0>(out[0]) == 3);
+  CHECK(std::get<1>(out[0]) == std::vector<SlotRange>{{0, 256}, {512, 64}, {448, 64}});
+  CHECK(std::get<2>(out[0]) == 384);
+  CHECK(std::get<0>(out[1]) == 5);
+  CHECK(std::get<1>(out[1]) == std::vector<SlotRange>{{64, 64}});
+  CHECK(std::get<2>(out[1]) == 64);
+  CHECK(releases.empty());
+  CHECK_FALSE(releases.holds(3));
 }

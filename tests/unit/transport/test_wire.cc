@@ -66,7 +66,8 @@ TEST_CASE("hello, release and ack round trips") {
   REQUIRE(back.sources[1].samples == 20);
   REQUIRE(back.sources[1].files == hello.sources[1].files);
   REQUIRE(decode_hello(encode(HelloMessage{"cannot open x", {}})).error == "cannot open x");
-  REQUIRE(decode_release(encode_release({64, 128})) == std::vector<uint64_t>{64, 128});
+  const std::vector<SlotRange> ranges = {{64, 128}, {1024, 64}};
+  REQUIRE(decode_release(encode_release(ranges)) == ranges);
   REQUIRE(decode_ack(encode(AckMessage{9})).step == 9);
   REQUIRE(decode_ack(encode(AckMessage{9, 0.5, 123456789})).rss_bytes == 123456789);
   const ReassignMessage move = decode_reassign(encode(ReassignMessage{{0}, {2, 3}}));
@@ -160,6 +161,25 @@ TEST_CASE("slot allocator places, frees and coalesces") {
   alloc.release(*c);
   REQUIRE(alloc.used() == 0);
   REQUIRE(alloc.allocate(64 * 10));
+}
+
+TEST_CASE("slot allocator frees a run of adjacent slots at once") {
+  SlotAllocator alloc(64 * 10);
+  auto a = alloc.allocate(100);  // [0, 128)
+  auto b = alloc.allocate(64);   // [128, 192)
+  auto c = alloc.allocate(1);    // [192, 256)
+  REQUIRE((a && b && c && *b == 128 && *c == 192));
+  CHECK(slot_extent(0) == 64);
+  CHECK(slot_extent(100) == 128);
+  alloc.release_range(*a, 192);  // a and b, not c
+  CHECK(alloc.used() == 64);
+  CHECK(alloc.live() == 1);
+  auto d = alloc.allocate(192);  // the freed range is one piece
+  REQUIRE(d);
+  CHECK(*d == 0);
+  alloc.release_range(0, 256);
+  CHECK(alloc.used() == 0);
+  CHECK(alloc.allocate(64 * 10));
 }
 
 TEST_CASE("slot allocator never hands out overlapping ranges") {
