@@ -16,9 +16,9 @@
 namespace msd {
 
 namespace {
-// A kTagMeta message goes out once it holds this many samples, or its oldest
+// A kTagMeta message goes out once it answers the last request of a load
+// message (the planner sends one per loader and step), or its oldest sample
 // has waited this long, or the loader has nothing more to serve now.
-constexpr size_t kMetaBatch = 64;
 constexpr std::chrono::milliseconds kMetaMaxAge{2};
 }  // namespace
 
@@ -359,6 +359,8 @@ RoleStats LoaderRole::serve() {
   slots_ = std::make_unique<SlotAllocator>(job_.windows.bytes());
   const int planner = job_.layout.planner_rank();
   std::deque<LoadItem> pending;
+  std::deque<size_t> unplaced;  // per load message being served, in order: its requests not yet placed
+  bool answered = false;        // a load message's last request placed since the last metadata
   std::deque<Prepared> ready;  // transformed, in request order, waiting for room in the window
   // With several threads, requests are transformed in batches (their text
   // tokenized together); with one, one at a time for the lowest latency.
@@ -385,7 +387,9 @@ RoleStats LoaderRole::serve() {
     while (auto message = try_receive(job_.world.get(), planner, MPI_ANY_TAG, "waiting for planner requests")) {
       progressed = true;
       if (message->tag == kTagLoad) {
-        for (const auto& item : decode_load(message->bytes)) pending.push_back(item);
+        const std::vector<LoadItem> items = decode_load(message->bytes);
+        pending.insert(pending.end(), items.begin(), items.end());
+        if (!items.empty()) unplaced.push_back(items.size());
       } else if (message->tag == kTagCheckpoint) {
         flush();  // what was loaded before the checkpoint is reported first
         write_checkpoint(message->bytes);
@@ -411,14 +415,20 @@ RoleStats LoaderRole::serve() {
       if (outbox.empty()) outbox_since = Clock::now();
       if (ready.empty() || !place(ready.front(), outbox)) break;
       ready.pop_front();
+      if (--unplaced.front() == 0) {
+        unplaced.pop_front();
+        answered = true;
+      }
       progressed = true;
     }
     // Metadata goes out in batches: the planner handles each message on a
     // pass of its own, so the messages per step matter more than a sample's
     // latency, which the age bound keeps short for slow (image) samples.
-    if (!outbox.empty() && (!progressed || pending.empty() || outbox.size() >= kMetaBatch ||
-                            Clock::now() - outbox_since >= kMetaMaxAge))
+    if (!outbox.empty() &&
+        (!progressed || pending.empty() || answered || Clock::now() - outbox_since >= kMetaMaxAge)) {
       flush();
+      answered = false;
+    }
     if (Clock::now() - profile_sent >= std::chrono::seconds(1)) {
       send_profile();
       profile_sent = Clock::now();

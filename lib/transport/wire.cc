@@ -102,31 +102,57 @@ std::vector<LoadItem> decode_load(std::span<const uint8_t> bytes) {
 namespace {
 constexpr size_t kMetaBytes = 4 + 8 + 8 + 1 + 4 + 8 + 4 * 4;
 
+// Little-endian fields of a fixed-size record, at `p`, which they advance.
+template <typename T>
+void store(uint8_t*& p, T v) {
+  if constexpr (std::endian::native == std::endian::big) {
+    auto* b = reinterpret_cast<uint8_t*>(&v);
+    std::reverse(b, b + sizeof v);
+  }
+  std::memcpy(p, &v, sizeof v);
+  p += sizeof v;
+}
+template <typename T>
+T load(const uint8_t*& p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  if constexpr (std::endian::native == std::endian::big) {
+    auto* b = reinterpret_cast<uint8_t*>(&v);
+    std::reverse(b, b + sizeof v);
+  }
+  p += sizeof v;
+  return v;
+}
+
+// A SampleMeta is a record of kMetaBytes, written and read whole: the
+// planner decodes every loaded sample's and encodes it again into a plan.
 void put_meta(WireWriter& w, const SampleMeta& m) {
-  w.u32(m.source);
-  w.u64(m.cursor);
-  w.u64(m.index);
-  w.u8(m.bad);
-  w.u32(static_cast<uint32_t>(m.loader_rank));
-  w.u64(m.slot_offset);
-  w.u32(m.slot_bytes);
-  w.u32(m.text_tokens);
-  w.u32(m.patches);
-  w.u32(m.patch_bytes);
+  uint8_t* p = w.append(kMetaBytes);
+  store(p, m.source);
+  store(p, m.cursor);
+  store(p, m.index);
+  store(p, m.bad);
+  store(p, static_cast<uint32_t>(m.loader_rank));
+  store(p, m.slot_offset);
+  store(p, m.slot_bytes);
+  store(p, m.text_tokens);
+  store(p, m.patches);
+  store(p, m.patch_bytes);
 }
 
 SampleMeta get_meta(WireReader& r) {
+  const uint8_t* p = r.take(kMetaBytes);
   SampleMeta m;
-  m.source = r.u32();
-  m.cursor = r.u64();
-  m.index = r.u64();
-  m.bad = r.u8();
-  m.loader_rank = static_cast<int32_t>(r.u32());
-  m.slot_offset = r.u64();
-  m.slot_bytes = r.u32();
-  m.text_tokens = r.u32();
-  m.patches = r.u32();
-  m.patch_bytes = r.u32();
+  m.source = load<uint32_t>(p);
+  m.cursor = load<uint64_t>(p);
+  m.index = load<uint64_t>(p);
+  m.bad = load<uint8_t>(p);
+  m.loader_rank = static_cast<int32_t>(load<uint32_t>(p));
+  m.slot_offset = load<uint64_t>(p);
+  m.slot_bytes = load<uint32_t>(p);
+  m.text_tokens = load<uint32_t>(p);
+  m.patches = load<uint32_t>(p);
+  m.patch_bytes = load<uint32_t>(p);
   return m;
 }
 }  // namespace
@@ -194,10 +220,11 @@ std::vector<uint8_t> encode(const StepPlan& m) {
     w.u32(checked_cast<uint32_t>(mb.sequences.size()));
     for (const auto& seq : mb.sequences) {
       w.u32(checked_cast<uint32_t>(seq.pieces.size()));
-      for (const auto& p : seq.pieces) {
-        w.u32(p.sample);
-        w.u32(p.begin);
-        w.u32(p.length);
+      for (const auto& piece : seq.pieces) {
+        uint8_t* p = w.append(12);
+        store(p, piece.sample);
+        store(p, piece.begin);
+        store(p, piece.length);
       }
     }
   }

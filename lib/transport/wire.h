@@ -51,6 +51,13 @@ class WireWriter {
   void reserve(size_t more) {
     if (at_ + more > bytes_.size()) bytes_.resize(at_ + more);
   }
+  // `n` bytes appended, for the caller to fill (a fixed-size record written
+  // at once instead of field by field).
+  uint8_t* append(size_t n) {
+    if (at_ + n > bytes_.size()) bytes_.resize(std::max(2 * bytes_.size(), at_ + n));
+    at_ += n;
+    return bytes_.data() + at_ - n;
+  }
   // The bytes written (the room reserved beyond them given back).
   std::vector<uint8_t>& bytes() {
     bytes_.resize(at_);
@@ -87,6 +94,12 @@ class WireReader {
   uint64_t u64() { return get<uint64_t>(); }
   double f64() { return get<double>(); }
   std::string string();
+  // The next `n` bytes, checked once (a fixed-size record read at once).
+  const uint8_t* take(size_t n) {
+    need(n);
+    pos_ += n;
+    return bytes_.data() + pos_ - n;
+  }
   // Reads a count and checks that at least count * min_item_bytes remain.
   uint32_t count(size_t min_item_bytes);
   void finish() const;  // throws unless every byte was read
