@@ -406,47 +406,14 @@ bool PlannerRole::try_plan_step() {
 
 // Each data group's plan of `step`, to every client of the group that reads
 // its own batch (none when the step is fast-forwarded, `delivered` false);
-// returns the step's tokens. A plan lists the step's samples its pieces use,
-// in the order the pieces first use them.
+// returns the step's tokens.
 uint64_t PlannerRole::send_plans(uint64_t step, const std::vector<BucketPlan>& buckets,
                                  const std::vector<SampleMeta>& samples, bool delivered) {
-  constexpr uint32_t kAbsent = UINT32_MAX;
-  std::vector<uint32_t>& local = plan_index_;  // step sample -> index in the group's plan
-  std::vector<uint32_t>& used = plan_used_;    // the step samples in the group's plan, in its order
-  local.assign(samples.size(), kAbsent);
   uint64_t tokens = 0;
-  // One plan rebuilt per group: resizing its nested vectors keeps their
-  // heap room from group to group and step to step.
-  StepPlan& plan = wire_plan_;
+  plans_.start(step, pack_.seq_len, samples);
   for (int group = 0; group < job_.tree.data_groups(); ++group) {
-    const BucketPlan& bucket = buckets[static_cast<size_t>(group)];
-    plan.step = step;
-    plan.seq_len = pack_.seq_len;
-    plan.samples.clear();
-    plan.micro_batches.resize(bucket.micro_batches.size());
-    used.clear();
-    for (size_t m = 0; m < bucket.micro_batches.size(); ++m) {
-      const auto& mb = bucket.micro_batches[m];
-      MicroBatchWire& wire_mb = plan.micro_batches[m];
-      wire_mb.sequences.resize(mb.sequences.size());
-      for (size_t q = 0; q < mb.sequences.size(); ++q) {
-        std::vector<PiecePlan>& pieces = wire_mb.sequences[q].pieces;
-        pieces.clear();
-        for (const auto& piece : mb.sequences[q].pieces) {
-          uint32_t& index = local.at(piece.doc);
-          if (index == kAbsent) {
-            index = static_cast<uint32_t>(plan.samples.size());
-            plan.samples.push_back(samples[piece.doc]);
-            used.push_back(piece.doc);
-          }
-          pieces.push_back({index, piece.begin, piece.length});
-          tokens += piece.length;
-        }
-      }
-    }
-    for (uint32_t doc : used) local[doc] = kAbsent;
+    std::vector<uint8_t> bytes = plans_.encode(buckets[static_cast<size_t>(group)], tokens);
     if (!delivered) continue;
-    std::vector<uint8_t> bytes = encode(plan);
     int last = -1;  // the last receiver takes the bytes, the others a copy
     for (int client : job_.tree.group_members(group)) {
       if (!job_.talks_to_planner(client)) continue;

@@ -26,6 +26,7 @@
 #include "runtime/cursor_ring.h"
 #include "runtime/loader_profiles.h"
 #include "runtime/metrics.h"
+#include "runtime/plan_encoder.h"
 #include "runtime/slot_releases.h"
 #include "runtime/window_budget.h"
 #include "source/permutation.h"
@@ -141,8 +142,7 @@ class PlannerRole {
   size_t peer_count_;  // clients that get plans and acknowledge (JobContext::planner_peers)
   std::vector<uint64_t> need_;                    // request_ahead's scratch: samples per source
   std::vector<std::vector<LoadItem>> outbox_;     // request_ahead's scratch: requests per loader index
-  StepPlan wire_plan_;                            // send_plans' scratch: its nested vectors keep their room
-  std::vector<uint32_t> plan_index_, plan_used_;  // send_plans' scratch: step sample -> plan index; those set
+  PlanEncoder plans_;                             // send_plans': each group's plan into bytes
   std::deque<std::vector<uint32_t>> quotas_;  // for steps next_step_, next_step_+1, ...
   std::deque<std::vector<uint64_t>> realized_before_;  // Mixer::realized() before each step in quotas_
   // What a checkpoint of step t needs, taken when t is planned: consumed

@@ -100,7 +100,7 @@ std::vector<LoadItem> decode_load(std::span<const uint8_t> bytes) {
 }
 
 namespace {
-constexpr size_t kMetaBytes = 4 + 8 + 8 + 1 + 4 + 8 + 4 * 4;
+constexpr size_t kMetaBytes = kSampleMetaBytes;
 
 // Little-endian fields of a fixed-size record, at `p`, which they advance.
 template <typename T>
@@ -124,9 +124,11 @@ T load(const uint8_t*& p) {
   return v;
 }
 
+}  // namespace
+
 // A SampleMeta is a record of kMetaBytes, written and read whole: the
 // planner decodes every loaded sample's and encodes it again into a plan.
-void put_meta(WireWriter& w, const SampleMeta& m) {
+void put_sample_meta(WireWriter& w, const SampleMeta& m) {
   uint8_t* p = w.append(kMetaBytes);
   store(p, m.source);
   store(p, m.cursor);
@@ -140,6 +142,14 @@ void put_meta(WireWriter& w, const SampleMeta& m) {
   store(p, m.patch_bytes);
 }
 
+void put_piece(WireWriter& w, const PiecePlan& piece) {
+  uint8_t* p = w.append(12);
+  store(p, piece.sample);
+  store(p, piece.begin);
+  store(p, piece.length);
+}
+
+namespace {
 SampleMeta get_meta(WireReader& r) {
   const uint8_t* p = r.take(kMetaBytes);
   SampleMeta m;
@@ -164,7 +174,7 @@ std::vector<uint8_t> encode_meta(const std::vector<SampleMeta>& items, const Loa
   w.f64(status.busy_seconds);
   w.f64(status.wall_seconds);
   w.u32(checked_cast<uint32_t>(items.size()));
-  for (const auto& m : items) put_meta(w, m);
+  for (const auto& m : items) put_sample_meta(w, m);
   return std::move(w.bytes());
 }
 
@@ -214,18 +224,13 @@ std::vector<uint8_t> encode(const StepPlan& m) {
   w.u64(m.step);
   w.u32(m.seq_len);
   w.u32(checked_cast<uint32_t>(m.samples.size()));
-  for (const auto& s : m.samples) put_meta(w, s);
+  for (const auto& s : m.samples) put_sample_meta(w, s);
   w.u32(checked_cast<uint32_t>(m.micro_batches.size()));
   for (const auto& mb : m.micro_batches) {
     w.u32(checked_cast<uint32_t>(mb.sequences.size()));
     for (const auto& seq : mb.sequences) {
       w.u32(checked_cast<uint32_t>(seq.pieces.size()));
-      for (const auto& piece : seq.pieces) {
-        uint8_t* p = w.append(12);
-        store(p, piece.sample);
-        store(p, piece.begin);
-        store(p, piece.length);
-      }
+      for (const auto& piece : seq.pieces) put_piece(w, piece);
     }
   }
   return std::move(w.bytes());

@@ -214,6 +214,11 @@ struct SlotRange {
 };
 std::vector<uint8_t> encode_release(const std::vector<SlotRange>& ranges);
 std::vector<uint8_t> encode(const StepPlan& m);
+// The records a plan is made of, for writing one without a StepPlan
+// (PlanEncoder): a SampleMeta (kSampleMetaBytes) and a piece (12 bytes).
+inline constexpr size_t kSampleMetaBytes = 4 + 8 + 8 + 1 + 4 + 8 + 4 * 4;
+void put_sample_meta(WireWriter& w, const SampleMeta& m);
+void put_piece(WireWriter& w, const PiecePlan& piece);
 std::vector<uint8_t> encode(const AckMessage& m);
 
 struct FaultMessage {

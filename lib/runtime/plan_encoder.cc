@@ -1,0 +1,51 @@
+#include "runtime/plan_encoder.h"
+
+#include "common/error.h"
+
+namespace msd {
+
+void PlanEncoder::start(uint64_t step, uint32_t seq_len, const std::vector<SampleMeta>& samples) {
+  step_ = step;
+  seq_len_ = seq_len;
+  samples_ = &samples;
+  local_.assign(samples.size(), kAbsent);
+}
+
+std::vector<uint8_t> PlanEncoder::encode(const BucketPlan& bucket, uint64_t& tokens) {
+  used_.clear();
+  size_t bytes = 8 + 4 + 4 + 4;
+  for (const MicroBatchPlan& mb : bucket.micro_batches) {
+    bytes += 4;
+    for (const PackedSequence& sequence : mb.sequences) {
+      bytes += 4 + sequence.pieces.size() * 12;
+      for (const Piece& piece : sequence.pieces) {
+        uint32_t& index = local_.at(piece.doc);
+        if (index == kAbsent) {
+          index = static_cast<uint32_t>(used_.size());
+          used_.push_back(piece.doc);
+        }
+      }
+    }
+  }
+  WireWriter w;
+  w.reserve(bytes + used_.size() * kSampleMetaBytes);
+  w.u64(step_);
+  w.u32(seq_len_);
+  w.u32(checked_cast<uint32_t>(used_.size()));
+  for (uint32_t doc : used_) put_sample_meta(w, (*samples_)[doc]);
+  w.u32(checked_cast<uint32_t>(bucket.micro_batches.size()));
+  for (const MicroBatchPlan& mb : bucket.micro_batches) {
+    w.u32(checked_cast<uint32_t>(mb.sequences.size()));
+    for (const PackedSequence& sequence : mb.sequences) {
+      w.u32(checked_cast<uint32_t>(sequence.pieces.size()));
+      for (const Piece& piece : sequence.pieces) {
+        put_piece(w, {local_[piece.doc], piece.begin, piece.length});
+        tokens += piece.length;
+      }
+    }
+  }
+  for (uint32_t doc : used_) local_[doc] = kAbsent;
+  return std::move(w.bytes());
+}
+
+}  // namespace msd
