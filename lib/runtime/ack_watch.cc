@@ -7,14 +7,19 @@
 namespace msd {
 
 AckWatch::AckWatch(std::vector<int> clients, uint64_t timeout_s) : timeout_(timeout_s) {
-  for (int rank : clients) next_ack_[rank] = 0;
+  for (int rank : clients) {
+    MSD_CHECK_LE(0, rank);
+    if (static_cast<size_t>(rank) >= next_ack_.size()) next_ack_.resize(static_cast<size_t>(rank) + 1, kNotWatched);
+    next_ack_[static_cast<size_t>(rank)] = 0;
+  }
 }
 
 void AckWatch::sent(uint64_t step, Clock::time_point now) { sent_.emplace(step, now); }
 
 void AckWatch::acked(int client, uint64_t step) {
-  auto it = next_ack_.find(client);
-  if (it != next_ack_.end()) it->second = step + 1;
+  if (client >= 0 && static_cast<size_t>(client) < next_ack_.size() &&
+      next_ack_[static_cast<size_t>(client)] != kNotWatched)
+    next_ack_[static_cast<size_t>(client)] = step + 1;
 }
 
 void AckWatch::completed(uint64_t step) { sent_.erase(step); }
@@ -25,8 +30,8 @@ void AckWatch::check(Clock::time_point now) const {
   if (now - when < timeout_) return;
   std::ostringstream late;
   int count = 0;
-  for (const auto& [rank, next] : next_ack_) {
-    if (next > step) continue;
+  for (size_t rank = 0; rank < next_ack_.size(); ++rank) {
+    if (next_ack_[rank] == kNotWatched || next_ack_[rank] > step) continue;
     if (count++ < 8) late << (count > 1 ? ", " : "") << rank;
   }
   if (count > 8) late << " and " << count - 8 << " more";

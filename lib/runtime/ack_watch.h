@@ -26,7 +26,11 @@ class AckWatch {
   void check(Clock::time_point now) const;
 
  private:
-  std::map<int, uint64_t> next_ack_;            // client -> the next step it will acknowledge
+  // By client world rank: the next step it will acknowledge, kNotWatched for
+  // the other ranks. Indexed, not a map: the planner asks once per
+  // acknowledgement, thousands per step at scale.
+  static constexpr uint64_t kNotWatched = UINT64_MAX;
+  std::vector<uint64_t> next_ack_;
   std::map<uint64_t, Clock::time_point> sent_;  // outstanding steps -> when their plans went out
   std::chrono::seconds timeout_;
 };

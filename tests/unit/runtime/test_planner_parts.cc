@@ -1,12 +1,15 @@
 // The planner's collaborators that hold no MPI: the loader checkpoint round,
-// the loaders' profiles and the slot releases.
+// the loaders' profiles, the slot releases, the plan encoder and the
+// acknowledgement watch.
 #include <catch2/catch.hpp>
 
 #include <tuple>
 
 #include "common/error.h"
+#include "runtime/ack_watch.h"
 #include "runtime/checkpoint_round.h"
 #include "runtime/loader_profiles.h"
+#include "runtime/plan_encoder.h"
 #include "runtime/slot_releases.h"
 
 using namespace msd;
@@ -89,4 +92,70 @@ TEST_CASE("slot releases merge a loader's adjacent slots into ranges") {
   CHECK(std::get<2>(out[1]) == 64);
   CHECK(releases.empty());
   CHECK_FALSE(releases.holds(3));
+}
+
+TEST_CASE("the plan encoder writes the bytes of encode(StepPlan) for the same plan") {
+  std::vector<SampleMeta> samples(5);
+  for (uint32_t i = 0; i < samples.size(); ++i) {
+    samples[i].source = i % 2;
+    samples[i].cursor = 100 + i;
+    samples[i].index = 7 * i;
+    samples[i].loader_rank = 1 + static_cast<int>(i % 2);
+    samples[i].slot_offset = 64 * i;
+    samples[i].slot_bytes = 40 + i;
+    samples[i].text_tokens = 10 + i;
+  }
+  // Two groups: sample 3 split over two sequences of the first; the second
+  // uses samples the first used, in another order (indices are per plan).
+  std::vector<BucketPlan> buckets(2);
+  buckets[0].micro_batches.resize(2);
+  buckets[0].micro_batches[0].sequences = {{{{3, 0, 8}, {1, 0, 11}}, 19}, {{{3, 8, 5}}, 5}};
+  buckets[0].micro_batches[1].sequences = {{{{0, 0, 10}}, 10}};
+  buckets[1].micro_batches.resize(1);
+  buckets[1].micro_batches[0].sequences = {{{{4, 0, 14}, {0, 0, 10}}, 24}, {{{2, 0, 12}}, 12}};
+  PlanEncoder encoder;
+  encoder.start(9, 32, samples);
+  for (const BucketPlan& bucket : buckets) {
+    StepPlan expected;  // as the planner built it before: samples in the order the pieces first use them
+    expected.step = 9;
+    expected.seq_len = 32;
+    std::vector<int> local(samples.size(), -1);
+    uint64_t expected_tokens = 0;
+    for (const MicroBatchPlan& mb : bucket.micro_batches) {
+      MicroBatchWire& wire = expected.micro_batches.emplace_back();
+      for (const PackedSequence& sequence : mb.sequences) {
+        SequencePlan& out = wire.sequences.emplace_back();
+        for (const Piece& piece : sequence.pieces) {
+          if (local[piece.doc] < 0) {
+            local[piece.doc] = static_cast<int>(expected.samples.size());
+            expected.samples.push_back(samples[piece.doc]);
+          }
+          out.pieces.push_back({static_cast<uint32_t>(local[piece.doc]), piece.begin, piece.length});
+          expected_tokens += piece.length;
+        }
+      }
+    }
+    uint64_t tokens = 0;
+    CHECK(encoder.encode(bucket, tokens) == encode(expected));
+    CHECK(tokens == expected_tokens);
+  }
+}
+
+TEST_CASE("the acknowledgement watch names the clients that did not acknowledge in time") {
+  AckWatch watch({5, 2, 9}, 1);
+  const auto t0 = Clock::now();
+  watch.sent(0, t0);
+  watch.acked(2, 0);
+  watch.acked(7, 0);  // not a watched rank: ignored
+  CHECK_NOTHROW(watch.check(t0 + milliseconds(500)));
+  try {
+    watch.check(t0 + milliseconds(1500));
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("ranks 5, 9 did not acknowledge step 0") != std::string::npos);
+  }
+  watch.acked(5, 0);
+  watch.acked(9, 0);
+  watch.completed(0);
+  CHECK_NOTHROW(watch.check(t0 + milliseconds(1500)));
 }
