@@ -32,14 +32,14 @@ std::vector<uint8_t> PlanEncoder::encode(const BucketPlan& bucket, uint64_t& tok
   w.u64(step_);
   w.u32(seq_len_);
   w.u32(checked_cast<uint32_t>(used_.size()));
-  for (uint32_t doc : used_) put_sample_meta(w, (*samples_)[doc]);
+  for (uint32_t doc : used_) write_wire(w, (*samples_)[doc]);
   w.u32(checked_cast<uint32_t>(bucket.micro_batches.size()));
   for (const MicroBatchPlan& mb : bucket.micro_batches) {
     w.u32(checked_cast<uint32_t>(mb.sequences.size()));
     for (const PackedSequence& sequence : mb.sequences) {
       w.u32(checked_cast<uint32_t>(sequence.pieces.size()));
       for (const Piece& piece : sequence.pieces) {
-        put_piece(w, {local_[piece.doc], piece.begin, piece.length});
+        write_wire(w, PiecePlan{local_[piece.doc], piece.begin, piece.length});
         tokens += piece.length;
       }
     }

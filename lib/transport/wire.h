@@ -2,7 +2,9 @@
 // bytes never travel here: they go loader -> client through RMA windows
 // (docs/window-slot.md). Encoding: little-endian fixed-width integers and
 // doubles on every host (a big-endian host swaps), counts before arrays; every
-// message starts with a version byte.
+// message starts with a version byte. Each message's fields are listed once,
+// in wire order (wire_fields below each struct), and that one list serves
+// encoding, decoding and the sizes both check.
 #pragma once
 
 #include <algorithm>
@@ -11,6 +13,9 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -39,13 +44,18 @@ enum Tag : int {
 
 class WireWriter {
  public:
-  WireWriter() { u8(kWireVersion); }
-  void u8(uint8_t v) { put(v); }
-  void u16(uint16_t v) { put(v); }
-  void u32(uint32_t v) { put(v); }
-  void u64(uint64_t v) { put(v); }
-  void f64(double v) { put(v); }
+  WireWriter() { scalar(uint8_t{kWireVersion}); }
+  void u8(uint8_t v) { scalar(v); }
+  void u32(uint32_t v) { scalar(v); }
+  void u64(uint64_t v) { scalar(v); }
+  void f64(double v) { scalar(v); }
   void string(const std::string& s);
+  // One integer or double, little-endian.
+  template <typename T>
+  void scalar(T v) {
+    std::memcpy(append(sizeof v), &v, sizeof v);
+    if constexpr (std::endian::native == std::endian::big) std::reverse(bytes_.data() + at_ - sizeof v, bytes_.data() + at_);
+  }
   // Room for `more` bytes beyond those written: a message of many items
   // grows once, not by doubling.
   void reserve(size_t more) {
@@ -65,21 +75,6 @@ class WireWriter {
   }
 
  private:
-  // Writes into room made ahead (bytes_ is sized past at_): a field costs a
-  // copy, not a vector insert.
-  void write(const void* p, size_t n) {
-    if (at_ + n > bytes_.size()) bytes_.resize(std::max(2 * bytes_.size(), at_ + n));
-    std::memcpy(bytes_.data() + at_, p, n);
-    at_ += n;
-  }
-  template <typename T>
-  void put(T v) {
-    if constexpr (std::endian::native == std::endian::big) {
-      auto* p = reinterpret_cast<uint8_t*>(&v);
-      std::reverse(p, p + sizeof v);
-    }
-    write(&v, sizeof v);
-  }
   std::vector<uint8_t> bytes_;
   size_t at_ = 0;  // bytes written; bytes_ may be larger (room)
 };
@@ -88,12 +83,21 @@ class WireWriter {
 class WireReader {
  public:
   WireReader(std::span<const uint8_t> bytes, const char* what);
-  uint8_t u8() { return get<uint8_t>(); }
-  uint16_t u16() { return get<uint16_t>(); }
-  uint32_t u32() { return get<uint32_t>(); }
-  uint64_t u64() { return get<uint64_t>(); }
-  double f64() { return get<double>(); }
+  uint8_t u8() { return scalar<uint8_t>(); }
+  uint32_t u32() { return scalar<uint32_t>(); }
+  uint64_t u64() { return scalar<uint64_t>(); }
+  double f64() { return scalar<double>(); }
   std::string string();
+  template <typename T>
+  T scalar() {
+    T v;
+    std::memcpy(&v, take(sizeof v), sizeof v);
+    if constexpr (std::endian::native == std::endian::big) {
+      auto* p = reinterpret_cast<uint8_t*>(&v);
+      std::reverse(p, p + sizeof v);
+    }
+    return v;
+  }
   // The next `n` bytes, checked once (a fixed-size record read at once).
   const uint8_t* take(size_t n) {
     need(n);
@@ -105,24 +109,144 @@ class WireReader {
   void finish() const;  // throws unless every byte was read
 
  private:
-  template <typename T>
-  T get() {
-    need(sizeof(T));
-    T v;
-    auto* p = reinterpret_cast<uint8_t*>(&v);
-    std::copy(bytes_.begin() + static_cast<std::ptrdiff_t>(pos_),
-              bytes_.begin() + static_cast<std::ptrdiff_t>(pos_ + sizeof(T)), p);
-    if constexpr (std::endian::native == std::endian::big) std::reverse(p, p + sizeof(T));
-    pos_ += sizeof(T);
-    return v;
-  }
   void need(size_t n) const;
   std::span<const uint8_t> bytes_;
   size_t pos_ = 0;
   const char* what_;
 };
 
+// --- one field list for encoding and decoding -----------------------------------
+//
+// A message struct M comes with `auto wire_fields(M& m)`, the std::tie of its
+// fields in wire order. A field is an integer or double (little-endian, its
+// own width), a std::string (u32 length, bytes), a std::vector (u32 count,
+// items), a std::pair, or another struct with wire_fields. write_wire and
+// read_wire walk that list; a struct whose fields all have a fixed width is
+// written and read as one record, its size checked once.
+namespace wire {
+
+template <typename T>
+struct is_vector : std::false_type {};
+template <typename T>
+struct is_vector<std::vector<T>> : std::true_type {};
+template <typename T>
+struct is_pair : std::false_type {};
+template <typename A, typename B>
+struct is_pair<std::pair<A, B>> : std::true_type {};
+
+template <typename T>
+using Fields = decltype(wire_fields(std::declval<T&>()));
+
+// Bytes of T when all its fields have a fixed width; 0 otherwise.
+template <typename T>
+constexpr size_t fixed_bytes() {
+  if constexpr (std::is_arithmetic_v<T>) {
+    return sizeof(T);
+  } else if constexpr (std::is_same_v<T, std::string> || is_vector<T>::value || is_pair<T>::value) {
+    return 0;
+  } else {
+    return []<typename... F>(std::tuple<F&...>*) {
+      const size_t sizes[] = {fixed_bytes<std::remove_const_t<F>>()...};
+      size_t sum = 0;
+      for (size_t size : sizes) {
+        if (size == 0) return size_t{0};
+        sum += size;
+      }
+      return sum;
+    }(static_cast<Fields<T>*>(nullptr));
+  }
+}
+
+// The fewest bytes a T takes (a string or vector at least its count).
+template <typename T>
+constexpr size_t min_bytes() {
+  if constexpr (std::is_arithmetic_v<T>) return sizeof(T);
+  else if constexpr (std::is_same_v<T, std::string> || is_vector<T>::value) return 4;
+  else if constexpr (is_pair<T>::value) return min_bytes<typename T::first_type>() + min_bytes<typename T::second_type>();
+  else
+    return []<typename... F>(std::tuple<F&...>*) {
+      return (size_t{0} + ... + min_bytes<std::remove_const_t<F>>());
+    }(static_cast<Fields<T>*>(nullptr));
+}
+
+template <typename T>
+void store(uint8_t*& p, T v) {
+  std::memcpy(p, &v, sizeof v);
+  if constexpr (std::endian::native == std::endian::big) std::reverse(p, p + sizeof v);
+  p += sizeof v;
+}
+
+template <typename T>
+void load(const uint8_t*& p, T& v) {
+  std::memcpy(&v, p, sizeof v);
+  if constexpr (std::endian::native == std::endian::big) {
+    auto* b = reinterpret_cast<uint8_t*>(&v);
+    std::reverse(b, b + sizeof v);
+  }
+  p += sizeof v;
+}
+
+}  // namespace wire
+
+template <typename T>
+void write_wire(WireWriter& w, const T& v) {
+  if constexpr (std::is_arithmetic_v<T>) {
+    w.scalar(v);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    w.string(v);
+  } else if constexpr (wire::is_vector<T>::value) {
+    w.u32(checked_cast<uint32_t>(v.size()));
+    if constexpr (constexpr size_t n = wire::fixed_bytes<typename T::value_type>(); n > 0) w.reserve(n * v.size());
+    for (const auto& item : v) write_wire(w, item);
+  } else if constexpr (wire::is_pair<T>::value) {
+    write_wire(w, v.first);
+    write_wire(w, v.second);
+  } else if constexpr (constexpr size_t n = wire::fixed_bytes<T>(); n > 0) {
+    uint8_t* p = w.append(n);
+    std::apply([&](const auto&... field) { (wire::store(p, field), ...); }, wire_fields(const_cast<T&>(v)));
+  } else {  // the writer only reads the fields
+    std::apply([&](const auto&... field) { (write_wire(w, field), ...); }, wire_fields(const_cast<T&>(v)));
+  }
+}
+
+template <typename T>
+void read_wire(WireReader& r, T& v) {
+  if constexpr (std::is_arithmetic_v<T>) {
+    v = r.scalar<T>();
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    v = r.string();
+  } else if constexpr (wire::is_vector<T>::value) {
+    v.resize(r.count(wire::min_bytes<typename T::value_type>()));
+    for (auto& item : v) read_wire(r, item);
+  } else if constexpr (wire::is_pair<T>::value) {
+    read_wire(r, v.first);
+    read_wire(r, v.second);
+  } else if constexpr (constexpr size_t n = wire::fixed_bytes<T>(); n > 0) {
+    const uint8_t* p = r.take(n);
+    std::apply([&](auto&... field) { (wire::load(p, field), ...); }, wire_fields(v));
+  } else {
+    std::apply([&](auto&... field) { (read_wire(r, field), ...); }, wire_fields(v));
+  }
+}
+
+// A whole message: the version byte, then `fields...` in order.
+template <typename... T>
+std::vector<uint8_t> encode_fields(const T&... fields) {
+  WireWriter w;
+  (write_wire(w, fields), ...);
+  return std::move(w.bytes());
+}
+
+// Reads `fields...` in order from a whole message; every byte must be read.
+template <typename... T>
+void decode_fields(std::span<const uint8_t> bytes, const char* what, T&... fields) {
+  WireReader r(bytes, what);
+  (read_wire(r, fields), ...);
+  r.finish();
+}
+
 // --- messages -----------------------------------------------------------------
+// Each struct's wire_fields is its layout on the wire (docs/wire.md).
 
 // A file a loader opened for a source: its path and size.
 struct SourceFile {
@@ -130,6 +254,7 @@ struct SourceFile {
   uint64_t bytes = 0;
   bool operator==(const SourceFile&) const = default;
 };
+inline auto wire_fields(SourceFile& m) { return std::tie(m.path, m.bytes); }
 
 struct SourceInfo {
   uint32_t source = 0;
@@ -137,17 +262,20 @@ struct SourceInfo {
   uint64_t state_bytes = 0;
   std::vector<SourceFile> files;  // in the reader's order; every loader of the source must see the same
 };
+inline auto wire_fields(SourceInfo& m) { return std::tie(m.source, m.samples, m.state_bytes, m.files); }
 
 struct HelloMessage {
   std::string error;  // non-empty: this loader could not open its sources
   std::vector<SourceInfo> sources;
 };
+inline auto wire_fields(HelloMessage& m) { return std::tie(m.error, m.sources); }
 
 struct LoadItem {
   uint32_t source = 0;
   uint64_t cursor = 0;  // position in the source's sample stream
   uint64_t index = 0;   // file-order index (the permutation's image of cursor)
 };
+inline auto wire_fields(LoadItem& m) { return std::tie(m.source, m.cursor, m.index); }
 
 // Where a loaded sample sits in a loader's window and how big it is.
 struct SampleMeta {
@@ -164,20 +292,30 @@ struct SampleMeta {
 
   uint32_t positions() const { return patches + text_tokens; }
 };
+inline auto wire_fields(SampleMeta& m) {
+  return std::tie(m.source, m.cursor, m.index, m.bad, m.loader_rank, m.slot_offset, m.slot_bytes, m.text_tokens,
+                  m.patches, m.patch_bytes);
+}
+// A SampleMeta is one record of this many bytes (PlanEncoder reserves by it).
+inline constexpr size_t kSampleMetaBytes = wire::fixed_bytes<SampleMeta>();
+static_assert(kSampleMetaBytes == 49, "docs/wire.md gives SampleMeta as 49 bytes");
 
 struct PiecePlan {
   uint32_t sample = 0;  // index into StepPlan::samples
   uint32_t begin = 0;   // first position of the document in this piece
   uint32_t length = 0;
 };
+inline auto wire_fields(PiecePlan& m) { return std::tie(m.sample, m.begin, m.length); }
 
 struct SequencePlan {
   std::vector<PiecePlan> pieces;
 };
+inline auto wire_fields(SequencePlan& m) { return std::tie(m.pieces); }
 
 struct MicroBatchWire {
   std::vector<SequencePlan> sequences;
 };
+inline auto wire_fields(MicroBatchWire& m) { return std::tie(m.sequences); }
 
 // One data group's plan for one step: the samples it uses and their packing.
 struct StepPlan {
@@ -186,12 +324,14 @@ struct StepPlan {
   std::vector<SampleMeta> samples;
   std::vector<MicroBatchWire> micro_batches;
 };
+inline auto wire_fields(StepPlan& m) { return std::tie(m.step, m.seq_len, m.samples, m.micro_batches); }
 
 struct AckMessage {
   uint64_t step = 0;
   double wait_seconds = 0.0;  // how long the client waited for this step's data
   uint64_t rss_bytes = 0;     // the client's resident set size (0 without output.metrics)
 };
+inline auto wire_fields(AckMessage& m) { return std::tie(m.step, m.wait_seconds, m.rss_bytes); }
 
 // A loader's figures for per-step metrics, on every metadata message: its
 // resident set size, and seconds spent reading and transforming samples out
@@ -201,10 +341,8 @@ struct LoaderStatus {
   double busy_seconds = 0.0;
   double wall_seconds = 0.0;
 };
+inline auto wire_fields(LoaderStatus& m) { return std::tie(m.rss_bytes, m.busy_seconds, m.wall_seconds); }
 
-std::vector<uint8_t> encode(const HelloMessage& m);
-std::vector<uint8_t> encode_load(const std::vector<LoadItem>& items);
-std::vector<uint8_t> encode_meta(const std::vector<SampleMeta>& items, const LoaderStatus& status = {});
 // [offset, offset + bytes) of a loader's window: one slot, or several
 // adjacent ones (each `bytes` as SlotAllocator placed it, 64-byte units).
 struct SlotRange {
@@ -212,28 +350,20 @@ struct SlotRange {
   uint64_t bytes = 0;
   bool operator==(const SlotRange&) const = default;
 };
-std::vector<uint8_t> encode_release(const std::vector<SlotRange>& ranges);
-std::vector<uint8_t> encode(const StepPlan& m);
-// The records a plan is made of, for writing one without a StepPlan
-// (PlanEncoder): a SampleMeta (kSampleMetaBytes) and a piece (12 bytes).
-inline constexpr size_t kSampleMetaBytes = 4 + 8 + 8 + 1 + 4 + 8 + 4 * 4;
-void put_sample_meta(WireWriter& w, const SampleMeta& m);
-void put_piece(WireWriter& w, const PiecePlan& piece);
-std::vector<uint8_t> encode(const AckMessage& m);
+inline auto wire_fields(SlotRange& m) { return std::tie(m.offset, m.bytes); }
 
 struct FaultMessage {
   std::string kind;  // hang | stall | fail
   uint64_t stall_ms = 0;
 };
-std::vector<uint8_t> encode(const FaultMessage& m);
+inline auto wire_fields(FaultMessage& m) { return std::tie(m.kind, m.stall_ms); }
 
 // A step and a list of world ranks (kTagFinish).
 struct RanksMessage {
   uint64_t step = 0;
-  std::vector<int> ranks;
+  std::vector<int32_t> ranks;
 };
-std::vector<uint8_t> encode(const RanksMessage& m);
-RanksMessage decode_ranks(std::span<const uint8_t> bytes);
+inline auto wire_fields(RanksMessage& m) { return std::tie(m.step, m.ranks); }
 
 // A loader moved between sources (topology.scaling = online): it closes the
 // sources in `close` (their index and buffers are freed) and opens those in
@@ -242,22 +372,40 @@ RanksMessage decode_ranks(std::span<const uint8_t> bytes);
 struct ReassignMessage {
   std::vector<uint32_t> close, open;
 };
-std::vector<uint8_t> encode(const ReassignMessage& m);
-ReassignMessage decode_reassign(std::span<const uint8_t> bytes);
-FaultMessage decode_fault(std::span<const uint8_t> bytes);
+inline auto wire_fields(ReassignMessage& m) { return std::tie(m.close, m.open); }
 
 // A loader's profile of each source it serves (kTagProfile).
 struct ProfileMessage {
   std::vector<std::pair<uint32_t, SourceProfile>> sources;  // (source id, profile)
 };
+inline auto wire_fields(SourceProfile& p) {
+  return std::tie(p.read_seconds_per_sample, p.transform_seconds_per_sample, p.bytes_per_sample, p.open_bytes,
+                  p.samples_measured, p.positions_per_sample, p.shared_bytes, p.patches_per_sample);
+}
+inline auto wire_fields(ProfileMessage& m) { return std::tie(m.sources); }
+
+// The messages by name. Decoding throws ProtocolError naming the message on
+// a short, long or malformed one.
+std::vector<uint8_t> encode(const HelloMessage& m);
+std::vector<uint8_t> encode_load(const std::vector<LoadItem>& items);
+std::vector<uint8_t> encode_meta(const std::vector<SampleMeta>& items, const LoaderStatus& status = {});
+std::vector<uint8_t> encode_release(const std::vector<SlotRange>& ranges);
+std::vector<uint8_t> encode(const StepPlan& m);
+std::vector<uint8_t> encode(const AckMessage& m);
+std::vector<uint8_t> encode(const FaultMessage& m);
+std::vector<uint8_t> encode(const RanksMessage& m);
+std::vector<uint8_t> encode(const ReassignMessage& m);
 std::vector<uint8_t> encode(const ProfileMessage& m);
-ProfileMessage decode_profile(std::span<const uint8_t> bytes);
 
 HelloMessage decode_hello(std::span<const uint8_t> bytes);
 std::vector<LoadItem> decode_load(std::span<const uint8_t> bytes);
 std::vector<SampleMeta> decode_meta(std::span<const uint8_t> bytes, LoaderStatus* status = nullptr);
 std::vector<SlotRange> decode_release(std::span<const uint8_t> bytes);
-StepPlan decode_plan(std::span<const uint8_t> bytes);
+StepPlan decode_plan(std::span<const uint8_t> bytes);  // also checks that every piece names one of its samples
 AckMessage decode_ack(std::span<const uint8_t> bytes);
+FaultMessage decode_fault(std::span<const uint8_t> bytes);
+RanksMessage decode_ranks(std::span<const uint8_t> bytes);
+ReassignMessage decode_reassign(std::span<const uint8_t> bytes);
+ProfileMessage decode_profile(std::span<const uint8_t> bytes);
 
 }  // namespace msd

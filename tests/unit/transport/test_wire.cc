@@ -226,3 +226,25 @@ TEST_CASE("window budget: a request goes out only when it fits for sure", "[slot
   budget.released(1, 300);
   CHECK(budget.used(1) == 0);
 }
+
+TEST_CASE("each message's size on the wire is the one docs/wire.md gives") {
+  // One field list per struct serves encoding and decoding: these sizes pin
+  // its order and widths to the documented layout (version byte included).
+  CHECK(encode_load({{1, 2, 3}}).size() == 1 + 4 + 20);
+  CHECK(encode_meta({SampleMeta{}}).size() == 1 + 24 + 4 + 49);
+  CHECK(encode_release({{0, 64}}).size() == 1 + 4 + 16);
+  CHECK(encode(AckMessage{}).size() == 1 + 24);
+  CHECK(encode(FaultMessage{"stall", 5}).size() == 1 + 4 + 5 + 8);
+  CHECK(encode(RanksMessage{7, {1, 2}}).size() == 1 + 8 + 4 + 8);
+  CHECK(encode(ReassignMessage{{1}, {2, 3}}).size() == 1 + 4 + 4 + 4 + 8);
+  CHECK(encode(HelloMessage{"", {SourceInfo{1, 2, 3, {{"ab", 4}}}}}).size() == 1 + 4 + 4 + 24 + 4 + 2 + 8);
+  const RanksMessage ranks = decode_ranks(encode(RanksMessage{7, {1, 2}}));
+  CHECK(ranks.step == 7);
+  CHECK(ranks.ranks == std::vector<int32_t>{1, 2});
+  const FaultMessage fault = decode_fault(encode(FaultMessage{"stall", 5}));
+  CHECK(fault.kind == "stall");
+  CHECK(fault.stall_ms == 5);
+  std::vector<uint8_t> cut = encode(RanksMessage{7, {1, 2}});
+  cut.pop_back();
+  CHECK_THROWS_AS(decode_ranks(cut), ProtocolError);
+}
