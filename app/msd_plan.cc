@@ -1,11 +1,11 @@
 // msd-plan: offline planning tools. `simulate` plans steps for an emulated
 // cluster from synthetic metadata and reports planner time and balance per
-// balance method (lib/plan/simulate.h); with --compare, every training mode's
-// throughput on the device model (lib/plan/simulate_compare.h). `profile`
+// balance method (lib/plan/cluster/simulate.h); with --compare, every training mode's
+// throughput on the device model (lib/plan/cluster/simulate_compare.h). `profile`
 // measures what each source of a configuration costs a loader
 // (lib/profile/profiler.h); `partition` sizes the loader pool from that
-// (lib/plan/partition.h, docs/scaling.md); `calibrate` fits the planner's
-// cost model to timed micro-batches (lib/plan/calibrate.h).
+// (lib/plan/pool/partition.h, docs/scaling.md); `calibrate` fits the planner's
+// cost model to timed micro-batches (lib/plan/cluster/calibrate.h).
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -17,11 +17,11 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "common/json_writer.h"
-#include "plan/calibrate.h"
-#include "plan/modes.h"
-#include "plan/partition.h"
-#include "plan/simulate.h"
-#include "plan/simulate_compare.h"
+#include "plan/cluster/calibrate.h"
+#include "plan/step/modes.h"
+#include "plan/pool/partition.h"
+#include "plan/cluster/simulate.h"
+#include "plan/cluster/simulate_compare.h"
 #include "profile/plan_file.h"
 #include "profile/profiler.h"
 #include "runtime/assignment.h"

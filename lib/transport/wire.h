@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "plan/profile.h"
+#include "plan/pool/profile.h"
 
 namespace msd {
 

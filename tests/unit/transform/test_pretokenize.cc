@@ -10,7 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/utf8.h"
 #include "transform/tokenizer/pretokenize.h"
+#include "transform/tokenizer/tokenizer.h"
 #include "unit/transform/random_text.h"
 
 namespace {
@@ -62,6 +64,7 @@ void check_same_split(msd::PreTokenizer& fast, msd::PreTokenizer& icu, std::stri
                 << (k < got.size() ? got[k].first : 0) << ", " << (k < got.size() ? got[k].second : 0)
                 << "); text around: " << describe_around(text, at));
   CHECK(got == expected);
+}
 
 }  // namespace
 
