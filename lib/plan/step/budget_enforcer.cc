@@ -64,7 +64,8 @@ PlacedPiece BudgetEnforcer::placed(const Piece& piece) const {
   return {piece, patches, cost_.document(piece.length, patches)};
 }
 
-void BudgetEnforcer::touch(const MicroBatchPlan& mb, std::vector<PlacedPiece>& pieces, std::vector<bool>::reference touched) const {
+void BudgetEnforcer::touch(const MicroBatchPlan& mb, std::vector<PlacedPiece>& pieces,
+                           std::vector<bool>::reference touched) const {
   if (touched) return;
   touched = true;
   for (const PackedSequence& sequence : mb.sequences)

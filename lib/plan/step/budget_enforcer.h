@@ -29,7 +29,8 @@ class BudgetEnforcer {
  private:
   PlacedPiece placed(const Piece& piece) const;
 
-  void touch(const MicroBatchPlan& mb, std::vector<PlacedPiece>& pieces, std::vector<bool>::reference touched) const;
+  void touch(const MicroBatchPlan& mb, std::vector<PlacedPiece>& pieces,
+             std::vector<bool>::reference touched) const;
 
   // Longest first, each to the micro-batch with the most room (ties: lower
   // index); cut at that room when it does not fit and holds no patches there.

@@ -4,8 +4,8 @@
 
 namespace msd::packing {
 
-SequencePlacer::SequencePlacer(const PackOptions& options, const CostModel& cost, uint64_t capacity, uint32_t max_sequences,
-                               double target)
+SequencePlacer::SequencePlacer(const PackOptions& options, const CostModel& cost, uint64_t capacity,
+                               uint32_t max_sequences, double target)
     : seq_len_(options.seq_len), cost_(cost), capacity_(capacity), max_sequences_(max_sequences), target_(target),
       buckets_(options.dp), in_room_(options.dp, false) {
   for (uint32_t b = 0; b < options.dp; ++b) {
