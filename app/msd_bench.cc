@@ -78,12 +78,7 @@ int transforms_main(int argc, char** argv) {
        "threads for the tokenizer's encode_batch rate")
       ("json", po::bool_switch(&json), "print one JSON object instead of text");
   po::variables_map values;
-  po::store(po::command_line_parser(argc, argv).options(described).run(), values);
-  po::notify(values);
-  if (values.count("help")) {
-    std::cout << described << '\n';
-    return 0;
-  }
+  if (!msd::cli::parse_or_help(argc, argv, described, values)) return 0;
   const double max_text_mb = values["max-text-mb"].as<double>();
   if (!(max_text_mb > 0)) throw msd::ConfigError("--max-text-mb must be above 0");
   options.max_text_bytes = static_cast<uint64_t>(max_text_mb * (1 << 20));

@@ -1,11 +1,11 @@
 // msd-plan: offline planning tools. `simulate` plans steps for an emulated
 // cluster from synthetic metadata and reports planner time and balance per
-// balance method (lib/plan/simulate.h); with --compare, every training mode's
-// throughput on the device model (lib/plan/simulate_compare.h). `profile`
+// balance method (lib/plan/cluster/simulate.h); with --compare, every training mode's
+// throughput on the device model (lib/plan/cluster/simulate_compare.h). `profile`
 // measures what each source of a configuration costs a loader
 // (lib/profile/profiler.h); `partition` sizes the loader pool from that
-// (lib/plan/partition.h, docs/scaling.md); `calibrate` fits the planner's
-// cost model to timed micro-batches (lib/plan/calibrate.h).
+// (lib/plan/pool/partition.h, docs/scaling.md); `calibrate` fits the planner's
+// cost model to timed micro-batches (lib/plan/cluster/calibrate.h).
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -17,11 +17,13 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "common/json_writer.h"
-#include "plan/calibrate.h"
-#include "plan/modes.h"
-#include "plan/partition.h"
-#include "plan/simulate.h"
-#include "plan/simulate_compare.h"
+#include "plan/cluster/calibrate.h"
+#include "plan/cluster/calibration_io.h"
+#include "plan/cluster/place_stream.h"
+#include "plan/step/modes.h"
+#include "plan/pool/partition.h"
+#include "plan/cluster/simulate.h"
+#include "plan/cluster/simulate_compare.h"
 #include "profile/plan_file.h"
 #include "profile/profiler.h"
 #include "runtime/assignment.h"
@@ -92,90 +94,6 @@ int profile_main(int argc, char** argv) {
   return 0;
 }
 
-// Seconds, one per line ('#' starts a comment), from `path`.
-std::vector<double> read_times(const std::string& path, const std::string& option = "--times") {
-  std::ifstream in(path);
-  if (!in) throw msd::ConfigError(option + ": cannot open " + path);
-  std::vector<double> seconds;
-  std::string line;
-  for (uint64_t number = 1; std::getline(in, line); ++number) {
-    line = line.substr(0, line.find('#'));
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    size_t used = 0;
-    double value = 0.0;
-    try {
-      value = std::stod(line, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || line.find_first_not_of(" \t\r", used) != std::string::npos || !(value > 0.0))
-      throw msd::ConfigError(msd::str(path, ":", number, ": '", line, "' is not a time in seconds > 0"));
-    seconds.push_back(value);
-  }
-  return seconds;
-}
-
-// One micro-batch shape from a probe_json line: {"sequences":[{"segments":
-// [...],"patches":[...],"padding":N},...]}.
-msd::MicroBatchShape parse_shape(const std::string& line, const std::string& where) {
-  msd::JsonValue value;
-  const msd::JsonStatus status = msd::parse_json(line, value);
-  if (!status.ok) throw msd::ConfigError(msd::str(where, ": not JSON (", status.message, " at byte ", status.offset, ")"));
-  const msd::JsonValue* sequences = value.type == msd::JsonType::object ? value.find("sequences") : nullptr;
-  if (!sequences || sequences->type != msd::JsonType::array)
-    throw msd::ConfigError(where + ": expected an object with a \"sequences\" array");
-  auto count = [&](const msd::JsonValue& v, const char* what) {
-    if (v.type != msd::JsonType::number || v.number < 0 || v.number > 1e9 || v.number != std::floor(v.number))
-      throw msd::ConfigError(msd::str(where, ": ", what, " must be a whole number of positions"));
-    return static_cast<uint32_t>(v.number);
-  };
-  msd::MicroBatchShape shape;
-  for (const msd::JsonValue& item : sequences->array) {
-    msd::SequenceShape sequence;
-    const msd::JsonValue* segments = item.type == msd::JsonType::object ? item.find("segments") : nullptr;
-    const msd::JsonValue* patches = item.type == msd::JsonType::object ? item.find("patches") : nullptr;
-    const msd::JsonValue* padding = item.type == msd::JsonType::object ? item.find("padding") : nullptr;
-    if (!segments || segments->type != msd::JsonType::array)
-      throw msd::ConfigError(where + ": a sequence needs a \"segments\" array");
-    for (const msd::JsonValue& v : segments->array) sequence.segments.push_back(count(v, "a segment"));
-    if (patches && patches->type == msd::JsonType::array)
-      for (const msd::JsonValue& v : patches->array) sequence.patches.push_back(count(v, "patches"));
-    sequence.patches.resize(sequence.segments.size(), 0);
-    sequence.padding = padding ? count(*padding, "padding") : 0;
-    shape.push_back(std::move(sequence));
-  }
-  return shape;
-}
-
-// Micro-batch shapes, one JSON object a line, from `path` (`option` names it in errors).
-std::vector<msd::MicroBatchShape> read_shapes(const std::string& path, const std::string& option) {
-  std::ifstream in(path);
-  if (!in) throw msd::ConfigError(option + ": cannot open " + path);
-  std::vector<msd::MicroBatchShape> shapes;
-  std::string line;
-  for (uint64_t number = 1; std::getline(in, line); ++number)
-    if (line.find_first_not_of(" \t\r") != std::string::npos)
-      shapes.push_back(parse_shape(line, msd::str(option, " ", path, ":", number)));
-  return shapes;
-}
-
-void print_calibration(const msd::Calibration& c, const std::string& timed_on, std::ostream& out) {
-  char line[512];
-  std::snprintf(line, sizeof line,
-                "msd-plan calibrate: %llu probe micro-batches timed on %s\n"
-                "fit: seconds = %.4g + %.4g * (a*L + L^2 + vision_scale*V) per micro-batch; R^2 %.5f, largest "
-                "error %.2f%%\n"
-                "put in the configuration:\n[model]\ncost_a = %.6g\n",
-                static_cast<unsigned long long>(c.probes), timed_on.c_str(), c.overhead_seconds, c.seconds_per_unit,
-                c.r_squared, 100 * c.max_relative_error, c.a);
-  out << line;
-  // model.cost_vision_scale = 0 means "derive it", not "patches cost no more than text".
-  if (c.vision_scale > 0.0)
-    out << "cost_vision_scale = " << c.vision_scale << '\n';
-  else
-    out << "# the times show no vision-tower cost beyond text; cost_vision_scale has no value for that (0 derives it)\n";
-}
-
 int calibrate_main(int argc, char** argv) {
   std::string config_path, shapes_out, times_path, shapes_in, check_shapes, check_times;
   uint32_t probes = 256;
@@ -216,49 +134,26 @@ int calibrate_main(int argc, char** argv) {
   if (!shapes_in.empty() && times_path.empty()) throw msd::ConfigError("--shapes: give their seconds with --times");
   if (check_shapes.empty() != check_times.empty())
     throw msd::ConfigError("--check-shapes and --check-times go together");
-  const std::vector<msd::MicroBatchShape> shapes =
-      shapes_in.empty() ? msd::probe_micro_batches(config.job.seq_len, cp, probes, seed) : read_shapes(shapes_in, "--shapes");
+  const std::vector<msd::MicroBatchShape> shapes = shapes_in.empty()
+                                                       ? msd::probe_micro_batches(config.job.seq_len, cp, probes, seed)
+                                                       : msd::read_shapes(shapes_in, "--shapes");
   if (!shapes_out.empty()) {
-    std::ofstream out(shapes_out);
-    for (const msd::MicroBatchShape& shape : shapes) out << msd::probe_json(shape) << '\n';
-    if (!out) throw msd::IoError("--shapes-out: cannot write " + shapes_out);
+    msd::write_shapes(shapes_out, shapes, "--shapes-out");
     std::cerr << "msd-plan calibrate: " << shapes.size() << " probe micro-batches written to " << shapes_out << '\n';
     if (times_path.empty()) return 0;
   }
-  std::vector<double> seconds;
   std::string timed_on = times_path;
-  if (!times_path.empty()) {
-    seconds = read_times(times_path);
-  } else {
-    const msd::DeviceModel device = msd::make_device_model(config);
-    const msd::Parallel parallel{static_cast<uint32_t>(config.topology.dp), static_cast<uint32_t>(config.topology.pp),
-                                 cp, static_cast<uint32_t>(config.topology.tp)};
-    for (const msd::MicroBatchShape& shape : shapes) seconds.push_back(msd::micro_batch_seconds(device, parallel, shape));
-    timed_on = "the device model (" + device.model.name + " on " + device.device.name + ")";
-  }
+  const std::vector<double> seconds =
+      times_path.empty() ? msd::device_model_seconds(config, shapes, timed_on) : msd::read_times(times_path);
   const msd::Calibration c = msd::calibrate(shapes, seconds, msd::make_cost_model(config), cp);
   msd::HeldOutError held{};
   if (!check_shapes.empty())
-    held = msd::held_out_error(c, read_shapes(check_shapes, "--check-shapes"), read_times(check_times, "--check-times"),
-                               msd::make_cost_model(config), cp);
-  if (!json) {
-    print_calibration(c, timed_on, std::cout);
-    if (held.micro_batches > 0)
-      std::printf("# held out: %llu micro-batches, median error %.2f%%, 90th percentile %.2f%%\n",
-                  static_cast<unsigned long long>(held.micro_batches), 100 * held.median_abs_error,
-                  100 * held.p90_abs_error);
-    return 0;
-  }
-  msd::JsonWriter w;
-  w.begin_object().value("probes", c.probes).value("cost_a", c.a).value("cost_vision_scale", c.vision_scale);
-  w.value("seconds_per_unit", c.seconds_per_unit).value("overhead_seconds", c.overhead_seconds);
-  w.value("r_squared", c.r_squared).value("max_relative_error", c.max_relative_error);
-  if (held.micro_batches > 0) {
-    w.value("held_out_micro_batches", held.micro_batches);
-    w.value("median_abs_error", held.median_abs_error).value("p90_abs_error", held.p90_abs_error);
-  }
-  w.end_object();
-  std::cout << w.str() << '\n';
+    held = msd::held_out_error(c, msd::read_shapes(check_shapes, "--check-shapes"),
+                               msd::read_times(check_times, "--check-times"), msd::make_cost_model(config), cp);
+  if (json)
+    std::cout << msd::calibration_json(c, held) << '\n';
+  else
+    msd::print_calibration(c, held, timed_on, std::cout);
   return 0;
 }
 
@@ -323,40 +218,6 @@ int partition_main(int argc, char** argv) {
   return 0;
 }
 
-// A placement name of msd-plan place: a mode, or an msd mode + "_varlen"
-// (its micro-batches in variable-length rows).
-std::pair<msd::TrainingMode, bool> parse_placement(const std::string& name) {
-  const std::string suffix = "_varlen";
-  const bool varlen = name.size() > suffix.size() && name.ends_with(suffix) && name.starts_with("msd_");
-  const msd::TrainingMode mode =
-      msd::parse_training_mode(varlen ? name.substr(0, name.size() - suffix.size()) : name, "greedy", "--modes", true);
-  return {mode, varlen || mode == msd::TrainingMode::megatron_varlen};
-}
-
-// One placed run as "steps": [step][rank][micro-batch] = [sequence = [[doc, begin, length], ...], ...].
-void write_placed(msd::JsonWriter& w, const std::vector<std::vector<msd::BucketPlan>>& placed) {
-  w.begin_array("steps");
-  for (const auto& step : placed) {
-    w.begin_array();
-    for (const msd::BucketPlan& bucket : step) {
-      w.begin_array();
-      for (const msd::MicroBatchPlan& mb : bucket.micro_batches) {
-        w.begin_array();
-        for (const msd::PackedSequence& sequence : mb.sequences) {
-          w.begin_array();
-          for (const msd::Piece& p : sequence.pieces)
-            w.begin_array().value("", p.doc).value("", p.begin).value("", p.length).end_array();
-          w.end_array();
-        }
-        w.end_array();
-      }
-      w.end_array();
-    }
-    w.end_array();
-  }
-  w.end_array();
-}
-
 int place_main(int argc, char** argv) {
   msd::SimulateOptions sim;
   sim.dp = 2;
@@ -402,44 +263,7 @@ int place_main(int argc, char** argv) {
   if (!unknown.empty()) throw msd::ConfigError("msd-plan place: unknown option '" + unknown[0] + "'");
   if (sim.dp == 0 || sim.micro_batches == 0 || sim.samples_per_gpu == 0 || sim.steps == 0 || sim.seq_len < 16)
     throw msd::ConfigError("--dp, --micro-batches, --samples-per-gpu and --steps must be at least 1, --seq-len 16");
-  const msd::CostModel cost = msd::CostModel::from(sim.model, sim.cost_a);
-  std::vector<std::vector<msd::PlanDoc>> steps;
-  std::vector<uint32_t> documents;
-  for (uint32_t s = 0; s < sim.steps; ++s) {
-    const std::vector<msd::PlanDoc> docs = msd::synthetic_step(sim, cost, s);
-    steps.emplace_back();
-    for (uint32_t i : msd::arrival_order(sim.seed, s, static_cast<uint32_t>(docs.size()))) {
-      steps.back().push_back(docs[i]);
-      steps.back().back().id = static_cast<uint32_t>(documents.size());
-      documents.push_back(docs[i].positions);
-    }
-  }
-  msd::PackOptions pack;
-  pack.seq_len = sim.seq_len;
-  pack.dp = sim.dp;
-  pack.micro_batches = sim.micro_batches;
-  uint64_t positions = 0;
-  for (uint32_t length : documents) positions += length;
-  msd::JsonWriter w;
-  w.begin_object().value("seq_len", sim.seq_len).value("dp", sim.dp).value("micro_batches", sim.micro_batches);
-  w.value("seed", sim.seed).value("lengths", sim.lengths).value("cost_a", cost.a).value("positions", positions);
-  w.begin_array("documents");
-  for (uint32_t length : documents) w.value("", length);
-  w.end_array().begin_object("placements");
-  for (const std::string& name : msd::cli::split_list(modes, "--modes")) {
-    const auto [mode, varlen] = parse_placement(name);
-    pack.varlen = varlen && !msd::is_baseline(mode);
-    const auto placed = msd::place_run(mode, steps, pack, cost);
-    uint64_t placed_positions = 0;
-    for (const auto& step : placed)
-      for (const msd::BucketPlan& bucket : step) placed_positions += bucket.positions;
-    MSD_CHECK_EQ(placed_positions, positions);  // every placement trains the same tokens
-    w.begin_object(name).value("rows", varlen ? "varlen" : "fixed").value("positions", placed_positions);
-    write_placed(w, placed);
-    w.end_object();
-  }
-  w.end_object().end_object();
-  std::cout << w.str() << '\n';
+  std::cout << msd::place_stream_json(sim, msd::cli::split_list(modes, "--modes"), "--modes") << '\n';
   return 0;
 }
 

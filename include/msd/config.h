@@ -133,7 +133,7 @@ struct ModelConfig {
   std::string preset;
 };
 
-// The GPU the device model (lib/plan/device_model.h) emulates.
+// The GPU the device model (lib/plan/cluster/device_model.h) emulates.
 struct DeviceConfig {
   std::string preset = "h100";  // h100 | h200
 };

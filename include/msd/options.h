@@ -12,7 +12,7 @@
 namespace msd {
 
 // job.mode, as written: the aliases stay themselves so that to_ini writes
-// back what was read. plan/modes.h training_mode() resolves them (with
+// back what was read. plan/step/modes.h training_mode() resolves them (with
 // job.balance) into the placement mode.
 enum class JobMode { disaggregated, colocated, colocated_samples, colocated_tokens, msd_tokens, msd_greedy, msd_kk };
 
@@ -21,7 +21,7 @@ enum class JobMode { disaggregated, colocated, colocated_samples, colocated_toke
 enum class LongDocs { split, truncate };
 
 // job.balance: how the planner balances DP buckets and micro-batches
-// (plan/balance.h; docs/cost-and-balance.md compares them).
+// (plan/step/balance.h; docs/cost-and-balance.md compares them).
 enum class BalanceMethod {
   // Even split by positions (tokens + patches), blind to attention's L^2: LPT
   // on positions over buckets, contiguous runs of sequences as micro-batches.

@@ -15,8 +15,8 @@
 #include "common/error.h"
 #include "common/json_writer.h"
 #include "msd/config.h"
-#include "plan/cost.h"
-#include "plan/pack.h"
+#include "plan/step/cost.h"
+#include "plan/step/pack.h"
 
 namespace msd::bench {
 

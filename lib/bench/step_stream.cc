@@ -3,8 +3,8 @@
 #include <memory>
 
 #include "common/error.h"
-#include "plan/mix.h"
-#include "plan/modes.h"
+#include "plan/step/mix.h"
+#include "plan/step/modes.h"
 #include "source/permutation.h"
 #include "source/source.h"
 #include "transform/transform.h"

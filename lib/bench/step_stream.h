@@ -1,5 +1,5 @@
 // The documents a job trains on, step by step, without MPI: what every
-// training mode places (plan/modes.h). `msd-bench throughput` evaluates the
+// training mode places (plan/step/modes.h). `msd-bench throughput` evaluates the
 // modes on the device model over exactly these steps, beside the MPI runs.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "msd/config.h"
-#include "plan/pack.h"
+#include "plan/step/pack.h"
 
 namespace msd::bench {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "plan/simulate_compare.h"
+#include "plan/cluster/simulate_compare.h"
 
 namespace msd::bench {
 

@@ -9,7 +9,7 @@
 #include "common/error.h"
 #include "common/json_writer.h"
 #include "msd/config.h"
-#include "plan/device_model.h"
+#include "plan/cluster/device_model.h"
 
 namespace msd::bench {
 

@@ -1,17 +1,17 @@
-// msd-bench throughput: every training mode (plan/modes.h) on the same
+// msd-bench throughput: every training mode (plan/step/modes.h) on the same
 // configuration, back to back, through the same msd-run binary under mpirun,
 // on the same documents each step; the trainer emulator sleeps the device
-// model's time (plan/device_model.h). Per mode: measured tokens/s, step time
+// model's time (plan/cluster/device_model.h). Per mode: measured tokens/s, step time
 // and data wait from the run's summary; padding, DP and micro-batch balance,
 // bubbles and the planner cost's fit from the same steps on the device model
-// (MPI-free, plan/compare.h), whose tokens/s is set beside the measurement.
+// (MPI-free, plan/cluster/compare.h), whose tokens/s is set beside the measurement.
 #pragma once
 
 #include <ostream>
 #include <string>
 #include <vector>
 
-#include "plan/compare.h"
+#include "plan/cluster/compare.h"
 
 namespace msd::bench {
 

@@ -21,8 +21,8 @@
 
 #include "checkpoint/hdf5.h"
 #include "msd/config.h"
-#include "plan/cost.h"
-#include "plan/pack.h"
+#include "plan/step/cost.h"
+#include "plan/step/pack.h"
 #include "source/fingerprint.h"
 #include "transport/wire.h"
 

@@ -24,7 +24,7 @@ bool valid_weight_curve(const std::vector<WeightPoint>& curve) {
   return true;
 }
 
-// A curve's raw (unnormalized) weight at `step`, as lib/plan/mix.cc's Schedule
+// A curve's raw (unnormalized) weight at `step`, as lib/plan/step/mix.cc's Schedule
 // evaluates it.
 double curve_at(ScheduleKind kind, const std::vector<WeightPoint>& curve, uint64_t step) {
   if (kind == ScheduleKind::constant || step <= curve.front().step) return curve.front().weight;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/worker_pool.h"
-#include "plan/profile.h"
+#include "plan/pool/profile.h"
 #include "source/source.h"
 #include "transform/transform.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "msd/config.h"
-#include "plan/partition.h"
+#include "plan/pool/partition.h"
 
 namespace msd {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "msd/config.h"
-#include "plan/profile.h"
+#include "plan/pool/profile.h"
 
 namespace msd {
 

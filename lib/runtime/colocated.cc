@@ -6,8 +6,8 @@
 
 #include "common/digest.h"
 #include "common/log.h"
-#include "plan/baseline.h"
-#include "plan/modes.h"
+#include "plan/step/baseline.h"
+#include "plan/step/modes.h"
 #include "source/permutation.h"
 #include "transport/slot.h"
 
@@ -111,7 +111,7 @@ bool ColocatedClient::load(uint32_t source_index, uint64_t cursor, Prepared& out
 
 // The step's documents are the global mixer's, as the planner's are: source
 // s's next quota[s] cursors, in source order, then in the step's arrival
-// order (plan/modes.h). This rank loads its share, every dp-th, and packs it
+// order (plan/step/modes.h). This rank loads its share, every dp-th, and packs it
 // as colocated_samples does (place_step). A bad sample is dropped: replacing
 // it would need the other ranks' samples.
 ColocatedClient::Prepared ColocatedClient::prepare(uint64_t step) {

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "plan/mix.h"
+#include "plan/step/mix.h"
 #include "runtime/client_impl.h"
 #include "runtime/context.h"
 #include "source/source.h"

@@ -4,8 +4,8 @@
 #include <chrono>
 
 #include "common/memory.h"
-#include "plan/cost.h"
-#include "plan/pack.h"
+#include "plan/step/cost.h"
+#include "plan/step/pack.h"
 
 namespace msd {
 

@@ -1,5 +1,5 @@
 // The trainer emulator msd-run runs on client ranks: per step, it sleeps
-// the device model's time for the batch this rank got (lib/plan/device_model.h:
+// the device model's time for the batch this rank got (lib/plan/cluster/device_model.h:
 // the 1F1B pipeline of its micro-batches as this rank's TP/CP/PP share
 // computes them), times emulator.time_scale; then an allreduce over dp_comm,
 // which waits for the slowest data-parallel rank, and a sleep for the modeled
@@ -7,7 +7,7 @@
 #pragma once
 
 #include "msd/client.h"
-#include "plan/device_model.h"
+#include "plan/cluster/device_model.h"
 
 namespace msd {
 

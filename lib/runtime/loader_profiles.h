@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "plan/profile.h"
+#include "plan/pool/profile.h"
 
 namespace msd {
 

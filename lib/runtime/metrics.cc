@@ -10,7 +10,7 @@
 #include "common/json_writer.h"
 #include "common/log.h"
 #include "common/memory.h"
-#include "plan/cost.h"
+#include "plan/step/cost.h"
 #include "runtime/emulator.h"
 
 namespace msd {

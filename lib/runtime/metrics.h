@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "plan/device_model.h"
-#include "plan/pack.h"
+#include "plan/cluster/device_model.h"
+#include "plan/step/pack.h"
 #include "msd/config.h"
 #include "transport/wire.h"
 

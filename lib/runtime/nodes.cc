@@ -1,6 +1,6 @@
 #include "runtime/nodes.h"
 
-#include "plan/modes.h"
+#include "plan/step/modes.h"
 #include "transport/mpi.h"
 
 namespace msd {

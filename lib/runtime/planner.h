@@ -13,12 +13,12 @@
 
 #include "checkpoint/planner_checkpoint.h"
 #include "checkpoint/trace.h"
-#include "plan/cost.h"
-#include "plan/mix.h"
-#include "plan/modes.h"
-#include "plan/online_scaling.h"
-#include "plan/pack.h"
-#include "plan/profile.h"
+#include "plan/step/cost.h"
+#include "plan/step/mix.h"
+#include "plan/step/modes.h"
+#include "plan/pool/online_scaling.h"
+#include "plan/step/pack.h"
+#include "plan/pool/profile.h"
 #include "runtime/ack_watch.h"
 #include "runtime/checkpoint_round.h"
 #include "runtime/context.h"
@@ -135,7 +135,7 @@ class PlannerRole {
   Mixer mixer_;
   CostModel cost_;
   PackOptions pack_;
-  TrainingMode mode_;  // job.mode: how a step's documents are placed (plan/modes.h)
+  TrainingMode mode_;  // job.mode: how a step's documents are placed (plan/step/modes.h)
   WindowBudget window_;
   SlotReleases releases_;  // slots to give back, sent by send_releases
   AckWatch acks_;  // job.stall_timeout_s: a client that stops acknowledging

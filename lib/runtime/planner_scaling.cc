@@ -1,6 +1,6 @@
 // The planner's side of online scaling (topology.scaling = online,
 // docs/scaling.md): it estimates what a sample of each source costs a
-// loader from when answers arrive, runs the policy of plan/online_scaling.h
+// loader from when answers arrive, runs the policy of plan/pool/online_scaling.h
 // once per planned step, and carries out its moves: no new requests for the
 // old source, a drain of those pending, a reassign message, then requests
 // for the new source. Which loader reads a sample never changes its bytes,

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "plan/profile.h"
+#include "plan/pool/profile.h"
 
 namespace msd {
 

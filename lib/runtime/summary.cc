@@ -6,8 +6,8 @@
 
 #include "common/digest.h"
 #include "common/json_writer.h"
-#include "plan/mix.h"
-#include "plan/modes.h"
+#include "plan/step/mix.h"
+#include "plan/step/modes.h"
 #include "source/source.h"
 
 namespace msd {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "plan/profile.h"
+#include "plan/pool/profile.h"
 
 namespace msd {
 

@@ -22,7 +22,7 @@
 #include "common/error.h"
 #include "mpi/mpi_test.h"
 #include "msd/client.h"
-#include "plan/mix.h"
+#include "plan/step/mix.h"
 #include "source/permutation.h"
 #include "source/source.h"
 #include "transform/transform.h"
