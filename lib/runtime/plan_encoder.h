@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "plan/pack.h"
+#include "plan/step/pack.h"
 #include "transport/wire.h"
 
 namespace msd {
