@@ -282,6 +282,9 @@ int handoff_main(int argc, char** argv) {
       ("network-reads", po::value(&options.network_reads)->default_value(options.network_reads),
        "how the network path reads: two_sided (msd's: one request per batch, one hindexed reply) or one_sided "
        "(MPI_Get per piece)")
+      ("pipeline", po::bool_switch(&options.pipeline),
+       "two_sided: request each batch before waiting for the previous one (two buffers), as reads of step t+1 "
+       "behind step t would")
       ("json", po::bool_switch(&json), "print one JSON object instead of text");
   if (!parse_or_help(argc, argv, described)) return 0;
   msd::ServePoll::parse_mode(options.serve_poll.c_str());
@@ -294,12 +297,14 @@ int handoff_main(int argc, char** argv) {
   return 0;
 }
 
-// Under mpirun, started by `handoff`: handoff-worker SECONDS SCALE OUT_FILE POLL READS.
+// Under mpirun, started by `handoff`: handoff-worker SECONDS SCALE OUT_FILE POLL READS pipeline|serial.
 int handoff_worker_main(int argc, char** argv) {
-  if (argc != 6) throw msd::ConfigError("usage: msd-bench handoff-worker SECONDS SCALE OUT_FILE POLL READS");
+  if (argc != 7)
+    throw msd::ConfigError("usage: msd-bench handoff-worker SECONDS SCALE OUT_FILE POLL READS pipeline|serial");
   MPI_Init(&argc, &argv);
   try {
-    msd::bench::handoff_worker(MPI_COMM_WORLD, std::stod(argv[1]), std::stod(argv[2]), argv[3], argv[4], argv[5]);
+    msd::bench::handoff_worker(MPI_COMM_WORLD, std::stod(argv[1]), std::stod(argv[2]), argv[3], argv[4], argv[5],
+                                    std::string(argv[6]) == "pipeline");
   } catch (const std::exception& e) {
     std::cerr << "msd-bench handoff-worker: " << e.what() << '\n';
     MPI_Abort(MPI_COMM_WORLD, 1);

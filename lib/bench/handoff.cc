@@ -72,26 +72,35 @@ constexpr int kTagStream = 2;
 
 // Alternating passes of window reads and of memcpy until one of them has
 // `seconds` (a slow path, e.g. MPI_Get over TCP, must not need a million
-// passes of the fast memcpy's time).
+// passes of the fast memcpy's time). `pipeline` (two-sided reads): each
+// pass starts its reads, into one of two buffers, and then waits for the
+// previous pass's, as a client that asks for step t+1 while step t is used.
 ShapeRate measure(WindowReader& reader, const uint8_t* local, const BatchShape& shape, const std::vector<Piece>& pieces,
-                  double seconds, int* passes_out) {
+                  double seconds, bool pipeline, int* passes_out) {
   ShapeRate rate{shape.name, 0, static_cast<uint32_t>(pieces.size()), 0, 0};
   for (const auto& p : pieces) rate.batch_bytes += p.bytes;
-  std::vector<uint8_t> batch(rate.batch_bytes);
+  std::vector<uint8_t> batches[2] = {std::vector<uint8_t>(rate.batch_bytes), std::vector<uint8_t>(rate.batch_bytes)};
+  std::vector<uint8_t> copied(rate.batch_bytes);
+  pipeline = pipeline && reader.two_sided();
   double get_s = 0, copy_s = 0, best_s = 1e30;
   uint64_t passes = 0;
   while (passes < 3 || std::max(get_s, copy_s) < seconds) {
     auto t0 = Clock::now();
-    for (const auto& p : pieces) reader.get(0, p.window_offset, batch.data() + p.batch_offset, p.bytes);
-    reader.complete();
+    uint8_t* batch = batches[passes % 2].data();
+    for (const auto& p : pieces) reader.get(0, p.window_offset, batch + p.batch_offset, p.bytes);
+    if (!pipeline) reader.complete();
+    else if (reader.start(), reader.rounds() > 1) reader.finish();
     auto t1 = Clock::now();
-    for (const auto& p : pieces) std::memcpy(batch.data() + p.batch_offset, local + p.window_offset, p.bytes);
+    for (const auto& p : pieces) std::memcpy(copied.data() + p.batch_offset, local + p.window_offset, p.bytes);
     auto t2 = Clock::now();
     get_s += std::chrono::duration<double>(t1 - t0).count();
     best_s = std::min(best_s, std::chrono::duration<double>(t1 - t0).count());
     copy_s += std::chrono::duration<double>(t2 - t1).count();
     ++passes;
   }
+  const auto last = Clock::now();
+  reader.complete();  // pipelined: the last pass's reads
+  get_s += std::chrono::duration<double>(Clock::now() - last).count();
   rate.get_bytes_per_s = static_cast<double>(rate.batch_bytes * passes) / get_s;
   rate.best_get_bytes_per_s = static_cast<double>(rate.batch_bytes) / best_s;
   rate.memcpy_bytes_per_s = static_cast<double>(rate.batch_bytes * passes) / copy_s;
@@ -164,8 +173,9 @@ double two_sided(MPI_Comm comm, int rank, uint8_t* buffer, uint64_t bytes, int p
 // The client (rank 1): rates, one check that the bytes are the loader's, then
 // the pass count to the loader (which ends its serving).
 ShapeRate read_and_check(MPI_Comm comm, WindowReader& reader, const std::vector<uint8_t>& local,
-                         const BatchShape& shape, const std::vector<Piece>& pieces, double seconds, int* passes) {
-  ShapeRate r = measure(reader, local.data(), shape, pieces, seconds, passes);
+                         const BatchShape& shape, const std::vector<Piece>& pieces, double seconds, bool pipeline,
+                         int* passes) {
+  ShapeRate r = measure(reader, local.data(), shape, pieces, seconds, pipeline, passes);
   std::vector<uint8_t> check(r.batch_bytes), want(r.batch_bytes);
   for (const auto& p : pieces) {
     reader.get(0, p.window_offset, check.data() + p.batch_offset, p.bytes);
@@ -181,7 +191,7 @@ ShapeRate read_and_check(MPI_Comm comm, WindowReader& reader, const std::vector<
 }  // namespace
 
 void handoff_worker(MPI_Comm world, double seconds, double scale, const std::string& out_path,
-                    const std::string& poll_mode, const std::string& network_reads) {
+                    const std::string& poll_mode, const std::string& network_reads, bool pipeline) {
   Comm comm = Comm::duplicate(world, "duplicating the world for the handoff bench");
   if (comm.size() != 2) throw ConfigError("msd-bench handoff-worker runs on exactly 2 ranks");
   const ServePoll::Mode mode = ServePoll::parse_mode(poll_mode.c_str());
@@ -208,7 +218,7 @@ void handoff_worker(MPI_Comm world, double seconds, double scale, const std::str
     ShapeRate r;
     WindowReader reader(window, comm.get(), 60000, reads);  // a reply within a minute, or the bench fails
     const bool requests = reader.two_sided();
-    if (comm.rank() == 1) r = read_and_check(comm.get(), reader, local, shape, pieces, seconds, &passes);
+    if (comm.rank() == 1) r = read_and_check(comm.get(), reader, local, shape, pieces, seconds, pipeline, &passes);
     else passes = serve_reads(comm.get(), window, mode, requests, &cpu_s, &wall_s);
     uint64_t batch_bytes = 0;
     for (const auto& p : pieces) batch_bytes += p.bytes;
@@ -221,7 +231,7 @@ void handoff_worker(MPI_Comm world, double seconds, double scale, const std::str
     if (comm.rank() == 1)
       out << r.shape << ' ' << r.batch_bytes << ' ' << r.pieces << ' ' << r.get_bytes_per_s << ' '
           << r.memcpy_bytes_per_s << ' ' << two_sided_rate << ' ' << static_cast<double>(r.batch_bytes) * passes
-          << ' ' << cost[0] << ' ' << cost[1] << ' ' << (window.direct() ? "direct" : requests ? "two_sided" : "mpi_get")
+          << ' ' << cost[0] << ' ' << cost[1] << ' ' << (window.direct() ? "direct" : !requests ? "mpi_get" : pipeline ? "two_sided_pipelined" : "two_sided")
           << ' ' << r.best_get_bytes_per_s << ' ' << best_two_sided << '\n';
     barrier(comm.get(), "waiting for the client to finish reading");
   }
@@ -249,7 +259,7 @@ PathReport run_path(const std::string& name, const std::string& flags, const Han
   const std::string log = str(options.work_dir, "/handoff-", name, ".log");
   auto command = mpirun_command(2, executable_dir() + "/msd-bench",
                                 {"handoff-worker", str(options.seconds), str(options.scale), out, options.serve_poll,
-                                 options.network_reads});
+                                 options.network_reads, options.pipeline ? "pipeline" : "serial"});
   if (!flags.empty()) {
     if (saved) ::setenv("MSD_MPIRUN_FLAGS", saved_flags.c_str(), 1);
     else ::unsetenv("MSD_MPIRUN_FLAGS");
@@ -355,6 +365,8 @@ std::string handoff_text(const HandoffReport& report) {
     }
     const char* access = path.access == "direct"      ? "direct copies from the node-shared window"
                          : path.access == "two_sided" ? "one request and one hindexed reply per batch"
+                         : path.access == "two_sided_pipelined"
+                             ? "one request and one hindexed reply per batch, the next batch's requested before"
                                                       : "MPI_Get + flush";
     text += str("  access: ", access, "\n");
     for (const auto& s : path.shapes) {

@@ -28,6 +28,7 @@ struct HandoffOptions {
   std::string work_dir = "/tmp";
   std::string serve_poll = "sleep";  // the loader's wait while clients read (ServePoll::Mode)
   std::string network_reads = "two_sided";  // how the network path reads (NetworkReads): two_sided | one_sided
+  bool pipeline = false;  // two-sided: request each batch before the previous one is in
 };
 
 struct ShapeRate {
@@ -50,7 +51,7 @@ struct ShapeRate {
 struct PathReport {
   std::string path;         // shared_memory | network
   std::string mpirun_flags;
-  std::string access;       // direct (node-shared window, copies) | two_sided (request + reply) | mpi_get
+  std::string access;       // direct (node-shared window, copies) | two_sided (request + reply) | two_sided_pipelined | mpi_get
   bool ran = false;
   std::string error;        // why it did not run
   std::vector<ShapeRate> shapes;
@@ -79,8 +80,9 @@ std::string handoff_text(const HandoffReport& report);
 // The worker, on 2 ranks of `world`: rank 0 holds the window, rank 1 reads.
 // Rank 1 writes its rates, one line per shape, to `out_path`; rank 0 waits
 // as a loader does, by ServePoll in `poll_mode`, answering two-sided reads
-// (`network_reads`, NetworkReads) as a loader does. Collective.
+// (`network_reads`, NetworkReads) as a loader does; `pipeline`: the client
+// requests each batch before it waits for the previous one. Collective.
 void handoff_worker(MPI_Comm world, double seconds, double scale, const std::string& out_path,
-                    const std::string& poll_mode, const std::string& network_reads);
+                    const std::string& poll_mode, const std::string& network_reads, bool pipeline);
 
 }  // namespace msd::bench

@@ -54,12 +54,14 @@ void WindowReader::get(int rank, uint64_t offset, void* out, uint64_t bytes) {
 }
 
 void WindowReader::complete() {
-  if (!two_sided_) {
-    window_.flush_all();
-    return;
-  }
-  std::vector<MPI_Request> requests;  // per request: the reply's receive, then the request's send
-  std::vector<int> ranks;
+  start();
+  do finish();
+  while (!rounds_.empty());
+}
+
+void WindowReader::start() {
+  if (!two_sided_) return;
+  Round round;
   for (auto& [rank, pieces] : queued_) {
     if (pieces.empty()) continue;  // only empty reads of this loader
     size_t begin = 0;
@@ -68,8 +70,7 @@ void WindowReader::complete() {
       const bool full = i < pieces.size() && i > begin && bytes + pieces[i].bytes > kMaxReplyBytes;
       if (i == pieces.size() || full) {
         request(rank, {pieces.begin() + static_cast<std::ptrdiff_t>(begin), pieces.begin() + static_cast<std::ptrdiff_t>(i)},
-                requests);
-        ranks.push_back(rank);
+                round);
         begin = i;
         bytes = 0;
       }
@@ -77,12 +78,24 @@ void WindowReader::complete() {
     }
   }
   queued_.clear();
-  wait_replies(requests, ranks);
+  rounds_.push_back(std::move(round));
+}
+
+void WindowReader::finish() {
+  if (!two_sided_) {
+    window_.flush_all();
+    return;
+  }
+  if (rounds_.empty()) return;
+  wait_replies(rounds_.front());
+  rounds_.pop_front();
 }
 
 // Posts the reply's receive into the pieces' buffers first (the bytes land
 // in place, never as an unexpected message), then sends the request.
-void WindowReader::request(int rank, const std::vector<Piece>& pieces, std::vector<MPI_Request>& requests) {
+void WindowReader::request(int rank, const std::vector<Piece>& pieces, Round& round) {
+  std::vector<MPI_Request>& requests = round.requests;
+  round.ranks.push_back(rank);
   const std::string hint = str("reading ", pieces.size(), " pieces of loader rank ", rank, "'s window");
   std::vector<int> lengths;
   std::vector<MPI_Aint> addresses;
@@ -101,9 +114,9 @@ void WindowReader::request(int rank, const std::vector<Piece>& pieces, std::vect
   requests.emplace_back(MPI_REQUEST_NULL);
   MSD_MPI(MPI_Irecv(MPI_BOTTOM, 1, type, rank, kTagReadReply, comm_, &requests.back()), hint);
   MSD_MPI(MPI_Type_free(&type), hint);
-  sent_.push_back(std::move(w.bytes()));
+  round.sent.push_back(std::move(w.bytes()));
   requests.emplace_back(MPI_REQUEST_NULL);
-  MSD_MPI(MPI_Isend(sent_.back().data(), checked_cast<int>(sent_.back().size()), MPI_BYTE, rank, kTagRead, comm_,
+  MSD_MPI(MPI_Isend(round.sent.back().data(), checked_cast<int>(round.sent.back().size()), MPI_BYTE, rank, kTagRead, comm_,
                     &requests.back()),
           hint);
 }
@@ -114,7 +127,8 @@ void WindowReader::request(int rank, const std::vector<Piece>& pieces, std::vect
 // MPI_Win_flush_all and MPI_Recv would; the reader is a trainer's rank
 // waiting for its batch. Past that the loader is slow, and it polls every
 // 100 us.
-void WindowReader::wait_replies(std::vector<MPI_Request>& requests, const std::vector<int>& ranks) {
+void WindowReader::wait_replies(Round& round) {
+  std::vector<MPI_Request>& requests = round.requests;
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   for (;;) {
@@ -125,9 +139,9 @@ void WindowReader::wait_replies(std::vector<MPI_Request>& requests, const std::v
     const auto waited = Clock::now() - start;
     if (timeout_ms_ > 0 && waited >= std::chrono::milliseconds(timeout_ms_)) {
       const auto late = std::find_if(requests.begin(), requests.end(), [](MPI_Request r) { return r != MPI_REQUEST_NULL; });
-      const int rank = ranks.at(static_cast<size_t>(late - requests.begin()) / 2);
-      // The job ends on this error; the requests' bytes (sent_) stay with
-      // the reader until then.
+      const int rank = round.ranks.at(static_cast<size_t>(late - requests.begin()) / 2);
+      // The job ends on this error; the requests' bytes (round.sent) stay
+      // with the reader until then.
       for (MPI_Request& r : requests)
         if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
       throw Error(str("loader rank ", rank, " did not answer this rank's window read within ", timeout_ms_,
@@ -136,7 +150,6 @@ void WindowReader::wait_replies(std::vector<MPI_Request>& requests, const std::v
     if (waited < kSpin) std::this_thread::yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
-  sent_.clear();
 }
 
 ReadServer::ReadServer(Window& window, MPI_Comm comm, SlotOf slot_of)

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <set>
@@ -41,7 +42,15 @@ class WindowReader {
   // out are still owned when the job ends on its error.
   WindowReader(Window& window, MPI_Comm comm, uint64_t timeout_ms, NetworkReads network = NetworkReads::two_sided);
   void get(int rank, uint64_t offset, void* out, uint64_t bytes);
+  // Completes every read queued (start() then finish() until none is open).
   void complete();
+  // Sends the requests for the reads queued since the last start(), without
+  // waiting: a round. The next reads may be queued and started before
+  // finish(); the loaders answer a client's requests in order.
+  void start();
+  // Waits for the oldest started round (one-sided: every read queued).
+  void finish();
+  size_t rounds() const { return rounds_.size(); }
   bool two_sided() const { return two_sided_; }
 
  private:
@@ -50,15 +59,22 @@ class WindowReader {
     uint64_t bytes = 0;
     uint8_t* out = nullptr;
   };
-  void request(int rank, const std::vector<Piece>& pieces, std::vector<MPI_Request>& replies);
-  void wait_replies(std::vector<MPI_Request>& replies, const std::vector<int>& ranks);
+  // Requests in flight: per request the reply's receive, then the
+  // request's send (whose bytes `sent` holds), and the loader's rank.
+  struct Round {
+    std::vector<MPI_Request> requests;
+    std::vector<int> ranks;
+    std::vector<std::vector<uint8_t>> sent;
+  };
+  void request(int rank, const std::vector<Piece>& pieces, Round& round);
+  void wait_replies(Round& round);
 
   Window& window_;
   MPI_Comm comm_;
   uint64_t timeout_ms_;
   bool two_sided_;
   std::map<int, std::vector<Piece>> queued_;  // loader rank -> pieces, in request order
-  std::vector<std::vector<uint8_t>> sent_;    // the requests in flight
+  std::deque<Round> rounds_;                  // started, oldest first
 };
 
 // The loader side of two-sided reads: answers every waiting request with one
