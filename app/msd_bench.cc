@@ -270,7 +270,10 @@ int handoff_main(int argc, char** argv) {
       "the window). Two runs of 2 ranks under mpirun: the one-node settings\n"
       "(MSD_MPIRUN_FLAGS, default osc sm) and the forced network path (pml/osc ucx,\n"
       "UCX_TLS=tcp,self over loopback, docs/multi-node.md). ratio_vs_memcpy per path:\n"
-      "all shapes' bytes over their read time, divided by the same over memcpy time.\n\n"
+      "all shapes' bytes over their read time, divided by the same over memcpy time;\n"
+      "ratio_vs_two_sided: the same against an MPI_Send/MPI_Recv stream of the same\n"
+      "bytes in the same run; best_pass_*: each shape's fastest pass (steadier on a\n"
+      "loaded host); loader_cpu_*: what serving the reads cost the loader.\n\n"
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")
