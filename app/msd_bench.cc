@@ -13,6 +13,7 @@
 #include "bench/fanout.h"
 #include "bench/handoff.h"
 #include "transport/progress.h"
+#include "transport/reads.h"
 #include "bench/memory.h"
 #include "bench/scaling.h"
 #include "bench/sweep.h"
@@ -255,15 +256,19 @@ int handoff_main(int argc, char** argv) {
   bool json = false;
   po::options_description described(
       "Usage: msd-bench handoff [options]\n\n"
-      "How fast a client reads a batch out of a loader's RMA window: msd's Window\n"
-      "(direct copies from a node-shared window where the library offers one, else\n"
+      "How fast a client reads a batch out of a loader's RMA window: msd's WindowReader\n"
+      "(direct copies from a node-shared window where the library offers one, else one\n"
+      "read request and one hindexed reply per batch, or with --network-reads one_sided\n"
       "MPI_Get of every piece and one flush; the report says which) against memcpy\n"
       "of the same pieces in the same process, for three batch shapes (short-context,\n"
       "long-context, 8K packed; log-normal documents of int32 tokens scattered over\n"
       "the window). Two runs of 2 ranks under mpirun: the one-node settings\n"
       "(MSD_MPIRUN_FLAGS, default osc sm) and the forced network path (pml/osc ucx,\n"
       "UCX_TLS=tcp,self over loopback, docs/multi-node.md). ratio_vs_memcpy per path:\n"
-      "all shapes' bytes over their read time, divided by the same over memcpy time.\n\n"
+      "all shapes' bytes over their read time, divided by the same over memcpy time;\n"
+      "ratio_vs_two_sided: the same against an MPI_Send/MPI_Recv stream of the same\n"
+      "bytes in the same run; best_pass_*: each shape's fastest pass (steadier on a\n"
+      "loaded host); loader_cpu_*: what serving the reads cost the loader.\n\n"
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")
@@ -272,9 +277,16 @@ int handoff_main(int argc, char** argv) {
       ("work-dir", po::value(&options.work_dir)->default_value(options.work_dir), "where the runs' files go")
       ("serve-poll", po::value(&options.serve_poll)->default_value(options.serve_poll),
        "the loader's wait while clients read: sleep (msd's), backoff (50 us..2 ms) or yield (busy)")
+      ("network-reads", po::value(&options.network_reads)->default_value(options.network_reads),
+       "how the network path reads: two_sided (msd's: one request per batch, one hindexed reply) or one_sided "
+       "(MPI_Get per piece)")
+      ("pipeline", po::bool_switch(&options.pipeline),
+       "two_sided: request each batch before waiting for the previous one (two buffers), as reads of step t+1 "
+       "behind step t would")
       ("json", po::bool_switch(&json), "print one JSON object instead of text");
   if (!parse_or_help(argc, argv, described)) return 0;
   msd::ServePoll::parse_mode(options.serve_poll.c_str());
+  msd::parse_network_reads(options.network_reads);
   if (!(options.seconds > 0) || !(options.scale > 0)) throw msd::ConfigError("--seconds and --scale must be above 0");
   const msd::bench::HandoffReport report = msd::bench::run_handoff_bench(options);
   std::cout << (json ? msd::bench::handoff_json(report) + "\n" : msd::bench::handoff_text(report));
@@ -283,12 +295,14 @@ int handoff_main(int argc, char** argv) {
   return 0;
 }
 
-// Under mpirun, started by `handoff`: handoff-worker SECONDS SCALE OUT_FILE POLL.
+// Under mpirun, started by `handoff`: handoff-worker SECONDS SCALE OUT_FILE POLL READS pipeline|serial.
 int handoff_worker_main(int argc, char** argv) {
-  if (argc != 5) throw msd::ConfigError("usage: msd-bench handoff-worker SECONDS SCALE OUT_FILE POLL");
+  if (argc != 7)
+    throw msd::ConfigError("usage: msd-bench handoff-worker SECONDS SCALE OUT_FILE POLL READS pipeline|serial");
   MPI_Init(&argc, &argv);
   try {
-    msd::bench::handoff_worker(MPI_COMM_WORLD, std::stod(argv[1]), std::stod(argv[2]), argv[3], argv[4]);
+    msd::bench::handoff_worker(MPI_COMM_WORLD, std::stod(argv[1]), std::stod(argv[2]), argv[3], argv[4], argv[5],
+                                    std::string(argv[6]) == "pipeline");
   } catch (const std::exception& e) {
     std::cerr << "msd-bench handoff-worker: " << e.what() << '\n';
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -445,7 +459,7 @@ constexpr Subcommand subcommands[] = {
     {"throughput", "every training mode on one configuration: msd against the baselines", throughput_main},
     {"memory", "loader memory and fetched bytes, colocated vs disaggregated, over sources x ranks", memory_main},
     {"sweep", "msd over Megatron's placements on the device model, seq_len x dp x mix x pp x seeds", sweep_main},
-    {"handoff", "client MPI_Get from loader windows vs memcpy, shared memory and network path", handoff_main},
+    {"handoff", "client reads of loader windows vs memcpy and two-sided MPI, shared memory and network path", handoff_main},
     {"fanout", "the planner's work and messages per step over client ranks and data groups", fanout_main},
     {"handoff-worker", "(started by handoff under mpirun)", handoff_worker_main},
     {"compressed", "reading .jsonl.zst and .jsonl.gz against plain .jsonl: index build, cache size, read+tokenize MB/s", compressed_main},

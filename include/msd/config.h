@@ -49,6 +49,7 @@ struct TopologyConfig {
   int loaders = 1;                    // size of the source-loader pool
   int shadow_loaders = 0;             // spare loader ranks that take over a failed loader
   BroadcastAt broadcast_at = BroadcastAt::tp;  // tp: a TP group's leader fetches and shares; none: every TP rank fetches
+  NetworkReads network_reads = NetworkReads::two_sided;  // reads of windows that are not node-shared (msd/options.h)
   int ranks_per_node = 0;             // 0: the nodes MPI reports; N: every N consecutive world ranks share a node
   DataRanks data_ranks = DataRanks::first;     // where the planner and loaders sit
   Scaling scaling = Scaling::fixed;  // loader pool scaling (msd/options.h; docs/scaling.md)

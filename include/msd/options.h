@@ -44,6 +44,13 @@ enum class RowShape { fixed, varlen };
 // batch; none, every TP rank fetches.
 enum class BroadcastAt { tp, none };
 
+// topology.network_reads: how a client reads a loader window that is not
+// node-shared. two_sided: one request per loader and step, answered by one
+// message (the loader's CPU sends it); one_sided: MPI_Get per piece (no
+// loader CPU on RDMA networks; over TCP every get waits for the loader).
+// docs/multi-node.md, "Handoff speed".
+enum class NetworkReads { two_sided, one_sided };
+
 // topology.data_ranks: where the planner and the loaders sit. first: world
 // ranks 1..L (the planner is 0); per_node: spread evenly over the nodes,
 // first ranks of each node; dedicated_nodes: nodes of their own (the data
@@ -88,6 +95,11 @@ template <>
 struct OptionNames<BroadcastAt> {
   static constexpr std::pair<BroadcastAt, const char*> values[] = {{BroadcastAt::tp, "tp"},
                                                                    {BroadcastAt::none, "none"}};
+};
+template <>
+struct OptionNames<NetworkReads> {
+  static constexpr std::pair<NetworkReads, const char*> values[] = {{NetworkReads::two_sided, "two_sided"},
+                                                                    {NetworkReads::one_sided, "one_sided"}};
 };
 template <>
 struct OptionNames<DataRanks> {

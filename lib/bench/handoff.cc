@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -19,6 +20,7 @@
 #include "common/json_writer.h"
 #include "transport/mpi.h"
 #include "transport/progress.h"
+#include "transport/reads.h"
 
 namespace msd::bench {
 
@@ -67,29 +69,41 @@ std::vector<Piece> lay_out(const BatchShape& shape, uint64_t* window_bytes) {
 using Clock = std::chrono::steady_clock;
 constexpr int kTagDone = 1;
 constexpr int kTagStream = 2;
+constexpr int kTagStreamEnd = 3;
 
 // Alternating passes of window reads and of memcpy until one of them has
 // `seconds` (a slow path, e.g. MPI_Get over TCP, must not need a million
-// passes of the fast memcpy's time).
-ShapeRate measure(Window& window, const uint8_t* local, const BatchShape& shape, const std::vector<Piece>& pieces,
-                  double seconds, int* passes_out) {
+// passes of the fast memcpy's time). `pipeline` (two-sided reads): each
+// pass starts its reads, into one of two buffers, and then waits for the
+// previous pass's, as a client that asks for step t+1 while step t is used.
+ShapeRate measure(WindowReader& reader, const uint8_t* local, const BatchShape& shape, const std::vector<Piece>& pieces,
+                  double seconds, bool pipeline, int* passes_out) {
   ShapeRate rate{shape.name, 0, static_cast<uint32_t>(pieces.size()), 0, 0};
   for (const auto& p : pieces) rate.batch_bytes += p.bytes;
-  std::vector<uint8_t> batch(rate.batch_bytes);
-  double get_s = 0, copy_s = 0;
+  std::vector<uint8_t> batches[2] = {std::vector<uint8_t>(rate.batch_bytes), std::vector<uint8_t>(rate.batch_bytes)};
+  std::vector<uint8_t> copied(rate.batch_bytes);
+  pipeline = pipeline && reader.two_sided();
+  double get_s = 0, copy_s = 0, best_s = 1e30;
   uint64_t passes = 0;
   while (passes < 3 || std::max(get_s, copy_s) < seconds) {
     auto t0 = Clock::now();
-    for (const auto& p : pieces) window.get(0, p.window_offset, batch.data() + p.batch_offset, p.bytes);
-    window.flush_all();
+    uint8_t* batch = batches[passes % 2].data();
+    for (const auto& p : pieces) reader.get(0, p.window_offset, batch + p.batch_offset, p.bytes);
+    if (!pipeline) reader.complete();
+    else if (reader.start(), reader.rounds() > 1) reader.finish();
     auto t1 = Clock::now();
-    for (const auto& p : pieces) std::memcpy(batch.data() + p.batch_offset, local + p.window_offset, p.bytes);
+    for (const auto& p : pieces) std::memcpy(copied.data() + p.batch_offset, local + p.window_offset, p.bytes);
     auto t2 = Clock::now();
     get_s += std::chrono::duration<double>(t1 - t0).count();
+    best_s = std::min(best_s, std::chrono::duration<double>(t1 - t0).count());
     copy_s += std::chrono::duration<double>(t2 - t1).count();
     ++passes;
   }
+  const auto last = Clock::now();
+  reader.complete();  // pipelined: the last pass's reads
+  get_s += std::chrono::duration<double>(Clock::now() - last).count();
   rate.get_bytes_per_s = static_cast<double>(rate.batch_bytes * passes) / get_s;
+  rate.best_get_bytes_per_s = static_cast<double>(rate.batch_bytes) / best_s;
   rate.memcpy_bytes_per_s = static_cast<double>(rate.batch_bytes * passes) / copy_s;
   *passes_out = checked_cast<int>(passes);
   return rate;
@@ -110,12 +124,24 @@ double process_cpu_seconds() {
 // What the loader (rank 0) does while the client reads: the serve loop's
 // wait, the same ServePoll the loader uses (lib/runtime/loader.cc), polling
 // MPI until the client's message that it is done (the pass count), with the
-// readers flag up. Returns that count; `cpu_s`/`wall_s`: what serving cost.
-int serve_reads(MPI_Comm comm, ServePoll::Mode mode, bool network, double* cpu_s, double* wall_s) {
-  ServePoll poll(network, mode);
+// readers flag up, and answering two-sided reads with the loader's
+// ReadServer. Returns that count; `cpu_s`/`wall_s`: what serving cost.
+int serve_reads(MPI_Comm comm, Window& window, ServePoll::Mode mode, bool two_sided, double* cpu_s, double* wall_s) {
+  ServePoll poll(!window.direct(), mode);
+  std::unique_ptr<ReadServer> server;
+  if (two_sided)
+    server = std::make_unique<ReadServer>(window, comm, [](uint64_t, uint64_t, uint64_t* slot) {
+      *slot = 0;  // the bench's window is one slot, never released
+      return true;
+    });
+  std::vector<uint64_t> released;
   const double cpu0 = process_cpu_seconds();
   const auto t0 = Clock::now();
   for (;;) {
+    if (server && server->serve(released)) {
+      poll.reset();
+      continue;
+    }
     if (auto message = try_receive(comm, 1, kTagDone, "waiting for the client's reads")) {
       *cpu_s = process_cpu_seconds() - cpu0;
       *wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -127,30 +153,48 @@ int serve_reads(MPI_Comm comm, ServePoll::Mode mode, bool network, double* cpu_s
   }
 }
 
-// The same bytes as `passes` batches, by a plain MPI_Send/MPI_Recv stream
-// over the same transport; the receiver's rate (bytes per second).
-double two_sided(MPI_Comm comm, int rank, uint8_t* buffer, uint64_t bytes, int passes) {
+// Batches of `bytes` by a plain MPI_Send/MPI_Recv stream over the same
+// transport, as many as the reads made (`passes`) but for at most `seconds`
+// (direct copies make millions of passes in the time); the sender ends the
+// stream with an empty message. The receiver's rate (bytes per second), and
+// in `best` that of its fastest pass.
+double two_sided(MPI_Comm comm, int rank, uint8_t* buffer, uint64_t bytes, int passes, double seconds, double* best) {
   const int count = checked_cast<int>(bytes);
   barrier(comm, "starting the two-sided stream");
   const auto t0 = Clock::now();
-  for (int i = 0; i < passes; ++i) {
-    if (rank == 0) MSD_MPI(MPI_Send(buffer, count, MPI_BYTE, 1, kTagStream, comm), "two-sided send");
-    else MSD_MPI(MPI_Recv(buffer, count, MPI_BYTE, 0, kTagStream, comm, MPI_STATUS_IGNORE), "two-sided receive");
+  const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  if (rank == 0) {
+    for (int i = 0; i < passes && (i == 0 || elapsed() < seconds); ++i)
+      MSD_MPI(MPI_Send(buffer, count, MPI_BYTE, 1, kTagStream, comm), "two-sided send");
+    MSD_MPI(MPI_Send(buffer, 0, MPI_BYTE, 1, kTagStreamEnd, comm), "ending the two-sided stream");
+    return 0.0;
   }
-  return static_cast<double>(bytes) * passes / std::chrono::duration<double>(Clock::now() - t0).count();
+  double best_s = 1e30;
+  uint64_t received = 0;
+  for (;;) {
+    const auto pass = Clock::now();
+    MPI_Status status;
+    MSD_MPI(MPI_Recv(buffer, count, MPI_BYTE, 0, MPI_ANY_TAG, comm, &status), "two-sided receive");
+    if (status.MPI_TAG == kTagStreamEnd) break;
+    best_s = std::min(best_s, std::chrono::duration<double>(Clock::now() - pass).count());
+    ++received;
+  }
+  *best = static_cast<double>(bytes) / best_s;
+  return static_cast<double>(bytes) * static_cast<double>(received) / elapsed();
 }
 
 // The client (rank 1): rates, one check that the bytes are the loader's, then
 // the pass count to the loader (which ends its serving).
-ShapeRate read_and_check(MPI_Comm comm, Window& window, const std::vector<uint8_t>& local, const BatchShape& shape,
-                         const std::vector<Piece>& pieces, double seconds, int* passes) {
-  ShapeRate r = measure(window, local.data(), shape, pieces, seconds, passes);
+ShapeRate read_and_check(MPI_Comm comm, WindowReader& reader, const std::vector<uint8_t>& local,
+                         const BatchShape& shape, const std::vector<Piece>& pieces, double seconds, bool pipeline,
+                         int* passes) {
+  ShapeRate r = measure(reader, local.data(), shape, pieces, seconds, pipeline, passes);
   std::vector<uint8_t> check(r.batch_bytes), want(r.batch_bytes);
   for (const auto& p : pieces) {
-    window.get(0, p.window_offset, check.data() + p.batch_offset, p.bytes);
+    reader.get(0, p.window_offset, check.data() + p.batch_offset, p.bytes);
     std::memcpy(want.data() + p.batch_offset, local.data() + p.window_offset, p.bytes);
   }
-  window.flush_all();
+  reader.complete();
   if (check != want) throw Error(str("handoff: ", shape.name, ": the client read other bytes than the window holds"));
   const auto* at = reinterpret_cast<const uint8_t*>(passes);
   send_bytes(comm, 0, kTagDone, {at, sizeof *passes}, "telling the loader the reads are done");
@@ -160,10 +204,11 @@ ShapeRate read_and_check(MPI_Comm comm, Window& window, const std::vector<uint8_
 }  // namespace
 
 void handoff_worker(MPI_Comm world, double seconds, double scale, const std::string& out_path,
-                    const std::string& poll_mode) {
+                    const std::string& poll_mode, const std::string& network_reads, bool pipeline) {
   Comm comm = Comm::duplicate(world, "duplicating the world for the handoff bench");
   if (comm.size() != 2) throw ConfigError("msd-bench handoff-worker runs on exactly 2 ranks");
   const ServePoll::Mode mode = ServePoll::parse_mode(poll_mode.c_str());
+  const NetworkReads reads = parse_network_reads(network_reads);
   std::ofstream out;
   if (comm.rank() == 1) out.open(out_path);
   for (const BatchShape& shape : handoff_shapes(scale)) {
@@ -184,19 +229,23 @@ void handoff_worker(MPI_Comm world, double seconds, double scale, const std::str
     int passes = 0;
     double cpu_s = 0, wall_s = 0;
     ShapeRate r;
-    if (comm.rank() == 1) r = read_and_check(comm.get(), window, local, shape, pieces, seconds, &passes);
-    else passes = serve_reads(comm.get(), mode, !window.direct(), &cpu_s, &wall_s);
+    WindowReader reader(window, comm.get(), 60000, reads);  // a reply within a minute, or the bench fails
+    const bool requests = reader.two_sided();
+    if (comm.rank() == 1) r = read_and_check(comm.get(), reader, local, shape, pieces, seconds, pipeline, &passes);
+    else passes = serve_reads(comm.get(), window, mode, requests, &cpu_s, &wall_s);
     uint64_t batch_bytes = 0;
     for (const auto& p : pieces) batch_bytes += p.bytes;
     std::vector<uint8_t> stream(batch_bytes);
+    double best_two_sided = 0;
     const double two_sided_rate = two_sided(comm.get(), comm.rank(), comm.rank() == 0 ? window.base() : stream.data(),
-                                            batch_bytes, passes);
+                                            batch_bytes, passes, seconds, &best_two_sided);
     double cost[2] = {cpu_s, wall_s};
     MSD_MPI(MPI_Bcast(cost, 2, MPI_DOUBLE, 0, comm.get()), "sharing the loader's CPU time");
     if (comm.rank() == 1)
       out << r.shape << ' ' << r.batch_bytes << ' ' << r.pieces << ' ' << r.get_bytes_per_s << ' '
           << r.memcpy_bytes_per_s << ' ' << two_sided_rate << ' ' << static_cast<double>(r.batch_bytes) * passes
-          << ' ' << cost[0] << ' ' << cost[1] << ' ' << (window.direct() ? "direct" : "mpi_get") << '\n';
+          << ' ' << cost[0] << ' ' << cost[1] << ' ' << (window.direct() ? "direct" : !requests ? "mpi_get" : pipeline ? "two_sided_pipelined" : "two_sided")
+          << ' ' << r.best_get_bytes_per_s << ' ' << best_two_sided << '\n';
     barrier(comm.get(), "waiting for the client to finish reading");
   }
   if (comm.rank() == 1 && !out) throw IoError("cannot write " + out_path);
@@ -222,7 +271,8 @@ PathReport run_path(const std::string& name, const std::string& flags, const Han
   const std::string out = str(options.work_dir, "/handoff-", name, ".txt");
   const std::string log = str(options.work_dir, "/handoff-", name, ".log");
   auto command = mpirun_command(2, executable_dir() + "/msd-bench",
-                                {"handoff-worker", str(options.seconds), str(options.scale), out, options.serve_poll});
+                                {"handoff-worker", str(options.seconds), str(options.scale), out, options.serve_poll,
+                                 options.network_reads, options.pipeline ? "pipeline" : "serial"});
   if (!flags.empty()) {
     if (saved) ::setenv("MSD_MPIRUN_FLAGS", saved_flags.c_str(), 1);
     else ::unsetenv("MSD_MPIRUN_FLAGS");
@@ -236,15 +286,19 @@ PathReport run_path(const std::string& name, const std::string& flags, const Han
   const int rc = run_command(command, log);
   std::ifstream in(out);
   ShapeRate r;
-  double get_s = 0, copy_s = 0, stream_s = 0, bytes = 0, moved = 0, cpu_s = 0, wall_s = 0;
+  double get_s = 0, copy_s = 0, stream_s = 0, bytes = 0, moved = 0, cpu_s = 0, wall_s = 0, best_s = 0,
+         best_stream_s = 0;
   while (in >> r.shape >> r.batch_bytes >> r.pieces >> r.get_bytes_per_s >> r.memcpy_bytes_per_s >>
-         r.two_sided_bytes_per_s >> r.moved_bytes >> r.loader_cpu_s >> r.loader_wall_s >> report.access) {
+         r.two_sided_bytes_per_s >> r.moved_bytes >> r.loader_cpu_s >> r.loader_wall_s >> report.access >>
+         r.best_get_bytes_per_s >> r.best_two_sided_bytes_per_s) {
     report.shapes.push_back(r);
     const auto b = static_cast<double>(r.batch_bytes);
     bytes += b;
     get_s += b / r.get_bytes_per_s;
     copy_s += b / r.memcpy_bytes_per_s;
     stream_s += b / r.two_sided_bytes_per_s;
+    best_s += b / r.best_get_bytes_per_s;
+    best_stream_s += b / r.best_two_sided_bytes_per_s;
     moved += r.moved_bytes;
     cpu_s += r.loader_cpu_s;
     wall_s += r.loader_wall_s;
@@ -257,6 +311,9 @@ PathReport run_path(const std::string& name, const std::string& flags, const Han
   report.mb_per_s = bytes / get_s / 1e6;
   report.two_sided_mb_per_s = bytes / stream_s / 1e6;
   report.ratio_vs_two_sided = stream_s / get_s;
+  report.best_pass_mb_per_s = bytes / best_s / 1e6;
+  report.two_sided_best_pass_mb_per_s = bytes / best_stream_s / 1e6;
+  report.best_pass_ratio_vs_two_sided = best_stream_s / best_s;
   report.loader_cpu_s_per_gb = cpu_s / (moved / 1e9);
   report.loader_core_percent = wall_s > 0 ? 100 * cpu_s / wall_s : 0;
   return report;
@@ -285,6 +342,9 @@ std::string handoff_json(const HandoffReport& report) {
           .value("mb_per_s", path.mb_per_s)
           .value("two_sided_mb_per_s", path.two_sided_mb_per_s)
           .value("ratio_vs_two_sided", path.ratio_vs_two_sided)
+          .value("best_pass_mb_per_s", path.best_pass_mb_per_s)
+          .value("two_sided_best_pass_mb_per_s", path.two_sided_best_pass_mb_per_s)
+          .value("best_pass_ratio_vs_two_sided", path.best_pass_ratio_vs_two_sided)
           .value("loader_cpu_s_per_gb", path.loader_cpu_s_per_gb)
           .value("loader_core_percent", path.loader_core_percent);
     w.begin_array("shapes");
@@ -309,15 +369,19 @@ std::string handoff_json(const HandoffReport& report) {
 
 std::string handoff_text(const HandoffReport& report) {
   std::string text = "handoff: a client reading a batch from a loader window (msd::Window) vs memcpy of the same pieces\n";
-  char line[256];
+  char line[512];
   for (const auto& path : report.paths) {
     text += str(path.path, " (", path.mpirun_flags, ")\n");
     if (!path.ran) {
       text += "  did not run: " + path.error + "\n";
       continue;
     }
-    text += str("  access: ", path.access == "direct" ? "direct copies from the node-shared window" : "MPI_Get + flush",
-                "\n");
+    const char* access = path.access == "direct"      ? "direct copies from the node-shared window"
+                         : path.access == "two_sided" ? "one request and one hindexed reply per batch"
+                         : path.access == "two_sided_pipelined"
+                             ? "one request and one hindexed reply per batch, the next batch's requested before"
+                                                      : "MPI_Get + flush";
+    text += str("  access: ", access, "\n");
     for (const auto& s : path.shapes) {
       std::snprintf(line, sizeof line, "  %-14s %9.1f KiB %6u pieces  get %8.2f GB/s  memcpy %8.2f GB/s  ratio %.3f\n",
                     s.shape.c_str(), static_cast<double>(s.batch_bytes) / 1024, s.pieces, s.get_bytes_per_s / 1e9,
@@ -327,8 +391,10 @@ std::string handoff_text(const HandoffReport& report) {
     text += str("  ratio_vs_memcpy ", path.ratio_vs_memcpy, " (all shapes' bytes over all shapes' time)\n");
     std::snprintf(line, sizeof line,
                   "  msd %.1f MB/s, two-sided MPI_Send/MPI_Recv %.1f MB/s: ratio_vs_two_sided %.3f\n"
+                  "  fastest pass: msd %.1f MB/s, two-sided %.1f MB/s: best_pass_ratio_vs_two_sided %.3f\n"
                   "  loader CPU while serving: %.3f s per GB read, %.1f%% of a core\n",
-                  path.mb_per_s, path.two_sided_mb_per_s, path.ratio_vs_two_sided, path.loader_cpu_s_per_gb,
+                  path.mb_per_s, path.two_sided_mb_per_s, path.ratio_vs_two_sided, path.best_pass_mb_per_s,
+                  path.two_sided_best_pass_mb_per_s, path.best_pass_ratio_vs_two_sided, path.loader_cpu_s_per_gb,
                   path.loader_core_percent);
     text += line;
   }

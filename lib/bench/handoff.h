@@ -1,5 +1,6 @@
 // `msd-bench handoff`: how fast a client reads a batch out of a loader's RMA
-// window (the real msd::Window, MPI_Get + flush) against memcpy of the same
+// window (the real msd::WindowReader: copies, one request and reply, or
+// MPI_Get + flush) against memcpy of the same
 // pieces in the same process, on the one-node shared-memory settings and on
 // the forced network path (UCX over TCP, docs/multi-node.md).
 #pragma once
@@ -26,6 +27,8 @@ struct HandoffOptions {
   double scale = 1.0;        // multiplies seq_len (a tiny run for the test)
   std::string work_dir = "/tmp";
   std::string serve_poll = "sleep";  // the loader's wait while clients read (ServePoll::Mode)
+  std::string network_reads = "two_sided";  // how the network path reads (NetworkReads): two_sided | one_sided
+  bool pipeline = false;  // two-sided: request each batch before the previous one is in
 };
 
 struct ShapeRate {
@@ -38,12 +41,17 @@ struct ShapeRate {
   double moved_bytes = 0;            // read by the client in the measured passes
   double loader_cpu_s = 0;           // the loader's process CPU time while the client read them
   double loader_wall_s = 0;          // and the wall time it served them in
+  // The fastest single pass of each: on a loaded host (other processes
+  // taking the cores) the averages swing by 10x between runs, the fastest
+  // pass much less.
+  double best_get_bytes_per_s = 0;
+  double best_two_sided_bytes_per_s = 0;
 };
 
 struct PathReport {
   std::string path;         // shared_memory | network
   std::string mpirun_flags;
-  std::string access;       // direct (node-shared window, copies) | mpi_get (msd::Window)
+  std::string access;       // direct (node-shared window, copies) | two_sided (request + reply) | two_sided_pipelined | mpi_get
   bool ran = false;
   std::string error;        // why it did not run
   std::vector<ShapeRate> shapes;
@@ -51,6 +59,9 @@ struct PathReport {
   double mb_per_s = 0;            // msd's reads: all shapes' bytes over their read time, 1e6 bytes/s
   double two_sided_mb_per_s = 0;  // the same over the two-sided stream
   double ratio_vs_two_sided = 0;
+  double best_pass_mb_per_s = 0;            // the same over each shape's fastest pass
+  double two_sided_best_pass_mb_per_s = 0;
+  double best_pass_ratio_vs_two_sided = 0;
   double loader_cpu_s_per_gb = 0;    // loader CPU seconds per 1e9 bytes read
   double loader_core_percent = 0;    // loader CPU over its serving wall time
 };
@@ -68,8 +79,10 @@ std::string handoff_text(const HandoffReport& report);
 
 // The worker, on 2 ranks of `world`: rank 0 holds the window, rank 1 reads.
 // Rank 1 writes its rates, one line per shape, to `out_path`; rank 0 waits
-// as a loader does, by ServePoll in `poll_mode`. Collective.
+// as a loader does, by ServePoll in `poll_mode`, answering two-sided reads
+// (`network_reads`, NetworkReads) as a loader does; `pipeline`: the client
+// requests each batch before it waits for the previous one. Collective.
 void handoff_worker(MPI_Comm world, double seconds, double scale, const std::string& out_path,
-                    const std::string& poll_mode);
+                    const std::string& poll_mode, const std::string& network_reads, bool pipeline);
 
 }  // namespace msd::bench

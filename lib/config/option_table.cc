@@ -287,6 +287,10 @@ std::vector<OptionSpec> topology_options() {
       choice("topology.broadcast_at", "LEVEL",
            "tp | none: tp, one rank per TP group fetches and shares the batch; none, every TP rank fetches",
            [](auto& c) -> auto& { return c.topology.broadcast_at; }),
+      choice("topology.network_reads", "HOW",
+           "two_sided | one_sided: how clients read loader windows that are not node-shared: one request and one "
+           "reply per loader and step, or MPI_Get per piece (docs/multi-node.md)",
+           [](auto& c) -> auto& { return c.topology.network_reads; }),
       count("topology.ranks_per_node", "N",
             "0: the nodes MPI reports; N: plan as if every N consecutive world ranks shared a node (docs/layout.md)",
             [](auto& c) -> auto& { return c.topology.ranks_per_node; }),

@@ -12,12 +12,12 @@ namespace msd {
 namespace {
 class WindowFetcher : public ByteFetcher {
  public:
-  explicit WindowFetcher(Window& window) : window_(window) {}
-  void get(int rank, uint64_t offset, void* out, uint64_t bytes) override { window_.get(rank, offset, out, bytes); }
-  void complete() override { window_.flush_all(); }
+  explicit WindowFetcher(WindowReader& reader) : reader_(reader) {}
+  void get(int rank, uint64_t offset, void* out, uint64_t bytes) override { reader_.get(rank, offset, out, bytes); }
+  void complete() override { reader_.complete(); }
 
  private:
-  Window& window_;
+  WindowReader& reader_;
 };
 }  // namespace
 
@@ -32,7 +32,12 @@ BuildOptions build_options_for(const ClientPlaceTree& tree, int client_index, in
 }
 
 DisaggregatedClient::DisaggregatedClient(JobContext& job, int client_index, int32_t image_token_id, MPI_Comm tp_comm)
-    : job_(job), client_index_(client_index), next_step_(job.first_step), options_(build_options_for(job.tree, client_index, image_token_id)) {
+    : job_(job),
+      client_index_(client_index),
+      next_step_(job.first_step),
+      options_(build_options_for(job.tree, client_index, image_token_id)),
+      // A loader that answers no read is named within job.stall_timeout_s.
+      reader_(job.windows, job.world.get(), job.config.job.stall_timeout_s * 1000, job.config.topology.network_reads) {
   options_.varlen = make_pack_options(job.config).varlen;  // the planner's rows (colocated ranks keep fixed ones)
   counts_needed_ = job.tree.is_tp_leader(client_index);
   if (job.tree.dim(Axis::tp) > 1 && job.config.topology.broadcast_at == BroadcastAt::tp)
@@ -68,7 +73,7 @@ const Batch* DisaggregatedClient::next() {
     if (plan.step != next_step_)
       throw ProtocolError(str("client rank ", job_.rank, " expected the plan of step ", next_step_, ", got step ",
                               plan.step));
-    WindowFetcher fetcher(job_.windows);
+    WindowFetcher fetcher(reader_);
     stats = build_batch(plan, fetcher, options_, batch_);
   }
   if (share_) {

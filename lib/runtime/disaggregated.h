@@ -14,6 +14,7 @@
 #include "runtime/client_impl.h"
 #include "runtime/context.h"
 #include "runtime/metrics.h"
+#include "transport/reads.h"
 
 namespace msd {
 
@@ -37,6 +38,7 @@ class DisaggregatedClient : public ClientImpl {
   bool counts_needed_ = true;       // TP leaders count the group's needed bytes
   std::unique_ptr<TpShare> share_;  // TP groups that share
   RssSampler rss_;                  // sent on acknowledgements for output.metrics
+  WindowReader reader_;             // reads the loaders' windows (transport/reads.h)
 };
 
 }  // namespace msd

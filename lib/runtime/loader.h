@@ -16,6 +16,7 @@
 #include "runtime/report.h"
 #include "source/source.h"
 #include "transform/transform.h"
+#include "transport/reads.h"
 #include "transport/slot.h"
 
 namespace msd {
@@ -53,6 +54,7 @@ class LoaderRole {
   void write_checkpoint(std::span<const uint8_t> request);
   // Sends the planner this loader's profiles (kTagProfile).
   void send_profile();
+  ReadServer::SlotOf live_slot() const;
 
   JobContext& job_;
   HelloMessage hello_;
@@ -66,6 +68,7 @@ class LoaderRole {
   Fault fault_ = Fault::none;  // injected for testing failover (config [fault])
   uint64_t checkpoint_stall_ms_ = 0;  // fault.kind = checkpoint_stall: pause inside the next part write
   std::map<uint64_t, SampleMeta> live_;       // slot offset -> the sample in it
+  std::unique_ptr<ReadServer> reads_;         // network path: answers clients' reads (transport/reads.h)
   std::vector<bool> snapshot_source_;         // per source: keep in loader checkpoints
   std::map<std::pair<uint32_t, uint64_t>, SnapshotRecord> snapshot_;  // (source, cursor) from a checkpoint
   uint64_t snapshot_hits_ = 0;

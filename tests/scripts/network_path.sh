@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The one-sided transport across nodes, on one host: the settings
+# Reads of loader windows across nodes, on one host: the settings
 # `tools/mpirun.sh --multi-node` uses (UCX for messages and MPI_Get), with
-# UCX limited to TCP and shared-memory transports off, so every MPI_Get of a
-# loader's window crosses the network stack as it would between nodes. The
-# batch stream (the batch digest chains every step's digest) must equal the
-# shared-memory run's. Exits 77 (reported as skipped) when this Open MPI has
+# UCX limited to TCP and shared-memory transports off, so every read of a
+# loader's window crosses the network stack as it would between nodes: by
+# default one request and one reply per loader and step (the loaders say so
+# in their debug log), and with topology.network_reads = one_sided an
+# MPI_Get per piece. The batch stream (the batch digest chains every step's
+# digest) must equal the shared-memory run's either way. Exits 77 (reported as skipped) when this Open MPI has
 # no UCX components.
 source "$(dirname "$0")/common.sh"
 if ! ompi_info 2>/dev/null | grep -q "MCA osc: ucx" || ! ompi_info 2>/dev/null | grep -q "MCA pml: ucx"; then
@@ -18,10 +20,17 @@ n=$("$MSD_RUN" --config "$WORK/job.ini" --print-world-size)
 export UCX_TLS=tcp,self UCX_NET_DEVICES=lo UCX_WARN_UNUSED_ENV_VARS=n
 flags="--allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 --mca pml ucx --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca btl ^vader,openib"
 flags="$flags -x UCX_TLS -x UCX_NET_DEVICES -x UCX_WARN_UNUSED_ENV_VARS"
-# shellcheck disable=SC2086
-MSD_MPIRUN_FLAGS="$flags" timeout 240 "$MSD_SOURCE/tools/mpirun.sh" --multi-node "$MSD_BUILD" --config "$WORK/job.ini" \
-  --summary-json "$WORK/net.json" >"$WORK/net.out" 2>&1 || { tail -30 "$WORK/net.out"; echo "FAIL: the UCX/TCP run failed"; exit 1; }
 want=$(json_field "$WORK/shm.json" batch_digest)
-got=$(json_field "$WORK/net.json" batch_digest)
-[ -n "$want" ] && [ "$want" = "$got" ] || { echo "FAIL: UCX over TCP delivered batch_digest $got, shared memory $want"; exit 1; }
-echo "network_path: $n ranks, pml/osc ucx over tcp: batch_digest $got as over shared memory"
+for reads in two_sided one_sided; do
+  # shellcheck disable=SC2086
+  MSD_MPIRUN_FLAGS="$flags" timeout 240 "$MSD_SOURCE/tools/mpirun.sh" --multi-node "$MSD_BUILD" --config "$WORK/job.ini" \
+    --topology.network_reads=$reads --output.log_level=debug --summary-json "$WORK/$reads.json" >"$WORK/$reads.out" 2>&1 ||
+    { tail -30 "$WORK/$reads.out"; echo "FAIL: the UCX/TCP run with $reads reads failed"; exit 1; }
+  got=$(json_field "$WORK/$reads.json" batch_digest)
+  [ -n "$want" ] && [ "$want" = "$got" ] ||
+    { echo "FAIL: UCX over TCP with $reads reads delivered batch_digest $got, shared memory $want"; exit 1; }
+  requests=$(grep -c "clients read it by request and reply" "$WORK/$reads.out" || true)
+  if [ "$reads" = two_sided ] && [ "$requests" = 0 ]; then echo "FAIL: no loader answered read requests"; exit 1; fi
+  if [ "$reads" = one_sided ] && [ "$requests" != 0 ]; then echo "FAIL: one_sided reads went by request"; exit 1; fi
+done
+echo "network_path: $n ranks, pml/osc ucx over tcp, two-sided and one-sided reads: batch_digest $got as over shared memory"
