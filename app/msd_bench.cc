@@ -326,9 +326,10 @@ int fanout_main(int argc, char** argv) {
       "handling (CPU time less placement) per step = base + a x groups + b x clients and\n"
       "extrapolates it to --gpus GPUs in data groups of each --extrapolate-tps; the\n"
       "placement at that size is measured (pack_step on steps of the same documents), not\n"
-      "extrapolated: balancing does not grow linearly (docs/planner-scaling.md). The\n"
-      "planner has a core of its own, as on a cluster (--planner-core), and the clients\n"
-      "run at --client-nice.\n\n"
+      "extrapolated: balancing does not grow linearly (docs/planner-scaling.md); the same at\n"
+      "fixed sizes (4096 GPUs in tp 1 and 8, 16384 in tp 8) for comparing runs (--json:\n"
+      "estimates_ms). The planner has a core of its own, as on a cluster (--planner-core),\n"
+      "and the clients run at --client-nice.\n\n"
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")

@@ -50,7 +50,9 @@ std::string write_config(const FanoutOptions& options, const std::string& work, 
   out << "\n\n";
   for (size_t s = 0; s < paths.size(); ++s)
     out << "[source.corpus" << s << "]\nformat = indexed\npath = " << paths[s] << "\nweight = 1\n\n";
-  out << "[loader]\nwindow_mb = 32\n\n[emulator]\ntime_scale = 0\n\n[output]\nprogress_every = 0\nlog_level = warn\n";
+  // A loader shares its CPU with every client: on a busy node it can wait
+  // past the default 2 s deadline for a core, which is no failure here.
+  out << "[loader]\nwindow_mb = 32\ndeadline_ms = 30000\n\n[emulator]\ntime_scale = 0\n\n[output]\nprogress_every = 0\nlog_level = warn\n";
   if (!out) throw IoError(str("cannot write ", path));
   return path;
 }
