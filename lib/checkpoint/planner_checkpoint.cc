@@ -65,7 +65,7 @@ bool stream_independent(const std::string& key) {
   for (const char* exact : {"job.steps", "job.prefetch_steps", "topology.loaders", "topology.shadow_loaders",
                             "topology.broadcast_at", "topology.dp", "topology.pp", "topology.cp", "topology.tp",
                             "topology.order", "topology.ranks_per_node", "topology.data_ranks", "job.micro_batches",
-                            "topology.partition_plan", "job.stall_timeout_s", "job.startup_timeout_s"})
+                            "topology.partition_plan", "topology.network_reads", "job.stall_timeout_s", "job.startup_timeout_s"})
     if (key == exact) return true;
   for (const char* prefix : {"loader.", "emulator.", "output.", "checkpoint.", "fault.", "topology.scaling"})
     if (key.rfind(prefix, 0) == 0) return true;
