@@ -193,11 +193,8 @@ bool LoaderRole::on_control(const Message& message) {
 // (no other rank waits on it), then "written" to the planner. A loader
 // stopped inside the write is taken over like anywhere else.
 void LoaderRole::write_checkpoint(std::span<const uint8_t> request) {
-  WireReader r(request, "loader checkpoint request");
   LoaderCheckpointRound round;
-  round.step = r.u64();
-  round.writers = r.u32();
-  r.finish();
+  decode_fields(request, "loader checkpoint request", round.step, round.writers);
   round.identity = job_.checkpoint_identity;
   LoaderCheckpointPart part;
   part.loader = static_cast<uint32_t>(job_.layout.loader_index(job_.rank));
@@ -212,9 +209,7 @@ void LoaderRole::write_checkpoint(std::span<const uint8_t> request) {
       std::this_thread::sleep_for(std::chrono::milliseconds(std::exchange(checkpoint_stall_ms_, 0)));
   };
   write_loader_checkpoint(job_.config.checkpoint.dir, round, part, stall);
-  WireWriter done;
-  done.u64(round.step);
-  job_.send_to_planner(kTagCheckpoint, done.bytes(), "loader checkpoint part written");
+  job_.send_to_planner(kTagCheckpoint, encode_fields(round.step), "loader checkpoint part written");
 }
 
 void LoaderRole::send_profile() {

@@ -1,15 +1,9 @@
-// The planner's side of online scaling (topology.scaling = online,
-// docs/scaling.md): it estimates what a sample of each source costs a
-// loader from when answers arrive, runs the policy of plan/pool/online_scaling.h
-// once per planned step, and carries out its moves: no new requests for the
-// old source, a drain of those pending, a reassign message, then requests
-// for the new source. Which loader reads a sample never changes its bytes,
-// so the batch stream is the same as without moves.
+#include "runtime/online_scaler.h"
+
 #include <algorithm>
 #include <cmath>
 
 #include "common/log.h"
-#include "runtime/planner.h"
 
 namespace msd {
 
@@ -23,14 +17,30 @@ constexpr uint64_t kMinMeasured = 32;
 constexpr double kBacklogThresholdSteps = 1.5;
 }  // namespace
 
+OnlineScaler::OnlineScaler(const JobContext& job, LoaderFleet& fleet, AsyncSender& out,
+                           const std::vector<SourceInfo>& sources)
+    : job_(job), fleet_(fleet), out_(out), active_(job.config.topology.scaling == Scaling::online),
+      samples_(job.config.sources.size(), 0), profiles_(job.config.sources.size()) {
+  for (const auto& info : sources) {
+    samples_.at(info.source) = info.samples;
+    profiles_[info.source].open_bytes = static_cast<double>(info.state_bytes);
+  }
+}
+
+void OnlineScaler::send_restores() {
+  for (auto& [rank, message] : restore_) out_.send(rank, kTagReassign, encode(message), "restoring the assignment");
+  restore_.clear();
+}
+
 // Moving averages of seconds per sample and transformed bytes per sample:
 // a loader's answer took `seconds` of its time since it was last heard from
 // (or went busy), shared evenly by the samples in it. That is the loader's
 // time with its reads and transforms spread over its `threads` threads, so
 // one sample costs one thread `threads` times it, as a profile counts
 // (the policy divides by the threads again); all of it counts as read.
-void PlannerRole::learn_costs(const std::vector<SampleMeta>& metas, double seconds, unsigned threads) {
-  if (metas.empty() || profiles_.empty()) return;
+void OnlineScaler::learn(int rank, const std::vector<SampleMeta>& metas, double seconds) {
+  if (!active_ || metas.empty()) return;
+  const unsigned threads = fleet_.threads_of(rank);
   const double per_sample = seconds * std::max(threads, 1u) / static_cast<double>(metas.size());
   for (const auto& meta : metas) {
     SourceProfile& p = profiles_.at(meta.source);
@@ -46,107 +56,81 @@ void PlannerRole::learn_costs(const std::vector<SampleMeta>& metas, double secon
   }
 }
 
-unsigned PlannerRole::threads_of(int loader_rank) const {
-  // As LoaderRole chose them: the plan's, else loader.threads (shadows too).
-  const int index = job_.layout.loader_index(loader_rank);
-  const auto& planned = job_.assignment.threads_of_loader;
-  const bool own_plan = !job_.layout.is_shadow(index) && static_cast<size_t>(index) < planned.size();
-  return own_plan ? planned[static_cast<size_t>(index)] : job_.config.loader.threads;
-}
-
-std::vector<uint32_t> PlannerRole::sources_of(int loader_rank) const {
-  std::vector<uint32_t> mine;
-  for (uint32_t s = 0; s < sources_.size(); ++s) {
-    const auto& ranks = sources_[s].loader_ranks;
-    if (std::find(ranks.begin(), ranks.end(), loader_rank) != ranks.end()) mine.push_back(s);
-  }
-  return mine;
-}
-
-std::vector<std::vector<uint32_t>> PlannerRole::assignment_now() const {
-  std::vector<std::vector<uint32_t>> out;
-  for (int i = 0; i < job_.layout.loader_ranks(); ++i) {
-    const int rank = job_.layout.loader_rank(i);
-    std::vector<uint32_t> mine = sources_of(rank);
-    const LoaderTrack& track = loaders_.at(rank);
-    if (track.move && std::find(mine.begin(), mine.end(), track.move->to) == mine.end()) mine.push_back(track.move->to);
-    std::sort(mine.begin(), mine.end());
-    out.push_back(std::move(mine));
-  }
-  return out;
-}
-
 // What the policy sees: the loaders serving sources (`ranks` gets their
 // world ranks, in the order of ScalingInput::loaders), the profiles, the
 // weights now and ahead, and each source's backlog.
-ScalingInput PlannerRole::scaling_input(std::vector<int>& ranks) const {
+ScalingInput OnlineScaler::input(uint64_t next_step, const Schedule& schedule, const std::vector<SourceProfile>& reported,
+                                 std::vector<int>& ranks) const {
   const TopologyConfig& topo = job_.config.topology;
   const uint64_t steps = job_.config.job.steps;
   ScalingInput in;
-  for (const auto& [rank, track] : loaders_) {
+  for (const auto& [rank, track] : fleet_.tracks()) {
     if (track.failed || !track.in_use) continue;
     ranks.push_back(rank);
-    in.loaders.push_back({sources_of(rank), !track.shadow, threads_of(rank)});  // a shadow in use keeps every source open
+    in.loaders.push_back({fleet_.sources_of(rank), !track.shadow, fleet_.threads_of(rank)});  // a shadow in use keeps every source open
   }
   // What the loaders measured (kTagProfile) where they have reported a
   // source, else the planner's own estimate from how fast answers come.
   in.profiles = profiles_;
-  const std::vector<SourceProfile> reported = profiles();
   for (size_t s = 0; s < reported.size() && s < in.profiles.size(); ++s)
     if (reported[s].samples_measured > 0) in.profiles[s] = reported[s];
-  const Schedule& schedule = mixer_.schedule();
-  in.weights_now = schedule.weights(next_step_);
-  in.weights_ahead = schedule.weights(std::min(next_step_ + topo.scaling_lookahead_steps, steps - 1));
-  std::vector<double> pending(sources_.size(), 0.0);
-  for (const auto& [rank, track] : loaders_)
-    for (size_t s = 0; s < sources_.size(); ++s)
-      pending[s] += static_cast<double>(track.outstanding.of_source(static_cast<uint32_t>(s)));
-  for (size_t s = 0; s < sources_.size(); ++s) {
+  in.weights_now = schedule.weights(next_step);
+  in.weights_ahead = schedule.weights(std::min(next_step + topo.scaling_lookahead_steps, steps - 1));
+  std::vector<double> pending(samples_.size(), 0.0);
+  for (uint32_t s = 0; s < samples_.size(); ++s) pending[s] = static_cast<double>(fleet_.pending(s));
+  for (size_t s = 0; s < samples_.size(); ++s) {
     const double quota = std::max(1.0, job_.config.job.global_batch * in.weights_now[s]);
     in.backlog_steps.push_back(pending[s] / quota);
   }
-  in.steps_since_last_move = last_move_step_ ? next_step_ - *last_move_step_ : UINT64_MAX;
+  in.steps_since_last_move = last_move_step_ ? next_step - *last_move_step_ : UINT64_MAX;
   return in;
 }
 
+void OnlineScaler::run(uint64_t next_step, const Schedule& schedule, const std::vector<SourceProfile>& reported) {
+  if (!active_) return;
+  scale(next_step, schedule, reported);
+  advance_moves();
+}
+
 // Runs the policy once per planned step, while no move is under way.
-void PlannerRole::scale_online() {
-  if (!online_ || next_step_ == scaled_for_step_ || next_step_ >= job_.config.job.steps) return;
-  for (const auto& [rank, track] : loaders_)
+void OnlineScaler::scale(uint64_t next_step, const Schedule& schedule, const std::vector<SourceProfile>& reported) {
+  if (next_step == scaled_for_step_ || next_step >= job_.config.job.steps) return;
+  for (const auto& [rank, track] : fleet_.tracks())
     if (track.move) return;  // one round of moves at a time
-  scaled_for_step_ = next_step_;
+  scaled_for_step_ = next_step;
   bool measured = false;
   for (const auto& p : profiles_) measured = measured || p.samples_measured >= kMinMeasured;
   if (!measured) return;
   std::vector<int> ranks;
-  const ScalingInput in = scaling_input(ranks);
+  const ScalingInput in = input(next_step, schedule, reported, ranks);
   ScalingOptions options;
   options.min_interval_steps = job_.config.topology.scaling_interval_steps;
   options.backlog_threshold_steps = kBacklogThresholdSteps;
-  for (const LoaderMove& move : plan_moves(in, options)) start_move(ranks.at(move.loader), move.from, move.to, move.why);
+  for (const LoaderMove& move : plan_moves(in, options))
+    start_move(ranks.at(move.loader), move.from, move.to, move.why, next_step);
 }
 
 // The loader gets no new requests for `from` from now on; advance_moves
 // switches it once it has answered those pending.
-void PlannerRole::start_move(int loader_rank, uint32_t from, uint32_t to, MoveReason why) {
-  auto& ranks = sources_.at(from).loader_ranks;
+void OnlineScaler::start_move(int loader_rank, uint32_t from, uint32_t to, MoveReason why, uint64_t next_step) {
+  auto& ranks = fleet_.serving(from);
   auto it = std::find(ranks.begin(), ranks.end(), loader_rank);
   MSD_CHECK(it != ranks.end());
   MSD_CHECK(ranks.size() >= 2);
   ranks.erase(it);
-  loaders_.at(loader_rank).move = LoaderTrack::Move{from, to};
-  last_move_step_ = next_step_;
-  SourceMove record{next_step_, job_.layout.loader_index(loader_rank), from, to, move_reason_name(why)};
+  fleet_.track(loader_rank).move = LoaderFleet::Track::Move{from, to};
+  last_move_step_ = next_step;
+  SourceMove record{next_step, job_.layout.loader_index(loader_rank), from, to, move_reason_name(why)};
   log_info("move at step ", record.step, ": loader ", record.loader, " from source '", job_.config.sources[from].name,
            "' to '", job_.config.sources[to].name, "' (", record.why, ")");
-  report_.moves.push_back(std::move(record));
+  moves_.push_back(std::move(record));
 }
 
 // A moving loader that has answered every request of its old source is told
 // to close it and open the new one; requests for the new one follow (the
 // loader reads its messages in order).
-void PlannerRole::advance_moves() {
-  for (auto& [rank, track] : loaders_) {
+void OnlineScaler::advance_moves() {
+  for (auto& [rank, track] : fleet_.tracks()) {
     if (!track.move) continue;
     if (track.failed) {  // taken over meanwhile: the shadow serves what it had
       track.move.reset();
@@ -156,7 +140,7 @@ void PlannerRole::advance_moves() {
     if (track.outstanding.of_source(from) > 0) continue;  // still draining
     ReassignMessage message;
     message.close.push_back(from);
-    auto& ranks = sources_.at(to).loader_ranks;
+    auto& ranks = fleet_.serving(to);
     if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) {
       ranks.push_back(rank);
       message.open.push_back(to);
@@ -166,12 +150,12 @@ void PlannerRole::advance_moves() {
   }
 }
 
-void PlannerRole::on_reassigned(int loader_rank, const HelloMessage& answer) {
+void OnlineScaler::reassigned(int loader_rank, const HelloMessage& answer) {
   const int index = job_.layout.loader_index(loader_rank);
   if (!answer.error.empty())
     throw Error(str("loader ", index, " (world rank ", loader_rank, ") could not open its new source: ", answer.error));
   for (const SourceInfo& info : answer.sources) {
-    if (info.source >= sources_.size() || info.samples != sources_[info.source].samples)
+    if (info.source >= samples_.size() || info.samples != samples_[info.source])
       throw ProtocolError(str("loader ", index, " opened source ", info.source, " with ", info.samples,
                               " samples, other loaders saw a different count"));
     profiles_[info.source].open_bytes = static_cast<double>(info.state_bytes);
@@ -181,8 +165,9 @@ void PlannerRole::on_reassigned(int loader_rank, const HelloMessage& answer) {
 // With --resume under online scaling: the loaders opened the start-up
 // assignment; they are switched to the checkpoint's, or, with another
 // number of loaders, to the same proportions of loaders per source.
-void PlannerRole::restore_assignment(const PlannerCheckpoint& resume) {
-  const size_t loaders = static_cast<size_t>(job_.config.topology.loaders), sources = sources_.size();
+void OnlineScaler::restore(const PlannerCheckpoint& resume) {
+  if (!active_) return;
+  const size_t loaders = static_cast<size_t>(job_.config.topology.loaders), sources = samples_.size();
   std::vector<std::vector<uint32_t>> want;
   std::vector<size_t> counts(sources, 0);
   for (const auto& mine : resume.loader_sources) {
@@ -199,10 +184,10 @@ void PlannerRole::restore_assignment(const PlannerCheckpoint& resume) {
     for (uint32_t s = 0; s < sources; ++s)
       for (size_t k = 0; k < scaled[s]; ++k) want[next++] = {s};
   }
-  for (auto& src : sources_) src.loader_ranks.clear();
+  for (uint32_t s = 0; s < sources; ++s) fleet_.serving(s).clear();
   for (size_t i = 0; i < loaders; ++i) {
     const int rank = job_.layout.loader_rank(static_cast<int>(i));
-    for (uint32_t s : want[i]) sources_[s].loader_ranks.push_back(rank);
+    for (uint32_t s : want[i]) fleet_.serving(s).push_back(rank);
     const auto& opened = job_.assignment.sources_of_loader[i];
     ReassignMessage message;
     for (uint32_t s : opened)

@@ -1,0 +1,244 @@
+#include "runtime/sample_streams.h"
+
+#include <algorithm>
+
+#include "source/source.h"
+#include "transport/wire.h"
+
+namespace msd {
+
+SampleStreams::SampleStreams(const JobContext& job, LoaderFleet& fleet, OnlineScaler& scaler, AsyncSender& out,
+                             const std::vector<SourceInfo>& sources)
+    : job_(job),
+      fleet_(fleet),
+      scaler_(scaler),
+      out_(out),
+      sources_(job.config.sources.size()),
+      mixer_(make_schedule(job.config), job.config.job.global_batch),
+      window_(job.config.loader.window_mb << 20, job.config.job.max_sample_bytes) {
+  for (const auto& info : sources) sources_.at(info.source).samples = info.samples;
+  for (const auto& src : sources_) MSD_CHECK(src.samples > 0);
+}
+
+void SampleStreams::resume_at(const PlannerCheckpoint& resume) {
+  // The same cursors and mixer totals give the same batches from there on.
+  for (size_t s = 0; s < sources_.size(); ++s) {
+    if (resume.source_samples.at(s) != sources_[s].samples)
+      throw ConfigError(str("source.", job_.config.sources[s].name, ".path: the source now holds ", sources_[s].samples,
+                            " samples, the checkpoint's run had ", resume.source_samples[s],
+                            "; the batch stream cannot continue"));
+    sources_[s].consumed = sources_[s].next_request = resume.consumed.at(s);
+    sources_[s].seen_good = true;
+  }
+  mixer_.restore(resume.step, resume.mixer_realized);
+}
+
+// Requests go out in step order, and only while they fit the loader's window
+// for sure (WindowBudget); the first that does not holds back every later
+// one, so the earliest unplanned step is always served first.
+void SampleStreams::request_ahead(uint64_t next_step, uint64_t limit, const std::function<bool(int)>& holds_slot) {
+  while (next_step + quotas_.size() < limit) {
+    realized_before_.push_back(mixer_.realized());
+    quotas_.push_back(mixer_.next());
+  }
+  // Scratch kept across calls: the planner passes here on every message.
+  need_.assign(sources_.size(), 0);
+  outbox_.resize(static_cast<size_t>(job_.layout.loader_ranks()));
+  const auto send_outbox = [&] {
+    for (size_t i = 0; i < outbox_.size(); ++i) {
+      if (outbox_[i].empty()) continue;
+      fleet_.send_loads(job_.layout.loader_rank(static_cast<int>(i)), outbox_[i]);
+      outbox_[i].clear();
+    }
+  };
+  for (size_t k = 0; k < quotas_.size(); ++k) {
+    for (size_t s = 0; s < sources_.size(); ++s) need_[s] += quotas_[k][s];
+    for (uint32_t s = 0; s < sources_.size(); ++s) {
+      auto& src = sources_[s];
+      const std::vector<int>& serving = fleet_.serving(s);
+      while (src.next_request - src.consumed - src.bad_in_flight < need_[s]) {
+        const uint64_t cursor = src.next_request;
+        // Spread a source's requests over its loaders; which loader serves a
+        // sample never changes its content.
+        const int loader = serving[cursor % serving.size()];
+        auto& items = outbox_[static_cast<size_t>(job_.layout.loader_index(loader))];
+        if (!window_.fits(loader, fleet_.track(loader).outstanding.size() + items.size())) {
+          send_outbox();
+          if (k == 0) make_room(loader, next_step, holds_slot);
+          return;
+        }
+        items.push_back({s, cursor, file_index(s, cursor)});
+        src.next_request++;
+      }
+    }
+  }
+  send_outbox();
+}
+
+// stream_position(seed, source, samples, cursor).index, with the epoch's
+// permutation kept between calls.
+uint64_t SampleStreams::file_index(uint32_t source, uint64_t cursor) {
+  SourceState& src = sources_[source];
+  const uint64_t epoch = cursor / src.samples;
+  if (!src.permutation || src.permutation_epoch != epoch) {
+    src.permutation.emplace(src.samples, permutation_key(job_.config.job.seed, source, epoch));
+    src.permutation_epoch = epoch;
+  }
+  return (*src.permutation)(cursor % src.samples);
+}
+
+// The earliest unplanned step needs a request that `loader`'s window cannot
+// take. Once the loader has answered everything, samples loaded for later
+// steps are given back (and asked for again later: same cursors, same
+// bytes). If that frees nothing and no step in flight holds a slot there,
+// the window cannot hold this one step: a configuration error.
+void SampleStreams::make_room(int loader, uint64_t next_step, const std::function<bool(int)>& holds_slot) {
+  if (!fleet_.track(loader).outstanding.empty()) return;  // answers will come
+  bool freed = false, waiting = false;
+  for (size_t s = 0; s < sources_.size(); ++s) {
+    const std::optional<uint64_t> end = step_end(s);
+    if (!end) continue;  // every sample loaded so far belongs to the earliest step
+    if (rewind(static_cast<uint32_t>(s), *end, freed)) continue;
+    waiting = true;  // a request of a later step is still out: rewind when it is answered
+  }
+  if (freed || waiting || holds_slot(loader)) return;  // else released when that step is acknowledged
+  throw ConfigError(str("loader.window_mb: loader ", job_.layout.loader_index(loader), "'s window (",
+                        window_.capacity(), " bytes) cannot hold step ", next_step, ": its samples there take ",
+                        window_.used(loader), " bytes and the next may take up to job.max_sample_bytes = ",
+                        job_.config.job.max_sample_bytes, "; raise loader.window_mb or lower job.max_sample_bytes"));
+}
+
+// The cursor of source `s` just past the earliest unplanned step's samples,
+// once that many good samples are loaded.
+std::optional<uint64_t> SampleStreams::step_end(size_t s) const {
+  const auto& src = sources_[s];
+  uint64_t good = 0, cursor = src.consumed;
+  while (good < quotas_.front()[s]) {
+    const SampleMeta* meta = src.resolved.find(cursor);
+    if (!meta) return std::nullopt;
+    if (meta->bad == 0) ++good;
+    ++cursor;
+  }
+  return cursor;
+}
+
+// Forgets what source `s` loaded from cursor `end` on and asks for it again
+// later; false (nothing done) while a request in that range is unanswered.
+bool SampleStreams::rewind(uint32_t s, uint64_t end, bool& freed) {
+  auto& src = sources_[s];
+  for (const auto& [rank, track] : fleet_.tracks())
+    if (track.outstanding.any_from(s, end)) return false;
+  src.resolved.erase_from(end, [&](uint64_t, const SampleMeta& meta) {
+    if (meta.bad != 0) {
+      src.bad_in_flight--;
+      return;
+    }
+    --src.resolved_good;
+    releases_.add(meta.loader_rank, meta.slot_offset, meta.slot_bytes);
+    freed = true;
+  });
+  release(releases_, "giving back samples of later steps");
+  src.next_request = std::min(src.next_request, end);
+  return true;
+}
+
+void SampleStreams::on_meta(int rank, const std::vector<SampleMeta>& metas, uint64_t next_step) {
+  LoaderFleet::Track& track = fleet_.track(rank);
+  const auto now = std::chrono::steady_clock::now();
+  scaler_.learn(rank, metas, std::chrono::duration<double>(now - track.last_heard).count());
+  track.last_heard = now;
+  bool read_failed = false;
+  for (const auto& meta : metas) {
+    auto& src = sources_.at(meta.source);
+    const bool answered = track.outstanding.answer(meta.source, meta.cursor);
+    // A late answer (from a loader that was handed over after a stall) for a
+    // sample a shadow already loaded: free its slot, keep the shadow's.
+    if (!answered || meta.cursor < src.consumed || src.resolved.contains(meta.cursor)) {
+      if (meta.bad == 0) releases_.add(rank, meta.slot_offset, meta.slot_bytes);
+      continue;
+    }
+    // Storage failing on an active loader is the loader's failure, not the
+    // sample's: a shadow retries it. Only a shadow's read error is final.
+    if (meta.bad == static_cast<uint8_t>(BadKind::read_error) && !track.shadow && job_.layout.shadows > 0) {
+      track.outstanding.add(LoadItem{meta.source, meta.cursor, meta.index});
+      read_failed = true;
+      continue;
+    }
+    if (meta.bad != 0) {
+      src.bad_in_flight++;
+      // A source whose every sample fails would be re-requested forever. Two
+      // epochs' worth of failures without a single good sample proves it.
+      if (!src.seen_good && src.bad_in_flight >= 2 * src.samples)
+        throw DataError(str("source '", job_.config.sources[meta.source].name, "': none of its ", src.samples,
+                            " samples can be loaded; see the bad-sample messages above"));
+    } else {
+      src.seen_good = true;
+      window_.placed(rank, meta.slot_bytes);
+    }
+    src.resolved.insert(meta.cursor, meta);
+    if (meta.bad == 0) ++src.resolved_good;
+  }
+  release(releases_, "releasing stale slots", false);  // never placed in window_
+  if (read_failed) fleet_.take_over(rank, "failed to read its storage", next_step);
+}
+
+std::optional<SampleStreams::Step> SampleStreams::take_step(std::vector<uint64_t>& bad_samples, bool trace) {
+  if (quotas_.empty()) return std::nullopt;
+  // Counting first: the planner passes here on every message, and a scan of
+  // the resolved samples each time would grow with the step's size squared.
+  for (size_t s = 0; s < sources_.size(); ++s)
+    if (sources_[s].resolved_good < quotas_.front()[s]) return std::nullopt;
+  std::vector<uint64_t> end_cursor(sources_.size());
+  for (size_t s = 0; s < sources_.size(); ++s) {
+    const std::optional<uint64_t> end = step_end(s);
+    if (!end) return std::nullopt;
+    end_cursor[s] = *end;
+  }
+  Step step;
+  step.consumed_before = consumed();
+  step.realized_before = realized_before_.front();
+  for (size_t s = 0; s < sources_.size(); ++s) {
+    auto& src = sources_[s];
+    for (uint64_t cursor = src.consumed; cursor < end_cursor[s]; ++cursor) {
+      const SampleMeta& meta = *src.resolved.find(cursor);
+      if (trace) step.consumed.push_back(trace_sample(meta));
+      if (meta.bad != 0) {
+        bad_samples[meta.bad]++;
+        src.bad_in_flight--;
+      } else {
+        step.samples.push_back(meta);
+        --src.resolved_good;
+      }
+      src.resolved.erase(cursor);
+    }
+    src.consumed = end_cursor[s];
+  }
+  quotas_.pop_front();
+  realized_before_.pop_front();
+  return step;
+}
+
+void SampleStreams::release(SlotReleases& slots, const char* why, bool placed) {
+  slots.drain([&](int loader, const std::vector<SlotRange>& ranges, uint64_t bytes) {
+    if (placed) window_.released(loader, bytes);
+    out_.send(loader, kTagRelease, encode_release(ranges), why);
+  });
+}
+
+std::vector<uint64_t> SampleStreams::consumed() const {
+  std::vector<uint64_t> out;
+  for (const auto& src : sources_) out.push_back(src.consumed);
+  return out;
+}
+
+std::vector<uint64_t> SampleStreams::realized_next() const {
+  return realized_before_.empty() ? mixer_.realized() : realized_before_.front();
+}
+
+void SampleStreams::for_each_resolved(
+    const std::function<void(uint32_t source, uint64_t cursor, const SampleMeta&)>& f) const {
+  for (uint32_t s = 0; s < sources_.size(); ++s)
+    sources_[s].resolved.for_each([&](uint64_t cursor, const SampleMeta& meta) { f(s, cursor, meta); });
+}
+
+}  // namespace msd
