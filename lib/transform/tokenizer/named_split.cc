@@ -123,9 +123,9 @@ size_t contraction_end(const Text& t, size_t i) {
   return 0;
 }
 
-// \p{N}{1,3} after the first digit, which ends at `i`.
-size_t numbers_end(const Text& t, size_t i) {
-  for (int count = 1; count < 3 && i < t.size; ++count) {
+// \p{N}{1,max_digits} after the first digit, which ends at `i`.
+size_t numbers_end(const Text& t, size_t i, int max_digits) {
+  for (int count = 1; count < max_digits && i < t.size; ++count) {
     const Char c = t.at(i);
     if (c.kind != Kind::number) break;
     i += c.bytes;
@@ -172,12 +172,15 @@ size_t whitespace_end(const Text& t, size_t start) {
 NamedSplit named_split_for(std::string_view regex) {
   if (regex == resolve_pattern("cl100k")) return NamedSplit::cl100k;
   if (regex == resolve_pattern("o200k")) return NamedSplit::o200k;
+  if (regex == kQwen2SplitRegex) return NamedSplit::qwen2;
   return NamedSplit::none;
 }
 
-// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}
+namespace {
+
+// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,max_digits}
 // | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-size_t cl100k_piece_end(std::string_view text, size_t start) {
+size_t cl100k_like_end(std::string_view text, size_t start, int max_digits) {
   const Text t{reinterpret_cast<const unsigned char*>(text.data()), text.size()};
   const auto letters_end = [&](size_t i) {
     while (i < t.size) {
@@ -190,7 +193,7 @@ size_t cl100k_piece_end(std::string_view text, size_t start) {
   const Char c = t.at(start);
   const size_t after = start + c.bytes;
   if (is_letter(c.kind)) return letters_end(after);
-  if (c.kind == Kind::number) return numbers_end(t, after);
+  if (c.kind == Kind::number) return numbers_end(t, after, max_digits);
   if (t.s[start] == '\'') {
     if (const size_t end = contraction_end(t, start)) return end;
   }
@@ -202,6 +205,11 @@ size_t cl100k_piece_end(std::string_view text, size_t start) {
   if (t.s[start] == ' ' && has_next && is_punctuation(next.kind)) return punctuation_end(t, after + next.bytes, false);
   return whitespace_end(t, start);
 }
+
+}  // namespace
+
+size_t cl100k_piece_end(std::string_view text, size_t start) { return cl100k_like_end(text, start, 3); }
+size_t qwen2_piece_end(std::string_view text, size_t start) { return cl100k_like_end(text, start, 1); }
 
 // [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
 // |[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
@@ -267,7 +275,7 @@ size_t o200k_piece_end(std::string_view text, size_t start) {
   }
   if (with_prefix.second != 0) return with_prefix.second;
   if (without_prefix.second != 0) return without_prefix.second;
-  if (c.kind == Kind::number) return numbers_end(t, after);
+  if (c.kind == Kind::number) return numbers_end(t, after, 3);
   if (is_punctuation(c.kind)) return punctuation_end(t, after, true);
   if (t.s[start] == ' ' && after < t.size) {
     const Char next = t.at(after);

@@ -1,8 +1,9 @@
 // The pre-tokenization split shared by encoding and BPE training: the text is
 // cut into pieces by a regex run by ICU directly over the UTF-8 bytes, so the
 // piece boundaries are byte offsets and no UTF-16 copy is made. The named
-// cl100k and o200k regexes run as hand-written code (named_split.h) that
-// gives the same pieces several times faster, and are then not compiled.
+// cl100k and o200k regexes, and the Qwen 2/3 tokenizer.json Split, run as
+// hand-written code (named_split.h) that gives the same pieces several times
+// faster, and are then not compiled.
 #pragma once
 
 #include <cstddef>
@@ -47,16 +48,12 @@ class PreTokenizer {
   // gives up (backtracking stack exhausted).
   template <typename OnPiece>
   void split(std::string_view text, OnPiece&& on_piece) {
-    if (named_ == NamedSplit::cl100k) {
+    if (named_ != NamedSplit::none) {
+      const auto piece_end = named_ == NamedSplit::cl100k  ? cl100k_piece_end
+                             : named_ == NamedSplit::o200k ? o200k_piece_end
+                                                           : qwen2_piece_end;
       for (size_t start = 0, end = 0; start < text.size(); start = end) {
-        end = cl100k_piece_end(text, start);
-        on_piece(text.substr(start, end - start));
-      }
-      return;
-    }
-    if (named_ == NamedSplit::o200k) {
-      for (size_t start = 0, end = 0; start < text.size(); start = end) {
-        end = o200k_piece_end(text, start);
+        end = piece_end(text, start);
         on_piece(text.substr(start, end - start));
       }
       return;

@@ -1,4 +1,4 @@
-// Pre-tokenizer tests: the hand-written cl100k and o200k splitters give ICU's
+// Pre-tokenizer tests: the hand-written cl100k, o200k and Qwen 2 splitters give ICU's
 // regex splits on every code point, on random multilingual text and on invalid
 // UTF-8 (every byte covered).
 #include <catch2/catch.hpp>
@@ -70,7 +70,7 @@ void check_same_split(msd::PreTokenizer& fast, msd::PreTokenizer& icu, std::stri
 
 
 TEST_CASE("hand-written splits equal ICU's for every code point in many contexts", "[tokenizer][split]") {
-  for (const std::string name : {"cl100k", "o200k"}) {
+  for (const std::string name : {std::string("cl100k"), std::string("o200k"), std::string(msd::kQwen2SplitRegex)}) {
     msd::PreTokenizer fast(name, "test");
     msd::PreTokenizer icu(name, "test", msd::SplitEngine::regex);
     REQUIRE(fast.named() != msd::NamedSplit::none);
@@ -102,7 +102,7 @@ TEST_CASE("hand-written splits equal ICU's for every code point in many contexts
 
 TEST_CASE("hand-written splits equal ICU's on random multilingual text", "[tokenizer][split]") {
   std::mt19937 rng(20240917);
-  for (const std::string name : {"cl100k", "o200k"}) {
+  for (const std::string name : {std::string("cl100k"), std::string("o200k"), std::string(msd::kQwen2SplitRegex)}) {
     msd::PreTokenizer fast(name, "test");
     msd::PreTokenizer icu(name, "test", msd::SplitEngine::regex);
     REQUIRE(fast.named() != msd::NamedSplit::none);
@@ -121,6 +121,7 @@ TEST_CASE("the hand-written splitter is chosen by name or by the identical regex
   CHECK(msd::PreTokenizer(msd::resolve_pattern("cl100k"), "test").named() == msd::NamedSplit::cl100k);
   CHECK(msd::PreTokenizer("o200k", "test").named() == msd::NamedSplit::o200k);
   CHECK(msd::PreTokenizer(msd::resolve_pattern("o200k"), "test").named() == msd::NamedSplit::o200k);
+  CHECK(msd::PreTokenizer(std::string(msd::kQwen2SplitRegex), "test").named() == msd::NamedSplit::qwen2);
   CHECK(msd::PreTokenizer("gpt2", "test").named() == msd::NamedSplit::none);
   CHECK(msd::PreTokenizer(msd::resolve_pattern("cl100k") + "|x", "test").named() == msd::NamedSplit::none);
   // A hand-written splitter compiles no regex; its copies for other threads,
@@ -138,7 +139,7 @@ TEST_CASE("the hand-written splitter is chosen by name or by the identical regex
 TEST_CASE("hand-written splits cover every byte of invalid UTF-8", "[tokenizer][split]") {
   std::mt19937 rng(99);
   constexpr std::string_view kPieces[] = {"a", "B", " ", "\xC3\xA9", "\xF0\x9F\x98\x80", "'", "\r", "\n", "1", "\xCC\x81"};
-  for (const std::string name : {"cl100k", "o200k"}) {
+  for (const std::string name : {std::string("cl100k"), std::string("o200k"), std::string(msd::kQwen2SplitRegex)}) {
     msd::PreTokenizer fast(name, "test");
     for (int i = 0; i < 3000; ++i) {
       std::string text;
