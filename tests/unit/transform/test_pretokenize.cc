@@ -70,7 +70,7 @@ void check_same_split(msd::PreTokenizer& fast, msd::PreTokenizer& icu, std::stri
 
 
 TEST_CASE("hand-written splits equal ICU's for every code point in many contexts", "[tokenizer][split]") {
-  for (const std::string name : {std::string("cl100k"), std::string("o200k"), std::string(msd::kQwen2SplitRegex)}) {
+  for (const std::string& name : {std::string("cl100k"), std::string("o200k"), std::string(msd::kQwen2SplitRegex)}) {
     msd::PreTokenizer fast(name, "test");
     msd::PreTokenizer icu(name, "test", msd::SplitEngine::regex);
     REQUIRE(fast.named() != msd::NamedSplit::none);
@@ -102,7 +102,7 @@ TEST_CASE("hand-written splits equal ICU's for every code point in many contexts
 
 TEST_CASE("hand-written splits equal ICU's on random multilingual text", "[tokenizer][split]") {
   std::mt19937 rng(20240917);
-  for (const std::string name : {std::string("cl100k"), std::string("o200k"), std::string(msd::kQwen2SplitRegex)}) {
+  for (const std::string& name : {std::string("cl100k"), std::string("o200k"), std::string(msd::kQwen2SplitRegex)}) {
     msd::PreTokenizer fast(name, "test");
     msd::PreTokenizer icu(name, "test", msd::SplitEngine::regex);
     REQUIRE(fast.named() != msd::NamedSplit::none);
@@ -139,7 +139,7 @@ TEST_CASE("the hand-written splitter is chosen by name or by the identical regex
 TEST_CASE("hand-written splits cover every byte of invalid UTF-8", "[tokenizer][split]") {
   std::mt19937 rng(99);
   constexpr std::string_view kPieces[] = {"a", "B", " ", "\xC3\xA9", "\xF0\x9F\x98\x80", "'", "\r", "\n", "1", "\xCC\x81"};
-  for (const std::string name : {std::string("cl100k"), std::string("o200k"), std::string(msd::kQwen2SplitRegex)}) {
+  for (const std::string& name : {std::string("cl100k"), std::string("o200k"), std::string(msd::kQwen2SplitRegex)}) {
     msd::PreTokenizer fast(name, "test");
     for (int i = 0; i < 3000; ++i) {
       std::string text;
