@@ -59,7 +59,7 @@ void OnlineScaler::learn(int rank, const std::vector<SampleMeta>& metas, double 
 // What the policy sees: the loaders serving sources (`ranks` gets their
 // world ranks, in the order of ScalingInput::loaders), the profiles, the
 // weights now and ahead, and each source's backlog.
-ScalingInput OnlineScaler::input(uint64_t next_step, const Schedule& schedule, const std::vector<SourceProfile>& reported,
+ScalingInput OnlineScaler::input(uint64_t next_step, const Schedule& schedule, const LoaderProfiles& reported,
                                  std::vector<int>& ranks) const {
   const TopologyConfig& topo = job_.config.topology;
   const uint64_t steps = job_.config.job.steps;
@@ -67,13 +67,15 @@ ScalingInput OnlineScaler::input(uint64_t next_step, const Schedule& schedule, c
   for (const auto& [rank, track] : fleet_.tracks()) {
     if (track.failed || !track.in_use) continue;
     ranks.push_back(rank);
-    in.loaders.push_back({fleet_.sources_of(rank), !track.shadow, fleet_.threads_of(rank)});  // a shadow in use keeps every source open
+    // A shadow in use keeps every source open.
+    in.loaders.push_back({fleet_.sources_of(rank), !track.shadow, fleet_.threads_of(rank)});
   }
   // What the loaders measured (kTagProfile) where they have reported a
   // source, else the planner's own estimate from how fast answers come.
   in.profiles = profiles_;
-  for (size_t s = 0; s < reported.size() && s < in.profiles.size(); ++s)
-    if (reported[s].samples_measured > 0) in.profiles[s] = reported[s];
+  const std::vector<SourceProfile> measured = reported.average(samples_.size());
+  for (size_t s = 0; s < measured.size() && s < in.profiles.size(); ++s)
+    if (measured[s].samples_measured > 0) in.profiles[s] = measured[s];
   in.weights_now = schedule.weights(next_step);
   in.weights_ahead = schedule.weights(std::min(next_step + topo.scaling_lookahead_steps, steps - 1));
   std::vector<double> pending(samples_.size(), 0.0);
@@ -86,14 +88,14 @@ ScalingInput OnlineScaler::input(uint64_t next_step, const Schedule& schedule, c
   return in;
 }
 
-void OnlineScaler::run(uint64_t next_step, const Schedule& schedule, const std::vector<SourceProfile>& reported) {
+void OnlineScaler::run(uint64_t next_step, const Schedule& schedule, const LoaderProfiles& reported) {
   if (!active_) return;
   scale(next_step, schedule, reported);
   advance_moves();
 }
 
 // Runs the policy once per planned step, while no move is under way.
-void OnlineScaler::scale(uint64_t next_step, const Schedule& schedule, const std::vector<SourceProfile>& reported) {
+void OnlineScaler::scale(uint64_t next_step, const Schedule& schedule, const LoaderProfiles& reported) {
   if (next_step == scaled_for_step_ || next_step >= job_.config.job.steps) return;
   for (const auto& [rank, track] : fleet_.tracks())
     if (track.move) return;  // one round of moves at a time

@@ -19,6 +19,7 @@
 #include "plan/step/mix.h"
 #include "runtime/context.h"
 #include "runtime/loader_fleet.h"
+#include "runtime/loader_profiles.h"
 #include "transport/mpi.h"
 #include "transport/wire.h"
 
@@ -37,16 +38,17 @@ class OnlineScaler {
   void restore(const PlannerCheckpoint& resume);
   void send_restores();
   // Once per pass: the policy for `next_step` (once a step, while no move is
-  // under way) with the loaders' `reported` profiles, then the moves due.
-  void run(uint64_t next_step, const Schedule& schedule, const std::vector<SourceProfile>& reported);
+  // under way) with what the loaders `reported` (averaged only when the
+  // policy runs), then the moves due.
+  void run(uint64_t next_step, const Schedule& schedule, const LoaderProfiles& reported);
   // A loader's answer to a reassign: what it opened.
   void reassigned(int rank, const HelloMessage& answer);
   const std::vector<SourceMove>& moves() const { return moves_; }
 
  private:
   // Runs the policy once per planned step, while no move is under way.
-  void scale(uint64_t next_step, const Schedule& schedule, const std::vector<SourceProfile>& reported);
-  ScalingInput input(uint64_t next_step, const Schedule& schedule, const std::vector<SourceProfile>& reported,
+  void scale(uint64_t next_step, const Schedule& schedule, const LoaderProfiles& reported);
+  ScalingInput input(uint64_t next_step, const Schedule& schedule, const LoaderProfiles& reported,
                      std::vector<int>& ranks) const;
   void start_move(int rank, uint32_t from, uint32_t to, MoveReason why, uint64_t next_step);
   void advance_moves();

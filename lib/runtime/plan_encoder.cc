@@ -17,7 +17,7 @@ std::vector<uint8_t> PlanEncoder::encode(const BucketPlan& bucket, uint64_t& tok
   for (const MicroBatchPlan& mb : bucket.micro_batches) {
     bytes += 4;
     for (const PackedSequence& sequence : mb.sequences) {
-      bytes += 4 + sequence.pieces.size() * 12;
+      bytes += 4 + sequence.pieces.size() * wire::fixed_bytes<PiecePlan>();
       for (const Piece& piece : sequence.pieces) {
         uint32_t& index = local_.at(piece.doc);
         if (index == kAbsent) {

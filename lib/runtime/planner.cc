@@ -346,7 +346,7 @@ PlannerReport PlannerRole::serve() {
     }
     fleet_.check_deadlines(next_step_, loader_checkpoints_.round());
     acks_.check(std::chrono::steady_clock::now());
-    scaler_.run(next_step_, streams_.schedule(), profiles());
+    scaler_.run(next_step_, streams_.schedule(), loader_profiles_);
     loader_checkpoints_.advance(next_step_);
     out_.progress();
     work_.end(progressed);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <thread>
 #include <tuple>
 
@@ -33,8 +34,7 @@ MPI_Datatype pieces_type(const std::vector<int>& lengths, const std::vector<MPI_
 }  // namespace
 
 NetworkReads parse_network_reads(std::string_view name) {
-  if (name == "two_sided") return NetworkReads::two_sided;
-  if (name == "one_sided") return NetworkReads::one_sided;
+  if (const std::optional<NetworkReads> reads = find_option_value<NetworkReads>(name)) return *reads;
   throw ConfigError(str("network reads '", name, "': expected two_sided or one_sided"));
 }
 
