@@ -56,7 +56,8 @@ class WireWriter {
   template <typename T>
   void scalar(T v) {
     std::memcpy(append(sizeof v), &v, sizeof v);
-    if constexpr (std::endian::native == std::endian::big) std::reverse(bytes_.data() + at_ - sizeof v, bytes_.data() + at_);
+    if constexpr (std::endian::native == std::endian::big)
+      std::reverse(bytes_.data() + at_ - sizeof v, bytes_.data() + at_);
   }
   // Room for `more` bytes beyond those written: a message of many items
   // grows once, not by doubling.
@@ -164,7 +165,8 @@ template <typename T>
 constexpr size_t min_bytes() {
   if constexpr (std::is_arithmetic_v<T>) return sizeof(T);
   else if constexpr (std::is_same_v<T, std::string> || is_vector<T>::value) return 4;
-  else if constexpr (is_pair<T>::value) return min_bytes<typename T::first_type>() + min_bytes<typename T::second_type>();
+  else if constexpr (is_pair<T>::value)
+    return min_bytes<typename T::first_type>() + min_bytes<typename T::second_type>();
   else
     return []<typename... F>(std::tuple<F&...>*) {
       return (size_t{0} + ... + min_bytes<std::remove_const_t<F>>());
