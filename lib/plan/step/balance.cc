@@ -1,6 +1,7 @@
 #include "plan/step/balance.h"
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <queue>
 #include <set>
@@ -13,27 +14,55 @@ namespace {
 
 constexpr uint32_t kNone = UINT32_MAX;
 
-// LPT with a binary min-heap of (load, bin); ties go to the lower index. The
-// lightest bin only ever grows, so each item is one sift-down of the root
-// rather than a pop and a push.
+// The lightest of k bins by (load, index), a total order, so it is the same
+// bin whatever structure finds it: a winner tree, each node a copy of the
+// lighter of its two children. A changed load walks one path to the root,
+// comparing with the siblings on it; the winner so far stays in registers,
+// so the walk is not a chain of dependent loads, and its comparisons branch
+// less than a heap's sift-down.
+class LightestBins {
+ public:
+  explicit LightestBins(uint32_t bins) : leaves_(std::bit_ceil(std::max<uint32_t>(bins, 1))) {
+    tree_.assign(2 * leaves_, kAside);
+    for (uint32_t b = 0; b < bins; ++b) tree_[leaves_ + b] = key(0.0, b);
+    for (size_t node = leaves_ - 1; node >= 1; --node) tree_[node] = std::min(tree_[2 * node], tree_[2 * node + 1]);
+  }
+  // kNone once every bin is set aside.
+  uint32_t lightest() const { return static_cast<uint32_t>(tree_[1]); }
+  double load(uint32_t bin) const { return std::bit_cast<double>(static_cast<uint64_t>(tree_[leaves_ + bin] >> 32)); }
+  void add(uint32_t bin, double weight) { update(bin, key(load(bin) + weight, bin)); }
+  // Takes `bin` out of lightest() until restore(bin, its load).
+  void set_aside(uint32_t bin) { update(bin, kAside); }
+  void restore(uint32_t bin, double load) { update(bin, key(load, bin)); }
+
+ private:
+  // (load, bin) as one unsigned number: a non-negative double's bits order
+  // like its value, so one comparison orders by load, ties by bin, and the
+  // walk selects without a branch.
+  using Key = unsigned __int128;
+  static Key key(double load, uint32_t bin) { return (Key{std::bit_cast<uint64_t>(load)} << 32) | bin; }
+  static constexpr Key kAside = ~Key{0} >> 32 << 32 | kNone;  // above every load; bin kNone
+
+  void update(uint32_t bin, Key node) {
+    size_t at = leaves_ + bin;
+    tree_[at] = node;
+    for (; at > 1; at /= 2) {
+      node = std::min(node, tree_[at ^ 1]);
+      tree_[at / 2] = node;
+    }
+  }
+
+  size_t leaves_;
+  std::vector<Key> tree_;
+};
+
+// LPT: each item, heaviest first, to the lightest bin (ties: lower index).
 std::vector<uint32_t> greedy(std::span<const double> weights, uint32_t bins) {
   std::vector<uint32_t> bin_of(weights.size());
-  using Load = std::pair<double, uint32_t>;
-  std::vector<Load> heap(bins);
-  for (uint32_t b = 0; b < bins; ++b) heap[b] = {0.0, b};  // sorted, so already a heap
+  LightestBins bins_by_load(bins);
   for (size_t i = 0; i < weights.size(); ++i) {
-    bin_of[i] = heap[0].second;
-    const Load grown{heap[0].first + weights[i], heap[0].second};
-    size_t at = 0;
-    while (true) {
-      size_t child = 2 * at + 1;
-      if (child >= bins) break;
-      if (child + 1 < bins && heap[child + 1] < heap[child]) ++child;
-      if (!(heap[child] < grown)) break;
-      heap[at] = heap[child];
-      at = child;
-    }
-    heap[at] = grown;
+    bin_of[i] = bins_by_load.lightest();
+    bins_by_load.add(bin_of[i], weights[i]);
   }
   return bin_of;
 }
@@ -47,31 +76,24 @@ std::vector<uint32_t> greedy_within(std::span<const double> weights, std::span<c
                                     uint64_t capacity, uint32_t bins) {
   std::vector<uint32_t> bin_of(weights.size());
   std::vector<uint64_t> held(bins, 0);
-  using Load = std::pair<double, uint32_t>;
-  std::priority_queue<Load, std::vector<Load>, std::greater<>> lightest;
-  for (uint32_t b = 0; b < bins; ++b) lightest.push({0.0, b});
-  std::vector<Load> full;
+  LightestBins bins_by_load(bins);
+  std::vector<std::pair<uint32_t, double>> full;  // set aside: bin, load
   for (size_t i = 0; i < weights.size(); ++i) {
     full.clear();
-    while (!lightest.empty() && held[lightest.top().second] + sizes[i] > capacity) {
-      full.push_back(lightest.top());
-      lightest.pop();
+    uint32_t chosen = bins_by_load.lightest();
+    while (chosen != kNone && held[chosen] + sizes[i] > capacity) {
+      full.emplace_back(chosen, bins_by_load.load(chosen));
+      bins_by_load.set_aside(chosen);
+      chosen = bins_by_load.lightest();
     }
-    Load chosen;
-    if (!lightest.empty()) {
-      chosen = lightest.top();
-      lightest.pop();
-    } else {
-      const auto most_room = std::min_element(full.begin(), full.end(), [&](const Load& x, const Load& y) {
-        return held[x.second] != held[y.second] ? held[x.second] < held[y.second] : x.second < y.second;
-      });
-      chosen = *most_room;
-      full.erase(most_room);
-    }
-    bin_of[i] = chosen.second;
-    held[chosen.second] += sizes[i];
-    lightest.push({chosen.first + weights[i], chosen.second});
-    for (const Load& load : full) lightest.push(load);
+    for (const auto& [bin, load] : full) bins_by_load.restore(bin, load);
+    if (chosen == kNone)
+      chosen = std::min_element(full.begin(), full.end(), [&](const auto& x, const auto& y) {
+                 return held[x.first] != held[y.first] ? held[x.first] < held[y.first] : x.first < y.first;
+               })->first;
+    bin_of[i] = chosen;
+    held[chosen] += sizes[i];
+    bins_by_load.add(chosen, weights[i]);
   }
   return bin_of;
 }
@@ -195,6 +217,28 @@ class Differencing {
   std::vector<Bin> lightest_;
 };
 
+// The items of each bin as a list in the order they came (doubly linked
+// through the items): a move is O(1) and allocates nothing.
+class Members {
+ public:
+  Members(uint32_t bins, uint32_t items) : first_(bins, kNone), last_(bins, kNone), next_(items), prev_(items) {}
+  uint32_t first(uint32_t bin) const { return first_[bin]; }
+  uint32_t next(uint32_t item) const { return next_[item]; }
+  void append(uint32_t bin, uint32_t item) {
+    prev_[item] = last_[bin];
+    next_[item] = kNone;
+    (last_[bin] == kNone ? first_[bin] : next_[last_[bin]]) = item;
+    last_[bin] = item;
+  }
+  void remove(uint32_t bin, uint32_t item) {
+    (prev_[item] == kNone ? first_[bin] : next_[prev_[item]]) = next_[item];
+    (next_[item] == kNone ? last_[bin] : prev_[next_[item]]) = prev_[item];
+  }
+
+ private:
+  std::vector<uint32_t> first_, last_, next_, prev_;
+};
+
 // Improves a partition by moves and swaps out of the heaviest bin: each round
 // takes the heaviest bin (ties: lower index) and, against the lightest few
 // bins, applies the single move or swap that brings the pair's heavier side
@@ -209,12 +253,12 @@ void refine(std::span<const double> weights, std::vector<uint32_t>& bin_of, uint
   const size_t max_rounds = std::min<size_t>(4 * static_cast<size_t>(bins), 2048);
   std::vector<double> load(bins, 0.0);
   std::vector<uint64_t> held(bins, 0);
-  std::vector<std::vector<uint32_t>> members(bins);
+  Members members(bins, static_cast<uint32_t>(weights.size()));
   const auto size = [&](uint32_t item) { return sizes.empty() ? uint64_t{0} : sizes[item]; };
   for (uint32_t i = 0; i < weights.size(); ++i) {
     load[bin_of[i]] += weights[i];
     held[bin_of[i]] += size(i);
-    members[bin_of[i]].push_back(i);
+    members.append(bin_of[i], i);
   }
   // Many bins (DP buckets) and more than a few rounds: the bins ordered by
   // (load, index) find the heaviest (the first of the highest load) and the
@@ -253,7 +297,7 @@ void refine(std::span<const double> weights, std::vector<uint32_t>& bin_of, uint
       const uint32_t light = partners[p];
       if (light == heavy) continue;
       const double gap = load[heavy] - load[light];
-      for (uint32_t out : members[heavy]) {
+      for (uint32_t out = members.first(heavy); out != kNone; out = members.next(out)) {
         const double moved = std::max(load[heavy] - weights[out], load[light] + weights[out]);
         if (moved < best && held[light] + size(out) <= capacity) {
           best = moved;
@@ -262,7 +306,7 @@ void refine(std::span<const double> weights, std::vector<uint32_t>& bin_of, uint
           best_in = UINT32_MAX;
         }
         if (weights[out] >= gap + weights[out]) continue;
-        for (uint32_t in : members[light]) {
+        for (uint32_t in = members.first(light); in != kNone; in = members.next(in)) {
           const double delta = weights[out] - weights[in];
           if (delta <= 0.0 || delta >= gap) continue;
           const double swapped = std::max(load[heavy] - delta, load[light] + delta);
@@ -278,15 +322,14 @@ void refine(std::span<const double> weights, std::vector<uint32_t>& bin_of, uint
     }
     if (best_out == UINT32_MAX) return;
     const auto take = [&](uint32_t bin, uint32_t item) {
-      auto& list = members[bin];
-      list.erase(std::find(list.begin(), list.end(), item));
+      members.remove(bin, item);
       if (ordered) by_load.erase({load[bin], bin});
       load[bin] -= weights[item];
       if (ordered) by_load.insert({load[bin], bin});
       held[bin] -= size(item);
     };
     const auto put = [&](uint32_t bin, uint32_t item) {
-      members[bin].push_back(item);
+      members.append(bin, item);
       if (ordered) by_load.erase({load[bin], bin});
       load[bin] += weights[item];
       if (ordered) by_load.insert({load[bin], bin});

@@ -35,6 +35,54 @@ void radix_sort(std::vector<PlacedPiece>& pieces, Key key, int bytes) {
   }
 }
 
+// The sequences of a first-fit: piece i went to sequence sequence_of[i],
+// sequence b has free[b] positions left. Each sequence's list is allocated
+// once, at its size, its pieces ordered by (doc, begin).
+std::vector<PackedSequence> fill_sequences(std::span<const PlacedPiece> pieces, std::span<const uint32_t> sequence_of,
+                                           std::span<const uint32_t> free, uint32_t seq_len) {
+  std::vector<PackedSequence> sequences(free.size());
+  for (uint32_t b : sequence_of) ++sequences[b].used;  // its pieces, for now
+  for (size_t b = 0; b < free.size(); ++b) {
+    sequences[b].pieces.reserve(sequences[b].used);
+    sequences[b].used = seq_len - free[b];
+  }
+  for (size_t i = 0; i < pieces.size(); ++i) sequences[sequence_of[i]].pieces.push_back(pieces[i].piece);
+  for (PackedSequence& sequence : sequences) {
+    std::sort(sequence.pieces.begin(), sequence.pieces.end(), [](const Piece& a, const Piece& b) {
+      return a.doc != b.doc ? a.doc < b.doc : a.begin < b.begin;
+    });
+  }
+  return sequences;
+}
+
+// Up to this many pieces (a DP bucket's share of a step) first-fit scans the
+// open sequences: cheaper than building the tree, the same sequences.
+constexpr size_t kFewPieces = 32;
+
+std::vector<PackedSequence> pack_few(std::span<const PlacedPiece> pieces, uint32_t seq_len,
+                                     std::vector<uint32_t>& scratch, std::vector<double>& sequence_cost) {
+  const size_t n = pieces.size();
+  scratch.assign(2 * n, 0);  // each sequence's free positions, then each piece's sequence
+  uint32_t* const free = scratch.data();
+  uint32_t* const sequence_of = scratch.data() + n;
+  size_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t length = pieces[i].piece.length;
+    MSD_CHECK_LE(length, seq_len);
+    size_t bin = 0;
+    while (bin < count && free[bin] < length) ++bin;
+    if (bin == count) {
+      free[count++] = seq_len;
+      sequence_cost.push_back(0.0);
+    }
+    free[bin] -= length;
+    sequence_cost[bin] += pieces[i].cost;
+    sequence_of[i] = static_cast<uint32_t>(bin);
+  }
+  return fill_sequences(pieces, std::span<const uint32_t>(sequence_of, n), std::span<const uint32_t>(free, count),
+                        seq_len);
+}
+
 // Runs needed when no run may exceed `capacity` positions (greedy, in order).
 uint32_t runs_needed(const std::vector<PackedSequence>& sequences, uint64_t capacity) {
   uint32_t runs = 1;
@@ -100,6 +148,7 @@ std::vector<PackedSequence> pack(std::span<const PlacedPiece> pieces, uint32_t s
   sequence_cost.clear();
   const size_t n = pieces.size();
   if (n == 0) return {};
+  if (n <= kFewPieces) return pack_few(pieces, seq_len, free_space, sequence_cost);
   size_t leaves = 1;
   while (leaves < n) leaves *= 2;
   free_space.assign(2 * leaves + n, 0);  // the tree, then each piece's sequence
@@ -124,19 +173,8 @@ std::vector<PackedSequence> pack(std::span<const PlacedPiece> pieces, uint32_t s
     free_space[node] -= length;
     for (node /= 2; node >= 1; node /= 2) free_space[node] = std::max(free_space[2 * node], free_space[2 * node + 1]);
   }
-  std::vector<PackedSequence> sequences(count);
-  for (size_t i = 0; i < n; ++i) ++sequences[sequence_of[i]].used;  // its pieces, for now
-  for (size_t b = 0; b < count; ++b) {
-    sequences[b].pieces.reserve(sequences[b].used);
-    sequences[b].used = seq_len - free_space[leaves + b];
-  }
-  for (size_t i = 0; i < n; ++i) sequences[sequence_of[i]].pieces.push_back(pieces[i].piece);
-  for (PackedSequence& sequence : sequences) {
-    std::sort(sequence.pieces.begin(), sequence.pieces.end(), [](const Piece& a, const Piece& b) {
-      return a.doc != b.doc ? a.doc < b.doc : a.begin < b.begin;
-    });
-  }
-  return sequences;
+  return fill_sequences(pieces, std::span<const uint32_t>(sequence_of, n),
+                        std::span<const uint32_t>(free_space.data() + leaves, count), seq_len);
 }
 
 std::vector<MicroBatchPlan> deal(std::vector<PackedSequence> sequences, const std::vector<double>& sequence_cost,
@@ -210,9 +248,25 @@ void sort_sequences(std::vector<PackedSequence>& sequences, std::vector<double>&
   sequence_cost.swap(sorted_cost);
 }
 
+namespace {
+
+// One micro-batch holding every sequence, in order.
+MicroBatchPlan all_in_one(std::vector<PackedSequence> sequences, const std::vector<double>& sequence_cost) {
+  MicroBatchPlan mb;
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    mb.positions += sequences[i].used;
+    mb.cost += sequence_cost[i];
+  }
+  mb.sequences = std::move(sequences);
+  return mb;
+}
+
+}  // namespace
+
 std::vector<MicroBatchPlan> sequences_into_micro_batches(std::vector<PackedSequence> sequences,
                                                          const std::vector<double>& sequence_cost, uint32_t count,
                                                          uint64_t budget, BalanceMethod method) {
+  if (count == 1) return {all_in_one(std::move(sequences), sequence_cost)};
   std::vector<uint64_t> used(sequences.size());
   for (size_t i = 0; i < sequences.size(); ++i) used[i] = sequences[i].used;
   // No more sequences than micro-batches, each within the budget: one each,

@@ -80,6 +80,12 @@ std::vector<BucketSequences> sequences_first(const std::vector<PlacedPiece>& pie
   for (size_t i = 0; i < sequences.size(); ++i) used[i] = sequences[i].used;
   const std::vector<uint32_t> bucket_of = balance_within(sequence_cost, used, capacity, options.dp, options.balance);
   std::vector<BucketSequences> buckets(options.dp);
+  std::vector<uint32_t> counts(options.dp, 0);
+  for (uint32_t b : bucket_of) ++counts[b];
+  for (uint32_t b = 0; b < options.dp; ++b) {
+    buckets[b].sequences.reserve(counts[b]);
+    buckets[b].cost.reserve(counts[b]);
+  }
   for (size_t i = 0; i < sequences.size(); ++i) {  // heaviest first within each bucket too
     buckets[bucket_of[i]].sequences.push_back(std::move(sequences[i]));
     buckets[bucket_of[i]].cost.push_back(sequence_cost[i]);
