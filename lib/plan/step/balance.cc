@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <functional>
+#include <memory_resource>
 #include <queue>
 #include <set>
 #include <utility>
@@ -266,7 +267,18 @@ void refine(std::span<const double> weights, std::vector<uint32_t>& bin_of, uint
   // the same bins either way.
   constexpr size_t kPassRounds = 8;
   bool ordered = false;
-  std::set<std::pair<double, uint32_t>> by_load;
+  std::pmr::monotonic_buffer_resource nodes;  // once ordered, a move re-keys nodes: no allocation
+  std::pmr::set<std::pair<double, uint32_t>> by_load(&nodes);
+  const auto shift = [&](uint32_t bin, double delta) {  // load[bin] += delta, by_load kept in order
+    if (!ordered) {
+      load[bin] += delta;
+      return;
+    }
+    auto node = by_load.extract({load[bin], bin});
+    load[bin] += delta;
+    node.value().first = load[bin];
+    by_load.insert(std::move(node));
+  };
   std::vector<uint32_t> partners;
   partners.reserve(kPartners + 1);
   for (size_t round = 0; round < max_rounds; ++round) {
@@ -323,16 +335,12 @@ void refine(std::span<const double> weights, std::vector<uint32_t>& bin_of, uint
     if (best_out == UINT32_MAX) return;
     const auto take = [&](uint32_t bin, uint32_t item) {
       members.remove(bin, item);
-      if (ordered) by_load.erase({load[bin], bin});
-      load[bin] -= weights[item];
-      if (ordered) by_load.insert({load[bin], bin});
+      shift(bin, -weights[item]);
       held[bin] -= size(item);
     };
     const auto put = [&](uint32_t bin, uint32_t item) {
       members.append(bin, item);
-      if (ordered) by_load.erase({load[bin], bin});
-      load[bin] += weights[item];
-      if (ordered) by_load.insert({load[bin], bin});
+      shift(bin, weights[item]);
       held[bin] += size(item);
       bin_of[item] = bin;
     };
