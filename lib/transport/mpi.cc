@@ -206,26 +206,28 @@ AsyncSender::~AsyncSender() {
 }
 
 namespace {
-Message receive_probed(MPI_Comm comm, const MPI_Status& status, std::string_view hint) {
+// The message a matched probe took out of the matching: received without a
+// second search of the queues (a wildcard probe, then a receive by its
+// source and tag, searched twice).
+Message receive_matched(MPI_Message& matched, const MPI_Status& status, std::string_view hint) {
   int count = 0;
   MSD_MPI(MPI_Get_count(&status, MPI_BYTE, &count), hint);
   Message message;
   message.source = status.MPI_SOURCE;
   message.tag = status.MPI_TAG;
   message.bytes.resize(static_cast<size_t>(count));
-  MSD_MPI(MPI_Recv(message.bytes.data(), count, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, comm,
-                   MPI_STATUS_IGNORE),
-          hint);
+  MSD_MPI(MPI_Mrecv(message.bytes.data(), count, MPI_BYTE, &matched, MPI_STATUS_IGNORE), hint);
   return message;
 }
 }  // namespace
 
 std::optional<Message> try_receive(MPI_Comm comm, int source, int tag, std::string_view hint) {
   int flag = 0;
+  MPI_Message matched = MPI_MESSAGE_NULL;
   MPI_Status status;
-  MSD_MPI(MPI_Iprobe(source, tag, comm, &flag, &status), hint);
+  MSD_MPI(MPI_Improbe(source, tag, comm, &flag, &matched, &status), hint);
   if (!flag) return std::nullopt;
-  return receive_probed(comm, status, hint);
+  return receive_matched(matched, status, hint);
 }
 
 Message receive(MPI_Comm comm, int source, int tag, std::string_view hint) {
