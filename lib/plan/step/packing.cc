@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <functional>
 #include <numeric>
 #include <utility>
 
@@ -59,8 +60,8 @@ std::vector<PackedSequence> fill_sequences(std::span<const PlacedPiece> pieces, 
 // open sequences: cheaper than building the tree, the same sequences.
 constexpr size_t kFewPieces = 32;
 
-std::vector<PackedSequence> pack_few(std::span<const PlacedPiece> pieces, uint32_t seq_len,
-                                     std::vector<uint32_t>& scratch, std::vector<double>& sequence_cost) {
+FirstFit first_fit_few(std::span<const PlacedPiece> pieces, uint32_t seq_len, std::vector<uint32_t>& scratch,
+                        std::vector<double>& sequence_cost) {
   const size_t n = pieces.size();
   scratch.assign(2 * n, 0);  // each sequence's free positions, then each piece's sequence
   uint32_t* const free = scratch.data();
@@ -79,8 +80,7 @@ std::vector<PackedSequence> pack_few(std::span<const PlacedPiece> pieces, uint32
     sequence_cost[bin] += pieces[i].cost;
     sequence_of[i] = static_cast<uint32_t>(bin);
   }
-  return fill_sequences(pieces, std::span<const uint32_t>(sequence_of, n), std::span<const uint32_t>(free, count),
-                        seq_len);
+  return {std::span<const uint32_t>(sequence_of, n), std::span<const uint32_t>(free, count)};
 }
 
 // Runs needed when no run may exceed `capacity` positions (greedy, in order).
@@ -143,18 +143,19 @@ std::vector<PlacedPiece> group(std::span<const PlacedPiece> pieces, const std::v
   return grouped;
 }
 
-std::vector<PackedSequence> pack(std::span<const PlacedPiece> pieces, uint32_t seq_len,
-                                 std::vector<uint32_t>& free_space, std::vector<double>& sequence_cost) {
+FirstFit first_fit(std::span<const PlacedPiece> pieces, uint32_t seq_len, std::vector<uint32_t>& scratch,
+                   std::vector<double>& sequence_cost) {
   sequence_cost.clear();
   const size_t n = pieces.size();
   if (n == 0) return {};
-  if (n <= kFewPieces) return pack_few(pieces, seq_len, free_space, sequence_cost);
+  if (n <= kFewPieces) return first_fit_few(pieces, seq_len, scratch, sequence_cost);
   size_t leaves = 1;
   while (leaves < n) leaves *= 2;
-  free_space.assign(2 * leaves + n, 0);  // the tree, then each piece's sequence
+  scratch.assign(2 * leaves + n, 0);  // the tree, then each piece's sequence
+  uint32_t* const free_space = scratch.data();
   for (size_t i = 0; i < n; ++i) free_space[leaves + i] = seq_len;
   for (size_t i = leaves - 1; i >= 1; --i) free_space[i] = std::max(free_space[2 * i], free_space[2 * i + 1]);
-  uint32_t* const sequence_of = free_space.data() + 2 * leaves;
+  uint32_t* const sequence_of = free_space + 2 * leaves;
 
   size_t count = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -173,8 +174,24 @@ std::vector<PackedSequence> pack(std::span<const PlacedPiece> pieces, uint32_t s
     free_space[node] -= length;
     for (node /= 2; node >= 1; node /= 2) free_space[node] = std::max(free_space[2 * node], free_space[2 * node + 1]);
   }
-  return fill_sequences(pieces, std::span<const uint32_t>(sequence_of, n),
-                        std::span<const uint32_t>(free_space.data() + leaves, count), seq_len);
+  return {std::span<const uint32_t>(sequence_of, n), std::span<const uint32_t>(free_space + leaves, count)};
+}
+
+std::vector<PackedSequence> build_sequences(std::span<const PlacedPiece> pieces, const FirstFit& fit, uint32_t seq_len) {
+  return fill_sequences(pieces, fit.sequence_of, fit.free, seq_len);
+}
+
+std::vector<PackedSequence> pack(std::span<const PlacedPiece> pieces, uint32_t seq_len,
+                                 std::vector<uint32_t>& scratch, std::vector<double>& sequence_cost) {
+  return build_sequences(pieces, first_fit(pieces, seq_len, scratch, sequence_cost), seq_len);
+}
+
+double packed_cost(std::span<const PlacedPiece> pieces, uint32_t seq_len, const CostModel& cost,
+                   std::vector<uint32_t>& scratch, std::vector<double>& sequence_cost) {
+  const FirstFit fit = first_fit(pieces, seq_len, scratch, sequence_cost);
+  for (size_t s = 0; s < fit.free.size(); ++s) sequence_cost[s] += cost.padding(fit.free[s]);
+  std::sort(sequence_cost.begin(), sequence_cost.end(), std::greater<>());
+  return std::accumulate(sequence_cost.begin(), sequence_cost.end(), 0.0);
 }
 
 std::vector<MicroBatchPlan> deal(std::vector<PackedSequence> sequences, const std::vector<double>& sequence_cost,

@@ -43,6 +43,23 @@ std::vector<PlacedPiece> cut_into_pieces(const std::vector<PlanDoc>& docs, const
 std::vector<PlacedPiece> group(std::span<const PlacedPiece> pieces, const std::vector<uint32_t>& bin_of, uint32_t bins,
                                std::vector<size_t>& offsets);
 
+// A first-fit of pieces into sequences, before the sequences are built:
+// piece i went to sequence sequence_of[i], sequence s has free[s] positions
+// left. Views into the caller's scratch.
+struct FirstFit {
+  std::span<const uint32_t> sequence_of;
+  std::span<const uint32_t> free;
+};
+
+// pack() without building the sequences: sequence_cost[s] is the cost of
+// sequence s's pieces.
+FirstFit first_fit(std::span<const PlacedPiece> pieces, uint32_t seq_len, std::vector<uint32_t>& scratch,
+                   std::vector<double>& sequence_cost);
+
+// The sequences of a first-fit of `pieces`, each sequence's pieces ordered
+// by (doc, begin).
+std::vector<PackedSequence> build_sequences(std::span<const PlacedPiece> pieces, const FirstFit& fit, uint32_t seq_len);
+
 // First-fit decreasing over `pieces` (already longest first). A max-tree over
 // the free space of every bin that could be opened (one per piece at most)
 // finds the first bin with room in O(log n); unopened bins have seq_len free,
@@ -51,6 +68,13 @@ std::vector<PlacedPiece> group(std::span<const PlacedPiece> pieces, const std::v
 // first and each sequence's list allocated once, at its size.
 std::vector<PackedSequence> pack(std::span<const PlacedPiece> pieces, uint32_t seq_len,
                                  std::vector<uint32_t>& free_space, std::vector<double>& sequence_cost);
+
+// What a bucket of `pieces` (longest first) costs once packed (pack, then
+// add_padding_cost, summed heaviest first as max_bucket_cost sums a sorted
+// bucket), without building its sequences. cp = 1 only: a CP sequence's
+// zigzag cost needs its pieces in order.
+double packed_cost(std::span<const PlacedPiece> pieces, uint32_t seq_len, const CostModel& cost,
+                   std::vector<uint32_t>& scratch, std::vector<double>& sequence_cost);
 
 // Contiguous runs of `sequences` into `count` micro-batches minimizing the
 // largest run (binary search on that maximum), then cut greedily under it,

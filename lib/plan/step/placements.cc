@@ -1,6 +1,7 @@
 #include "plan/step/placements.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "plan/step/balance.h"
 #include "plan/step/bound.h"
@@ -68,34 +69,78 @@ std::vector<BucketPlan> plan_by_tokens(const std::vector<PlacedPiece>& pieces, c
   return plans;
 }
 
-std::vector<BucketSequences> sequences_first(const std::vector<PlacedPiece>& pieces, const PackOptions& options,
-                                             const CostModel& cost, ZigzagCost& zigzag, uint64_t capacity) {
-  std::vector<uint32_t> scratch;
-  std::vector<double> sequence_cost;
-  std::vector<PackedSequence> sequences = pack(pieces, options.seq_len, scratch, sequence_cost);
-  zigzag.apply(sequences, sequence_cost);
-  add_padding_cost(sequences, sequence_cost, options.seq_len, cost);
-  sort_sequences(sequences, sequence_cost);
-  std::vector<uint64_t> used(sequences.size());
-  for (size_t i = 0; i < sequences.size(); ++i) used[i] = sequences[i].used;
-  const std::vector<uint32_t> bucket_of = balance_within(sequence_cost, used, capacity, options.dp, options.balance);
-  std::vector<BucketSequences> buckets(options.dp);
-  std::vector<uint32_t> counts(options.dp, 0);
-  for (uint32_t b : bucket_of) ++counts[b];
-  for (uint32_t b = 0; b < options.dp; ++b) {
+SequencesFirst::SequencesFirst(const std::vector<PlacedPiece>& pieces, const PackOptions& options,
+                               const CostModel& cost, ZigzagCost& zigzag, uint64_t capacity)
+    : pieces_(pieces), options_(options) {
+  if (options.cp > 1) {  // a CP sequence's cost needs its pieces: built now
+    std::vector<PackedSequence> sequences = pack(pieces, options.seq_len, scratch_, cost_);
+    zigzag.apply(sequences, cost_);
+    add_padding_cost(sequences, cost_, options.seq_len, cost);
+    sort_sequences(sequences, cost_);
+    std::vector<uint64_t> used(sequences.size());
+    for (size_t i = 0; i < sequences.size(); ++i) used[i] = sequences[i].used;
+    bucket_of_ = balance_within(cost_, used, capacity, options.dp, options.balance);
+    built_ = distribute(std::move(sequences));
+    most_ = max_bucket_cost(built_);
+    return;
+  }
+  fit_ = first_fit(pieces, options.seq_len, scratch_, cost_);
+  for (size_t s = 0; s < fit_.free.size(); ++s) cost_[s] += cost.padding(fit_.free[s]);
+  sort_by_cost();
+  std::vector<uint64_t> used(order_.size());
+  for (size_t i = 0; i < order_.size(); ++i) used[i] = options.seq_len - fit_.free[order_[i]];
+  bucket_of_ = balance_within(cost_, used, capacity, options.dp, options.balance);
+  std::vector<double> total(options.dp, 0.0);
+  for (size_t i = 0; i < order_.size(); ++i) total[bucket_of_[i]] += cost_[i];  // heaviest first, as built
+  for (double t : total) most_ = std::max(most_, t);
+}
+
+// The sequences heaviest first, ties by their first piece (doc, begin), as
+// sort_sequences orders them: order_[i] is the i-th, cost_ follows.
+void SequencesFirst::sort_by_cost() {
+  std::vector<uint64_t> first(fit_.free.size(), UINT64_MAX);
+  for (size_t i = 0; i < pieces_.size(); ++i) {
+    const Piece& piece = pieces_[i].piece;
+    uint64_t& key = first[fit_.sequence_of[i]];
+    key = std::min(key, uint64_t{piece.doc} << 32 | piece.begin);
+  }
+  order_.resize(fit_.free.size());
+  for (uint32_t s = 0; s < order_.size(); ++s) order_[s] = s;
+  std::sort(order_.begin(), order_.end(), [&](uint32_t x, uint32_t y) {
+    return cost_[x] != cost_[y] ? cost_[x] > cost_[y] : first[x] < first[y];
+  });
+  std::vector<double> sorted(order_.size());
+  for (size_t i = 0; i < order_.size(); ++i) sorted[i] = cost_[order_[i]];
+  cost_.swap(sorted);
+}
+
+std::vector<BucketSequences> SequencesFirst::build() {
+  if (!built_.empty() || pieces_.empty()) return std::move(built_);
+  std::vector<PackedSequence> unsorted = build_sequences(pieces_, fit_, options_.seq_len);
+  std::vector<PackedSequence> sequences(unsorted.size());
+  for (size_t i = 0; i < order_.size(); ++i) sequences[i] = std::move(unsorted[order_[i]]);
+  return distribute(std::move(sequences));
+}
+
+// Sorted sequences to their buckets, heaviest first within each bucket too.
+std::vector<BucketSequences> SequencesFirst::distribute(std::vector<PackedSequence> sequences) const {
+  std::vector<BucketSequences> buckets(options_.dp);
+  std::vector<uint32_t> counts(options_.dp, 0);
+  for (uint32_t b : bucket_of_) ++counts[b];
+  for (uint32_t b = 0; b < options_.dp; ++b) {
     buckets[b].sequences.reserve(counts[b]);
     buckets[b].cost.reserve(counts[b]);
   }
-  for (size_t i = 0; i < sequences.size(); ++i) {  // heaviest first within each bucket too
-    buckets[bucket_of[i]].sequences.push_back(std::move(sequences[i]));
-    buckets[bucket_of[i]].cost.push_back(sequence_cost[i]);
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    buckets[bucket_of_[i]].sequences.push_back(std::move(sequences[i]));
+    buckets[bucket_of_[i]].cost.push_back(cost_[i]);
   }
   return buckets;
 }
 
-std::vector<BucketSequences> pieces_first(const std::vector<PlacedPiece>& pieces, const PackOptions& options,
-                                          const CostModel& cost, ZigzagCost& zigzag, uint64_t capacity,
-                                          bool by_positions) {
+PiecesFirst::PiecesFirst(const std::vector<PlacedPiece>& pieces, const PackOptions& options, const CostModel& cost,
+                         ZigzagCost& zigzag, uint64_t capacity, bool by_positions)
+    : options_(options), cost_(cost), zigzag_(zigzag) {
   uint64_t total = 0;
   for (const PlacedPiece& p : pieces) total += p.piece.length;
   const uint64_t sequences = std::max<uint64_t>(1, (total + options.seq_len - 1) / options.seq_len);
@@ -108,23 +153,38 @@ std::vector<BucketSequences> pieces_first(const std::vector<PlacedPiece>& pieces
   }
   const uint64_t room = by_positions ? capacity : std::min(capacity, slots * options.seq_len);
   const BalanceMethod method = by_positions ? BalanceMethod::tokens : options.balance;
-  std::vector<size_t> offsets;
-  std::vector<PlacedPiece> grouped =
-      group(pieces, balance_within(weights, sizes, room, options.dp, method), options.dp, offsets);
-  std::vector<BucketSequences> buckets(options.dp);
-  std::vector<uint32_t> scratch;
+  grouped_ = group(pieces, balance_within(weights, sizes, room, options.dp, method), options.dp, offsets_);
   for (uint32_t b = 0; b < options.dp; ++b) {
-    const auto first = grouped.begin() + static_cast<ptrdiff_t>(offsets[b]);
-    const auto last = grouped.begin() + static_cast<ptrdiff_t>(offsets[b + 1]);
-    std::sort(first, last, [](const PlacedPiece& x, const PlacedPiece& y) {
-      if (x.piece.length != y.piece.length) return x.piece.length > y.piece.length;
-      return x.piece.doc != y.piece.doc ? x.piece.doc < y.piece.doc : x.piece.begin < y.piece.begin;
-    });
+    std::sort(grouped_.begin() + static_cast<ptrdiff_t>(offsets_[b]),
+              grouped_.begin() + static_cast<ptrdiff_t>(offsets_[b + 1]), [](const PlacedPiece& x, const PlacedPiece& y) {
+                if (x.piece.length != y.piece.length) return x.piece.length > y.piece.length;
+                return x.piece.doc != y.piece.doc ? x.piece.doc < y.piece.doc : x.piece.begin < y.piece.begin;
+              });
+  }
+  if (options.cp > 1) {  // a CP sequence's cost needs its pieces: built now
+    built_ = build();
+    most_ = max_bucket_cost(built_);
+    return;
+  }
+  std::vector<uint32_t> scratch;
+  std::vector<double> sequence_cost;
+  for (uint32_t b = 0; b < options.dp; ++b)
+    most_ = std::max(most_, packed_cost(bucket(b), options.seq_len, cost, scratch, sequence_cost));
+}
+
+std::span<const PlacedPiece> PiecesFirst::bucket(uint32_t b) const {
+  return std::span<const PlacedPiece>(grouped_.data() + offsets_[b], offsets_[b + 1] - offsets_[b]);
+}
+
+std::vector<BucketSequences> PiecesFirst::build() {
+  if (!built_.empty()) return std::move(built_);
+  std::vector<BucketSequences> buckets(options_.dp);
+  std::vector<uint32_t> scratch;
+  for (uint32_t b = 0; b < options_.dp; ++b) {
     BucketSequences& bucket = buckets[b];
-    bucket.sequences = pack(std::span<const PlacedPiece>(grouped.data() + offsets[b], offsets[b + 1] - offsets[b]),
-                            options.seq_len, scratch, bucket.cost);
-    zigzag.apply(bucket.sequences, bucket.cost);
-    add_padding_cost(bucket.sequences, bucket.cost, options.seq_len, cost);
+    bucket.sequences = pack(this->bucket(b), options_.seq_len, scratch, bucket.cost);
+    zigzag_.apply(bucket.sequences, bucket.cost);
+    add_padding_cost(bucket.sequences, bucket.cost, options_.seq_len, cost_);
     sort_sequences(bucket.sequences, bucket.cost);
   }
   return buckets;
@@ -139,22 +199,22 @@ std::vector<BucketPlan> plan_by_cost(const std::vector<PlacedPiece>& pieces, con
   double floor = 0.0;
   for (const PlacedPiece& p : pieces) floor = std::max(floor, p.cost + cost.padding(options.seq_len - p.piece.length));
   ZigzagCost zigzag(pieces, options, cost);
-  std::vector<BucketSequences> kept = sequences_first(pieces, options, cost, zigzag, capacity);
-  double lightest = max_bucket_cost(kept);
+  SequencesFirst first(pieces, options, cost, zigzag, capacity);
+  double lightest = first.most();
   const auto optimal = [&] { return lightest <= floor * (1.0 + 1e-12); };
-  if (optimal()) return into_micro_batches(std::move(kept), options, budget);
+  if (optimal()) return into_micro_batches(first.build(), options, budget);
   std::vector<PlacedPiece> heaviest(pieces);
   sort_heaviest_first(heaviest);
+  std::optional<PiecesFirst> lighter;  // a pieces-first placement lighter than `first`
   for (bool by_positions : {false, true}) {
     if (optimal()) break;
-    std::vector<BucketSequences> other =
-        pieces_first(by_positions ? pieces : heaviest, options, cost, zigzag, capacity, by_positions);
-    const double most = max_bucket_cost(other);
-    if (most < lightest) {
-      lightest = most;
-      kept = std::move(other);
+    PiecesFirst other(by_positions ? pieces : heaviest, options, cost, zigzag, capacity, by_positions);
+    if (other.most() < lightest) {
+      lightest = other.most();
+      lighter.emplace(std::move(other));
     }
   }
+  std::vector<BucketSequences> kept = lighter ? lighter->build() : first.build();
   // Whole sequences per micro-batch within the budget: no bucket over
   // micro_batches x floor(budget / seq_len) sequences.
   const uint32_t sequences =

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "plan/step/packing.h"
@@ -19,8 +20,30 @@ std::vector<BucketPlan> plan_by_tokens(const std::vector<PlacedPiece>& pieces, c
 // seq_len sequences as first-fit decreasing finds; the sequences are balanced
 // over the DP buckets by their cost (pieces + padding), no bucket over
 // `capacity` positions.
-std::vector<BucketSequences> sequences_first(const std::vector<PlacedPiece>& pieces, const PackOptions& options,
-                                             const CostModel& cost, ZigzagCost& zigzag, uint64_t capacity);
+//
+// Made and costed without building its sequences (cp = 1); build() builds
+// them when the placement is kept.
+class SequencesFirst {
+ public:
+  SequencesFirst(const std::vector<PlacedPiece>& pieces, const PackOptions& options, const CostModel& cost,
+                 ZigzagCost& zigzag, uint64_t capacity);
+  double most() const { return most_; }  // its heaviest bucket's cost, as max_bucket_cost(build())
+  std::vector<BucketSequences> build();  // once
+
+ private:
+  void sort_by_cost();
+  std::vector<BucketSequences> distribute(std::vector<PackedSequence> sequences) const;
+
+  const std::vector<PlacedPiece>& pieces_;
+  const PackOptions& options_;
+  std::vector<uint32_t> scratch_;       // fit_ views it
+  FirstFit fit_;                        // the pieces into sequences
+  std::vector<double> cost_;            // per sequence, heaviest first (padding included)
+  std::vector<uint32_t> order_;         // order_[i]: the fit's sequence that is the i-th heaviest
+  std::vector<uint32_t> bucket_of_;     // per sequence, heaviest first
+  std::vector<BucketSequences> built_;  // under CP, built to be costed
+  double most_ = 0.0;
+};
 
 // Pieces first, in sequence slots: every bucket gets room for the sequences
 // an even split of the step needs, ceil(ceil(positions / seq_len) / dp)
@@ -33,9 +56,28 @@ std::vector<BucketSequences> sequences_first(const std::vector<PlacedPiece>& pie
 // bucket with the fewest positions (the msd_tokens split) and are packed the
 // same way: a third placement, for steps where even positions do best.
 // `pieces` come longest first for by_positions, heaviest first otherwise.
-std::vector<BucketSequences> pieces_first(const std::vector<PlacedPiece>& pieces, const PackOptions& options,
-                                          const CostModel& cost, ZigzagCost& zigzag, uint64_t capacity,
-                                          bool by_positions);
+//
+// The pieces are assigned and the placement costed when it is made; its
+// sequences are built only when it is kept (build()): most placements made
+// are thrown away.
+class PiecesFirst {
+ public:
+  PiecesFirst(const std::vector<PlacedPiece>& pieces, const PackOptions& options, const CostModel& cost,
+              ZigzagCost& zigzag, uint64_t capacity, bool by_positions);
+  double most() const { return most_; }  // its heaviest bucket's cost, as max_bucket_cost(build())
+  std::vector<BucketSequences> build();  // once
+
+ private:
+  std::span<const PlacedPiece> bucket(uint32_t b) const;  // longest first
+
+  const PackOptions& options_;
+  const CostModel& cost_;
+  ZigzagCost& zigzag_;
+  std::vector<PlacedPiece> grouped_;  // by bucket
+  std::vector<size_t> offsets_;       // bucket b: [offsets_[b], offsets_[b + 1]) of grouped_
+  std::vector<BucketSequences> built_;  // under CP, built to be costed
+  double most_ = 0.0;
+};
 
 // Cost balance, padding-aware: a sequence costs its pieces plus the linear
 // term over its padding (its GEMMs run over all seq_len positions). Three
