@@ -301,12 +301,16 @@ BatchBuild begin_build(const StepPlan& plan, ByteFetcher& fetcher, const BuildOp
     throw ProtocolError("variable-length micro-batches cannot be split over context-parallel ranks");
   const uint32_t seq_len = plan.seq_len;
   const size_t micro_batches = plan.micro_batches.size();
+  Layout empty{plan,
+               options,
+               held_chunks(seq_len, options.cp_rank, options.cp_size, plan.step),
+               options.cp_size <= 1 ? seq_len : seq_len / options.cp_size,
+               std::vector<std::vector<Run>>(micro_batches),
+               0,
+               {},
+               {}};
   BatchBuild build;
-  build.state_ = std::make_unique<BatchBuild::State>(
-      Layout{plan, options, held_chunks(seq_len, options.cp_rank, options.cp_size, plan.step),
-             options.cp_size <= 1 ? seq_len : seq_len / options.cp_size, std::vector<std::vector<Run>>(micro_batches), 0,
-             {}, {}},
-      out, BuildStats{});
+  build.state_ = std::make_unique<BatchBuild::State>(std::move(empty), out, BuildStats{});
   // Laid out in the state itself: the edge tokens' reads land in its vector.
   Layout& layout = build.state_->layout;
   out.step = plan.step;
