@@ -7,8 +7,8 @@
 # in their debug log), and with topology.network_reads = one_sided an
 # MPI_Get per piece. The batch stream (the batch digest chains every step's
 # digest) must equal the shared-memory run's either way, and two-sided reads
-# run a step ahead (the summary's steps_read_ahead). Exits 77 (reported as skipped) when this Open MPI has
-# no UCX components.
+# run a step ahead (the summary's steps_read_ahead). Exits 77 (reported as
+# skipped) when this Open MPI has no UCX components.
 source "$(dirname "$0")/common.sh"
 if ! ompi_info 2>/dev/null | grep -q "MCA osc: ucx" || ! ompi_info 2>/dev/null | grep -q "MCA pml: ucx"; then
   echo "network_path: SKIPPED: this Open MPI has no UCX pml/osc components (ompi_info | grep -i ucx)"
@@ -38,7 +38,7 @@ for reads in two_sided one_sided; do
   # some of the 7 steps after each client's first are read ahead.
   ahead=$(json_field "$WORK/$reads.json" steps_read_ahead)
   if [ "$reads" = two_sided ] && [ "$ahead" = 0 ]; then echo "FAIL: no step's reads were requested ahead"; exit 1; fi
-  if [ "$reads" = one_sided ] && [ "$ahead" != 0 ]; then echo "FAIL: one_sided reads read $ahead steps ahead"; exit 1; fi
+  if [ "$reads" = one_sided ] && [ "$ahead" != 0 ]; then echo "FAIL: one_sided reads ran $ahead steps ahead"; exit 1; fi
   echo "network_path: $reads reads: $ahead client steps read ahead"
 done
 [ "$(json_field "$WORK/shm.json" steps_read_ahead)" = 0 ] || { echo "FAIL: direct reads were requested ahead"; exit 1; }
