@@ -254,21 +254,25 @@ int sweep_main(int argc, char** argv) {
 int handoff_main(int argc, char** argv) {
   msd::bench::HandoffOptions options;
   bool json = false;
+  bool serial = false;
   po::options_description described(
       "Usage: msd-bench handoff [options]\n\n"
       "How fast a client reads a batch out of a loader's RMA window: msd's WindowReader\n"
       "(direct copies from a node-shared window where the library offers one, else one\n"
-      "read request and one hindexed reply per batch, or with --network-reads one_sided\n"
-      "MPI_Get of every piece and one flush; the report says which) against memcpy\n"
-      "of the same pieces in the same process, for three batch shapes (short-context,\n"
-      "long-context, 8K packed; log-normal documents of int32 tokens scattered over\n"
-      "the window). Two runs of 2 ranks under mpirun: the one-node settings\n"
-      "(MSD_MPIRUN_FLAGS, default osc sm) and the forced network path (pml/osc ucx,\n"
-      "UCX_TLS=tcp,self over loopback, docs/multi-node.md). ratio_vs_memcpy per path:\n"
-      "all shapes' bytes over their read time, divided by the same over memcpy time;\n"
-      "ratio_vs_two_sided: the same against an MPI_Send/MPI_Recv stream of the same\n"
-      "bytes in the same run; best_pass_*: each shape's fastest pass (steadier on a\n"
-      "loaded host); loader_cpu_*: what serving the reads cost the loader.\n\n"
+      "read request and one hindexed reply per batch, each batch requested before the\n"
+      "previous one is waited for, into two alternating buffers, as msd-run's client\n"
+      "reads; --serial: one batch at a time; --network-reads one_sided: MPI_Get of every\n"
+      "piece and one flush; the report says which) against memcpy of the same pieces in\n"
+      "the same process, for three batch shapes (short-context, long-context, 8K packed;\n"
+      "log-normal documents of int32 tokens scattered over the window). Two runs of 2\n"
+      "ranks under mpirun: the one-node settings (MSD_MPIRUN_FLAGS, default osc sm) and\n"
+      "the forced network path (pml/osc ucx, UCX_TLS=tcp,self over loopback,\n"
+      "docs/multi-node.md). ratio_vs_memcpy per path: all shapes' bytes over their read\n"
+      "time, divided by the same over memcpy time; ratio_vs_two_sided: the same against\n"
+      "an MPI_Send/MPI_Recv stream of the same bytes in the same run; best_pass_*: each\n"
+      "shape's fastest pass (steadier on a loaded host; meaningless when pipelined, where\n"
+      "a reply may be in before it is waited for); loader_cpu_*: what serving the reads\n"
+      "cost the loader.\n\n"
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")
@@ -280,11 +284,12 @@ int handoff_main(int argc, char** argv) {
       ("network-reads", po::value(&options.network_reads)->default_value(options.network_reads),
        "how the network path reads: two_sided (msd's: one request per batch, one hindexed reply) or one_sided "
        "(MPI_Get per piece)")
-      ("pipeline", po::bool_switch(&options.pipeline),
-       "two_sided: request each batch before waiting for the previous one (two buffers), as reads of step t+1 "
-       "behind step t would")
+      ("serial", po::bool_switch(&serial),
+       "two_sided: request each batch only once the previous one is in, one round trip per batch (how msd-run "
+       "read before its client requested step t+1 during step t)")
       ("json", po::bool_switch(&json), "print one JSON object instead of text");
   if (!parse_or_help(argc, argv, described)) return 0;
+  options.pipeline = !serial;
   msd::ServePoll::parse_mode(options.serve_poll.c_str());
   msd::parse_network_reads(options.network_reads);
   if (!(options.seconds > 0) || !(options.scale > 0)) throw msd::ConfigError("--seconds and --scale must be above 0");

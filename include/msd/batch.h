@@ -90,9 +90,13 @@ struct Batch {
   uint64_t step = 0;
   std::vector<MicroBatch> micro_batches;
   uint64_t digest = 0;         // over every field above except docs
-  double wait_seconds = 0.0;   // how long next() waited for the plan and bytes
+  double wait_seconds = 0.0;   // time in next(): waiting for the plan and bytes, requesting the next step's
   uint64_t bytes_fetched = 0;  // sample bytes this rank read for this batch (docs/batch.md)
   uint64_t bytes_needed = 0;   // sample bytes this batch uses, counted on TP leaders only
+  // Its plan was taken and its bytes requested by the previous next(), so
+  // the reads overlapped the trainer's previous step (two-sided network
+  // reads only: docs/multi-node.md "Two-sided reads").
+  bool read_ahead = false;
 };
 
 }  // namespace msd

@@ -21,9 +21,14 @@
 //   loader cannot open a source (rank 0's message names the option and file).
 // - Client::next() is not collective and never communicates with other
 //   clients; it talks only to the planner (plan, acknowledgement) and reads
-//   loader windows with passive-target MPI_Get. Call it from one thread.
+//   loader windows: copies from a node-shared window, across nodes one read
+//   request and reply per loader (or passive-target MPI_Get). Call it from
+//   one thread.
 // - The Batch returned by next() is owned by the Client and stays valid until
-//   the next call to next() or until the Job is destroyed.
+//   the next call to next() or until the Job is destroyed. Across nodes,
+//   next() may already have requested the following step's bytes into a
+//   second batch (Batch::read_ahead); the one returned is never written
+//   meanwhile.
 // - next() returns nullptr after the configured number of steps.
 // - Every batch is a pure function of (configuration, seed, step): the number
 //   of loaders, their speed and restarts do not change it.
@@ -73,6 +78,7 @@ struct ClientLog {
   std::vector<uint64_t> source_tokens;   // per source: positions received
   std::vector<uint64_t> step_bytes_fetched;  // per step: Batch::bytes_fetched
   std::vector<uint64_t> step_bytes_needed;   // per step: Batch::bytes_needed
+  uint64_t steps_read_ahead = 0;             // batches with Batch::read_ahead
 };
 
 class Client {

@@ -75,7 +75,7 @@ constexpr int kTagStreamEnd = 3;
 // `seconds` (a slow path, e.g. MPI_Get over TCP, must not need a million
 // passes of the fast memcpy's time). `pipeline` (two-sided reads): each
 // pass starts its reads, into one of two buffers, and then waits for the
-// previous pass's, as a client that asks for step t+1 while step t is used.
+// previous pass's, as msd-run's client asks for step t+1 while step t is used.
 ShapeRate measure(WindowReader& reader, const uint8_t* local, const BatchShape& shape, const std::vector<Piece>& pieces,
                   double seconds, bool pipeline, int* passes_out) {
   ShapeRate rate{shape.name, 0, static_cast<uint32_t>(pieces.size()), 0, 0};
@@ -376,11 +376,13 @@ std::string handoff_text(const HandoffReport& report) {
       text += "  did not run: " + path.error + "\n";
       continue;
     }
-    const char* access = path.access == "direct"      ? "direct copies from the node-shared window"
-                         : path.access == "two_sided" ? "one request and one hindexed reply per batch"
+    const char* access = path.access == "direct" ? "direct copies from the node-shared window"
+                         : path.access == "two_sided"
+                             ? "one request and one hindexed reply per batch, one batch at a time (--serial)"
                          : path.access == "two_sided_pipelined"
-                             ? "one request and one hindexed reply per batch, the next batch's requested before"
-                                                      : "MPI_Get + flush";
+                             ? "one request and one hindexed reply per batch, each requested before the previous one "
+                               "is waited for (msd-run's client)"
+                             : "MPI_Get + flush";
     text += str("  access: ", access, "\n");
     for (const auto& s : path.shapes) {
       std::snprintf(line, sizeof line, "  %-14s %9.1f KiB %6u pieces  get %8.2f GB/s  memcpy %8.2f GB/s  ratio %.3f\n",

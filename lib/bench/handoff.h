@@ -28,7 +28,9 @@ struct HandoffOptions {
   std::string work_dir = "/tmp";
   std::string serve_poll = "sleep";  // the loader's wait while clients read (ServePoll::Mode)
   std::string network_reads = "two_sided";  // how the network path reads (NetworkReads): two_sided | one_sided
-  bool pipeline = false;  // two-sided: request each batch before the previous one is in
+  // Two-sided: request each batch before the previous one is in (two
+  // buffers), as msd-run's client does; false: one round trip per batch.
+  bool pipeline = true;
 };
 
 struct ShapeRate {
@@ -51,7 +53,9 @@ struct ShapeRate {
 struct PathReport {
   std::string path;         // shared_memory | network
   std::string mpirun_flags;
-  std::string access;       // direct (node-shared window, copies) | two_sided (request + reply) | two_sided_pipelined | mpi_get
+  // direct (node-shared window, copies) | two_sided_pipelined (request +
+  // reply, a batch ahead: msd-run's client) | two_sided (--serial) | mpi_get
+  std::string access;
   bool ran = false;
   std::string error;        // why it did not run
   std::vector<ShapeRate> shapes;

@@ -67,7 +67,7 @@ uint64_t MicroBatch::global_position(uint64_t local) const {
 
 namespace {
 
-// What build_batch's passes share: the rank's chunks, the held runs per
+// What a build's passes share: the rank's chunks, the held runs per
 // micro-batch, and the tokens one past a held chunk that label its last
 // position (for a rank that holds both inputs and targets; its other labels
 // are its own tokens).
@@ -283,38 +283,66 @@ void derive_cu_seqlens(uint32_t seq_len, MicroBatch& mb) {
 
 }  // namespace
 
-BuildStats build_batch(const StepPlan& plan, ByteFetcher& fetcher, const BuildOptions& options, Batch& out) {
+// A build between its halves: the layout the reads were queued by, the
+// batch they land in, and what was requested.
+struct BatchBuild::State {
+  Layout layout;
+  Batch& out;
+  BuildStats stats;
+};
+
+BatchBuild::BatchBuild() = default;
+BatchBuild::~BatchBuild() = default;
+BatchBuild::BatchBuild(BatchBuild&& other) noexcept = default;
+BatchBuild& BatchBuild::operator=(BatchBuild&& other) noexcept = default;
+
+BatchBuild begin_build(const StepPlan& plan, ByteFetcher& fetcher, const BuildOptions& options, Batch& out) {
   if (options.varlen && options.cp_size > 1)
     throw ProtocolError("variable-length micro-batches cannot be split over context-parallel ranks");
-  BuildStats stats;
   const uint32_t seq_len = plan.seq_len;
   const size_t micro_batches = plan.micro_batches.size();
-  Layout layout{plan,
-                options,
-                held_chunks(seq_len, options.cp_rank, options.cp_size, plan.step),
-                options.cp_size <= 1 ? seq_len : seq_len / options.cp_size,
-                std::vector<std::vector<Run>>(micro_batches),
-                0,
-                {},
-                {}};
+  Layout empty{plan,
+               options,
+               held_chunks(seq_len, options.cp_rank, options.cp_size, plan.step),
+               options.cp_size <= 1 ? seq_len : seq_len / options.cp_size,
+               std::vector<std::vector<Run>>(micro_batches),
+               0,
+               {},
+               {}};
+  BatchBuild build;
+  build.state_ = std::make_unique<BatchBuild::State>(std::move(empty), out, BuildStats{});
+  // Laid out in the state itself: the edge tokens' reads land in its vector.
+  Layout& layout = build.state_->layout;
   out.step = plan.step;
   out.micro_batches.resize(micro_batches);
   for (size_t m = 0; m < micro_batches; ++m) lay_out_micro_batch(layout, m, out.micro_batches[m]);
   layout.edge_tokens.assign(layout.edges, 0);
   layout.edge_labels.clear();
+  for (size_t m = 0; m < micro_batches; ++m) queue_reads(layout, m, fetcher, build.state_->stats, out.micro_batches[m]);
+  return build;
+}
 
-  for (size_t m = 0; m < micro_batches; ++m) queue_reads(layout, m, fetcher, stats, out.micro_batches[m]);
-  fetcher.complete();
-
+BuildStats finish_build(BatchBuild& build) {
+  MSD_CHECK(build.pending());
+  const std::unique_ptr<BatchBuild::State> state = std::move(build.state_);
+  const Layout& layout = state->layout;
+  Batch& out = state->out;
   size_t edge = 0;
-  for (size_t m = 0; m < micro_batches; ++m) {
+  for (size_t m = 0; m < out.micro_batches.size(); ++m) {
     derive_positions_and_labels(layout, m, edge, out.micro_batches[m]);
     derive_cu_seqlens(out.micro_batches[m].seq_len, out.micro_batches[m]);
   }
   MSD_CHECK_EQ(edge, layout.edge_tokens.size());
-  stats.bytes_needed = needed_bytes(plan, options);
+  BuildStats stats = state->stats;
+  stats.bytes_needed = needed_bytes(layout.plan, layout.options);
   out.digest = batch_digest(out);
   return stats;
+}
+
+BuildStats build_batch(const StepPlan& plan, ByteFetcher& fetcher, const BuildOptions& options, Batch& out) {
+  BatchBuild build = begin_build(plan, fetcher, options, out);
+  fetcher.complete();
+  return finish_build(build);
 }
 
 uint64_t needed_bytes(const StepPlan& plan, const BuildOptions& options) {

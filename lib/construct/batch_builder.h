@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "msd/batch.h"
 #include "transport/wire.h"
@@ -45,8 +46,36 @@ struct BuildStats {
 // Fills `out` (reusing its buffers) for `plan`. Every byte fetched is used
 // and fetched once, so bytes_fetched == bytes_needed. Throws ProtocolError
 // when the plan is inconsistent (a piece beyond its document, a sequence over
-// seq_len, seq_len not divisible by 2 * cp_size).
+// seq_len, seq_len not divisible by 2 * cp_size). The same as begin_build,
+// fetcher.complete(), finish_build.
 BuildStats build_batch(const StepPlan& plan, ByteFetcher& fetcher, const BuildOptions& options, Batch& out);
+
+// build_batch in two halves, so that a client can request a step's bytes and
+// hand out the previous batch while they travel (docs/multi-node.md
+// "Two-sided reads"): begin_build sizes `out`, queues every read through the
+// fetcher and throws as build_batch does; once the fetcher has completed
+// them, finish_build derives positions, labels, loss mask, cu_seqlens, the
+// needed bytes and the digest. Between the two, `out` holds bytes in flight
+// and must not be read, moved or resized. REQUIRES: `plan` and `options`
+// outlive the BatchBuild unchanged. Move-only.
+class BatchBuild {
+ public:
+  BatchBuild();
+  ~BatchBuild();
+  BatchBuild(BatchBuild&& other) noexcept;
+  BatchBuild& operator=(BatchBuild&& other) noexcept;
+  bool pending() const { return state_ != nullptr; }  // begun and not yet finished
+
+ private:
+  struct State;
+  friend BatchBuild begin_build(const StepPlan&, ByteFetcher&, const BuildOptions&, Batch&);
+  friend BuildStats finish_build(BatchBuild&);
+  std::unique_ptr<State> state_;
+};
+BatchBuild begin_build(const StepPlan& plan, ByteFetcher& fetcher, const BuildOptions& options, Batch& out);
+// REQUIRES: build.pending() and the fetcher's reads complete. Leaves the
+// build no longer pending.
+BuildStats finish_build(BatchBuild& build);
 
 // The sample bytes a rank with `options` uses for `plan` (docs/batch.md
 // "Bytes needed"), computed position by position, independently of

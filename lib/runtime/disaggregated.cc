@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/log.h"
 #include "common/memory.h"
 #include "plan/step/cost.h"
 #include "plan/step/pack.h"
@@ -44,6 +45,17 @@ DisaggregatedClient::DisaggregatedClient(JobContext& job, int client_index, int3
     share_ = std::make_unique<TpShare>(tp_comm);
 }
 
+DisaggregatedClient::~DisaggregatedClient() {
+  // A step read ahead that the trainer never asked for: its replies land in
+  // batches_, so they are waited for before the batches go.
+  if (!ahead_.pending() || unwinding()) return;
+  try {
+    reader_.finish();
+  } catch (const std::exception& e) {
+    log_warn("reads of step ", next_step_, " requested ahead: ", e.what());
+  }
+}
+
 // Bounded by job.stall_timeout_s + 10 s: the planner's own bound on a
 // client's acknowledgement fires first, so a stuck client is named by the
 // planner, and a stuck planner by its clients.
@@ -58,6 +70,41 @@ Message DisaggregatedClient::receive_plan(int planner) {
   return std::move(*message);
 }
 
+StepPlan DisaggregatedClient::checked_plan(const Message& message, uint64_t step) const {
+  StepPlan plan = decode_plan(message.bytes);
+  if (plan.step != step)
+    throw ProtocolError(str("client rank ", job_.rank, " expected the plan of step ", step, ", got step ", plan.step));
+  return plan;
+}
+
+// Step next_step_'s batch into `batch`: the reads requested by the previous
+// next() completed (within job.stall_timeout_s, naming the loader), or its
+// plan received and read now.
+BuildStats DisaggregatedClient::build(int planner, bool read_ahead, Batch& batch) {
+  if (read_ahead) {
+    reader_.finish();
+    return finish_build(ahead_);
+  }
+  const StepPlan plan = checked_plan(receive_plan(planner), next_step_);
+  WindowFetcher fetcher(reader_);
+  return build_batch(plan, fetcher, options_, batch);
+}
+
+// Requests step next_step_ + 1's bytes into the batch not handed out, if its
+// plan is already here (never waiting for it): the planner sends plans up
+// to job.prefetch_steps ahead. Only two-sided reads gain: a read from a
+// node-shared window is a copy, and one-sided gets need no request.
+void DisaggregatedClient::request_ahead(int planner) {
+  const uint64_t step = next_step_ + 1;
+  if (!reader_.two_sided() || step >= job_.config.job.steps) return;
+  auto message = try_receive(job_.world.get(), planner, kTagPlan, "looking for the next step plan");
+  if (!message) return;
+  ahead_plan_ = checked_plan(*message, step);
+  WindowFetcher fetcher(reader_);
+  ahead_ = begin_build(ahead_plan_, fetcher, options_, batches_[1 - current_]);
+  reader_.start();
+}
+
 const Batch* DisaggregatedClient::next() {
   if (next_step_ >= job_.config.job.steps) return nullptr;
   const auto start = std::chrono::steady_clock::now();
@@ -67,30 +114,28 @@ const Batch* DisaggregatedClient::next() {
   // A TP follower that shares its leader's batch gets no plan: it takes the
   // step from the leader (JobContext::talks_to_planner).
   const bool planned = job_.talks_to_planner(client_index_);
+  const bool read_ahead = ahead_.pending();
+  if (read_ahead) current_ = 1 - current_;  // the previous batch may be reused from now on
+  Batch& batch = batches_[current_];
   BuildStats stats;
-  if (planned) {
-    const StepPlan plan = decode_plan(receive_plan(planner).bytes);
-    if (plan.step != next_step_)
-      throw ProtocolError(str("client rank ", job_.rank, " expected the plan of step ", next_step_, ", got step ",
-                              plan.step));
-    WindowFetcher fetcher(reader_);
-    stats = build_batch(plan, fetcher, options_, batch_);
-  }
+  if (planned) stats = build(planner, read_ahead, batch);
   if (share_) {
-    share_->share(batch_);
-    if (batch_.step != next_step_)
-      throw ProtocolError(str("client rank ", job_.rank, " got step ", batch_.step, " from its TP leader, expected ",
+    share_->share(batch);
+    if (batch.step != next_step_)
+      throw ProtocolError(str("client rank ", job_.rank, " got step ", batch.step, " from its TP leader, expected ",
                               next_step_));
   }
-  batch_.bytes_fetched = stats.bytes_fetched;
-  batch_.bytes_needed = counts_needed_ ? stats.bytes_needed : 0;  // a TP leader always builds
-  batch_.wait_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  batch.bytes_fetched = stats.bytes_fetched;
+  batch.bytes_needed = counts_needed_ ? stats.bytes_needed : 0;  // a TP leader always builds
+  batch.read_ahead = read_ahead;
+  if (planned) request_ahead(planner);
+  batch.wait_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (planned) {
     const uint64_t rss = job_.config.output.metrics.empty() ? 0 : rss_.bytes();  // for per-step metrics
-    job_.send_to_planner(kTagAck, encode(AckMessage{next_step_, batch_.wait_seconds, rss}), "acknowledging a step");
+    job_.send_to_planner(kTagAck, encode(AckMessage{next_step_, batch.wait_seconds, rss}), "acknowledging a step");
   }
   ++next_step_;
-  return &batch_;
+  return &batch;
 }
 
 Client::Client(std::unique_ptr<ClientImpl> impl, const Config& config) : impl_(std::move(impl)), config_(config) {}
@@ -107,6 +152,7 @@ const Batch* Client::next() {
   log_.step_bytes_fetched.push_back(batch->bytes_fetched);
   log_.step_bytes_needed.push_back(batch->bytes_needed);
   log_.wait_seconds += batch->wait_seconds;
+  log_.steps_read_ahead += batch->read_ahead ? 1 : 0;
   log_.source_samples.resize(config_.sources.size());
   log_.source_tokens.resize(config_.sources.size());
   for (const MicroBatch& mb : batch->micro_batches) {

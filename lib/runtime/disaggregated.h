@@ -5,6 +5,7 @@
 // colocated baseline is in colocated.h).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 
@@ -18,27 +19,45 @@
 
 namespace msd {
 
+// Over two-sided network reads (WindowReader::two_sided) the client reads
+// one step ahead: having built step t, it takes step t + 1's plan if the
+// planner has already sent it, requests its bytes into a second batch and
+// only then returns step t's, so the round trip to the loaders overlaps the
+// trainer's step (docs/multi-node.md "Two-sided reads"). The batch returned
+// stays untouched until the next next().
 class DisaggregatedClient : public ClientImpl {
  public:
   // image_token_id: the token id placed at image-patch positions. tp_comm:
   // the client's TP group; with topology.broadcast_at = tp and more than one
   // TP rank, the constructor is collective over it (TpShare).
   DisaggregatedClient(JobContext& job, int client_index, int32_t image_token_id, MPI_Comm tp_comm);
+  // Waits (bounded) for reads still in flight into its batches.
+  ~DisaggregatedClient() override;
+  DisaggregatedClient(const DisaggregatedClient&) = delete;
+  DisaggregatedClient& operator=(const DisaggregatedClient&) = delete;
   const Batch* next() override;
   uint64_t steps() const override { return job_.config.job.steps; }
 
  private:
   Message receive_plan(int planner);
+  StepPlan checked_plan(const Message& message, uint64_t step) const;
+  BuildStats build(int planner, bool read_ahead, Batch& batch);
+  void request_ahead(int planner);
 
   JobContext& job_;
   int client_index_;
-  Batch batch_;
+  // batches_[current_] is the batch handed out; a step read ahead lands in
+  // the other one (TP followers and direct reads use only the first).
+  std::array<Batch, 2> batches_;
+  size_t current_ = 0;
   uint64_t next_step_ = 0;
   BuildOptions options_;
   bool counts_needed_ = true;       // TP leaders count the group's needed bytes
   std::unique_ptr<TpShare> share_;  // TP groups that share
   RssSampler rss_;                  // sent on acknowledgements for output.metrics
   WindowReader reader_;             // reads the loaders' windows (transport/reads.h)
+  StepPlan ahead_plan_;             // step next_step_'s plan while its reads are in flight
+  BatchBuild ahead_;                // and its build, pending until next() finishes it
 };
 
 }  // namespace msd

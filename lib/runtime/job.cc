@@ -486,6 +486,7 @@ Summary Job::finish(const TrainerStats& trainer) {
     job.stats.steps = trainer.steps;
     job.stats.tokens = log.tokens;
     job.stats.wait_seconds = log.wait_seconds;
+    job.stats.steps_read_ahead = log.steps_read_ahead;
     job.stats.compute_seconds = trainer.compute_seconds;
     job.stats.wall_seconds = trainer.wall_seconds;
     input.log = &log;

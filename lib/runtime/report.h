@@ -27,6 +27,7 @@ struct RoleStats {
   uint64_t state_bytes = 0;  // loader: open source state (at the end: after any move)
   uint64_t open_sources = 0;  // loader: sources open at the end
   uint64_t peak_anon_shmem_bytes = 0;  // see peak_anon_shmem_bytes()
+  uint64_t steps_read_ahead = 0;  // client: ClientLog::steps_read_ahead
 };
 
 // A shadow loader taking over a loader that missed its deadline.

@@ -201,7 +201,7 @@ Balance balance(const JobContext& job, const Records& records, uint64_t steps) {
 struct RoleTotals {
   double client_wall = 0, wait_sum = 0, wait_max = 0, compute_sum = 0, transform = 0;
   uint64_t mem_planner = 0, mem_loader_max = 0, mem_client_max = 0, mem_loader_total = 0, mem_client_total = 0;
-  uint64_t loaded = 0, window_peak = 0, state_bytes = 0, open_sources = 0;
+  uint64_t loaded = 0, window_peak = 0, state_bytes = 0, open_sources = 0, read_ahead = 0;
   int clients = 0;
   // A memory figure by Role, and its total where the loader state lives:
   // planner + loaders (disaggregated), or every client (colocated).
@@ -235,6 +235,7 @@ RoleTotals role_totals(const JobContext& job, const std::vector<RoleStats>& all)
         r.wait_sum += s.wait_seconds;
         r.wait_max = std::max(r.wait_max, s.wait_seconds);
         r.compute_sum += s.compute_seconds;
+        r.read_ahead += s.steps_read_ahead;
         r.state_bytes += s.state_bytes;
         break;
     }
@@ -367,6 +368,7 @@ void write_run_json(JsonWriter& w, const Report& r) {
   w.value("tokens_per_s", r.tokens_per_s());
   w.value("data_wait_s", r.wait_mean());
   w.value("data_wait_max_s", r.roles.wait_max);
+  w.value("steps_read_ahead", r.roles.read_ahead);
   w.value("compute_s", r.roles.clients ? r.roles.compute_sum / r.roles.clients : 0.0);
   w.value("batch_digest", hex64(r.digests.batch));
   w.begin_array("step_digests");
@@ -582,6 +584,9 @@ std::string run_text(const Report& r) {
                  static_cast<double>(in.planner_messages_sent) / r.digests.steps);
   text += line("  data wait per client: mean %.3f s, max %.3f s (%.1f%% of wall)\n", r.wait_mean(), r.roles.wait_max,
                wall > 0 ? 100.0 * r.wait_mean() / wall : 0.0);
+  if (!r.job.layout.colocated)
+    text += line("  steps read ahead (two-sided network reads): %llu over %d clients\n",
+                 static_cast<ull>(r.roles.read_ahead), r.roles.clients);
   const Balance& b = r.balance;
   text += line("  balance, max/mean cost over DP ranks per step: median %.3f, worst %.3f (lower bound median %.3f)\n",
                median(b.dp_ratio), max_of(b.dp_ratio), median(b.bound_ratio));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # msd-bench handoff at a tiny size: both paths run (the network path only
-# when this Open MPI has UCX), the JSON has ratio_vs_memcpy per path, and the
-# rates are positive numbers.
+# when this Open MPI has UCX), the JSON has ratio_vs_memcpy per path, the
+# network path reads a batch ahead as msd-run does, and the rates are positive
+# numbers.
 source "$(dirname "$0")/common.sh"
 export MSD_MPIRUN_FLAGS="${MSD_MPIEXEC#* }"  # the test flags without the program
 timeout 240 "$MSD_BUILD/app/msd-bench" handoff --seconds 0.05 --scale 0.05 --work-dir "$WORK" --json >"$WORK/out.json"
@@ -17,6 +18,8 @@ for name, path in paths.items():
         print(f"bench_handoff: {name} did not run: {path['error']}")
         continue
     assert path["ratio_vs_memcpy"] > 0, (name, path)
+    if name == "network":  # two-sided reads a batch ahead by default, as msd-run's client
+        assert path["access"] == "two_sided_pipelined", path
     assert len(path["shapes"]) == 3, path
     for shape in path["shapes"]:
         assert shape["get_bytes_per_s"] > 0 and shape["memcpy_bytes_per_s"] > 0, shape

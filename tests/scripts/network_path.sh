@@ -6,8 +6,9 @@
 # default one request and one reply per loader and step (the loaders say so
 # in their debug log), and with topology.network_reads = one_sided an
 # MPI_Get per piece. The batch stream (the batch digest chains every step's
-# digest) must equal the shared-memory run's either way. Exits 77 (reported as skipped) when this Open MPI has
-# no UCX components.
+# digest) must equal the shared-memory run's either way, and two-sided reads
+# run a step ahead (the summary's steps_read_ahead). Exits 77 (reported as
+# skipped) when this Open MPI has no UCX components.
 source "$(dirname "$0")/common.sh"
 if ! ompi_info 2>/dev/null | grep -q "MCA osc: ucx" || ! ompi_info 2>/dev/null | grep -q "MCA pml: ucx"; then
   echo "network_path: SKIPPED: this Open MPI has no UCX pml/osc components (ompi_info | grep -i ucx)"
@@ -32,5 +33,13 @@ for reads in two_sided one_sided; do
   requests=$(grep -c "clients read it by request and reply" "$WORK/$reads.out" || true)
   if [ "$reads" = two_sided ] && [ "$requests" = 0 ]; then echo "FAIL: no loader answered read requests"; exit 1; fi
   if [ "$reads" = one_sided ] && [ "$requests" != 0 ]; then echo "FAIL: one_sided reads went by request"; exit 1; fi
+  # Two-sided: a client requests step t + 1's bytes before it returns step t
+  # whenever the plan is already in (the planner plans 2 steps ahead), so
+  # some of the 7 steps after each client's first are read ahead.
+  ahead=$(json_field "$WORK/$reads.json" steps_read_ahead)
+  if [ "$reads" = two_sided ] && [ "$ahead" = 0 ]; then echo "FAIL: no step's reads were requested ahead"; exit 1; fi
+  if [ "$reads" = one_sided ] && [ "$ahead" != 0 ]; then echo "FAIL: one_sided reads ran $ahead steps ahead"; exit 1; fi
+  echo "network_path: $reads reads: $ahead client steps read ahead"
 done
+[ "$(json_field "$WORK/shm.json" steps_read_ahead)" = 0 ] || { echo "FAIL: direct reads were requested ahead"; exit 1; }
 echo "network_path: $n ranks, pml/osc ucx over tcp, two-sided and one-sided reads: batch_digest $got as over shared memory"

@@ -314,3 +314,80 @@ TEST_CASE("a variable-length micro-batch is one row of its pieces, padded to the
   options.cp_size = 2;
   REQUIRE_THROWS_AS(build_batch(plan, f, options, batch), ProtocolError);
 }
+
+namespace {
+// Reads that land only when complete() runs, as two-sided network reads do:
+// what begin_build queues must not be needed before finish_build.
+class DeferredFetcher : public ByteFetcher {
+ public:
+  explicit DeferredFetcher(MemoryFetcher& memory) : memory_(memory) {}
+  void get(int rank, uint64_t offset, void* out, uint64_t bytes) override {
+    queued_.push_back({rank, offset, out, bytes});
+  }
+  void complete() override {
+    for (const Read& r : queued_) memory_.get(r.rank, r.offset, r.out, r.bytes);
+    queued_.clear();
+  }
+  size_t queued() const { return queued_.size(); }
+
+ private:
+  struct Read {
+    int rank;
+    uint64_t offset;
+    void* out;
+    uint64_t bytes;
+  };
+  MemoryFetcher& memory_;
+  std::vector<Read> queued_;
+};
+}  // namespace
+
+TEST_CASE("a build begun ahead and finished once its reads landed equals build_batch") {
+  MemoryFetcher memory;
+  const StepPlan mixed = mixed_plan(memory);
+  const StepPlan two = two_documents(memory, 2);
+  BuildOptions varlen;
+  varlen.varlen = true;
+  const std::vector<std::pair<const StepPlan*, BuildOptions>> cases = {
+      {&mixed, BuildOptions{77}},
+      {&mixed, BuildOptions{77, 1, 2}},
+      {&mixed, BuildOptions{77, 0, 1, true, false}},
+      {&mixed, BuildOptions{77, 0, 1, false, true}},
+      {&mixed, BuildOptions{77, 1, 2, false, true}},
+      {&mixed, BuildOptions{77, 0, 1, false, false}},
+      {&two, varlen}};
+  DeferredFetcher deferred(memory);
+  // Two alternating batches, as the client keeps them: the one handed out
+  // stays as built while the next one's reads are in flight.
+  Batch batches[2];
+  Batch handed_out_copy;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& [plan, options] = cases[i];
+    Batch want;
+    const BuildStats want_stats = build_batch(*plan, memory, options, want);
+    Batch& into = batches[i % 2];
+    BatchBuild build = begin_build(*plan, deferred, options, into);
+    REQUIRE(build.pending());
+    REQUIRE(deferred.queued() == want_stats.gets);
+    if (i > 0) REQUIRE(batch_digest(batches[(i - 1) % 2]) == handed_out_copy.digest);
+    deferred.complete();
+    const BuildStats stats = finish_build(build);
+    REQUIRE_FALSE(build.pending());
+    REQUIRE(into.digest == want.digest);
+    REQUIRE(into.digest == batch_digest(into));
+    REQUIRE(stats.bytes_fetched == want_stats.bytes_fetched);
+    REQUIRE(stats.bytes_needed == want_stats.bytes_needed);
+    REQUIRE(stats.gets == want_stats.gets);
+    handed_out_copy = into;
+  }
+}
+
+TEST_CASE("begin_build throws on an inconsistent plan before queuing a read") {
+  MemoryFetcher memory;
+  StepPlan plan = two_documents(memory, 1);
+  plan.micro_batches[0].sequences[0].pieces.push_back({0, 0, 3});  // overflows seq_len
+  DeferredFetcher deferred(memory);
+  Batch batch;
+  REQUIRE_THROWS_AS(begin_build(plan, deferred, {}, batch), ProtocolError);
+  REQUIRE(deferred.queued() == 0);
+}
