@@ -10,10 +10,11 @@
 #                           at ~2 GB/s here, sm at ~30 GB/s)
 #   --mca btl self,vader    messages through shared memory
 # --multi-node (docs/multi-node.md):
-#   --mca pml ucx --mca osc ucx   UCX carries messages and MPI_Get: a true
-#                           one-sided read on RDMA networks (no help from the
-#                           loader's CPU), shared memory between ranks of one
-#                           node, TCP where nothing better exists
+#   --mca pml ucx --mca osc ucx,sm   UCX carries messages and MPI_Get: a
+#                           true one-sided read on RDMA networks (no help from
+#                           the loader's CPU), shared memory between ranks of
+#                           one node, TCP where nothing better exists; sm gives
+#                           the node-shared windows TP groups share batches in
 #   --mca pml_ucx_tls any --mca pml_ucx_devices any   Open MPI 4.1 otherwise
 #                           refuses UCX unless it sees an InfiniBand/RoCE
 #                           transport ("PML ucx cannot be selected" on TCP)
@@ -34,7 +35,7 @@ shift
 run="$build/app/msd-run"
 ranks=$("$run" --print-world-size "$@")
 if [ "$multi_node" = 1 ]; then
-  default="--oversubscribe --mca mpi_yield_when_idle 1 --mca pml ucx --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca btl ^vader,openib"
+  default="--oversubscribe --mca mpi_yield_when_idle 1 --mca pml ucx --mca osc ucx,sm --mca pml_ucx_tls any --mca pml_ucx_devices any --mca btl ^vader,openib"
   for var in $(env | grep -o '^UCX_[A-Z_]*' || true); do default="$default -x $var"; done
 else
   default="--oversubscribe --mca mpi_yield_when_idle 1 --mca btl self,vader --mca osc sm,pt2pt"

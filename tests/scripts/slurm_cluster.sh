@@ -6,7 +6,8 @@
 # takes the script's multi-node settings (UCX for messages and MPI_Get) and
 # UCX is limited to TCP over the veth interface, so every batch a client reads
 # crosses from one node's network stack to the other's. The batch digest must
-# equal the single-node mpirun run's, also when a loader hangs and a shadow
+# equal the single-node mpirun run's, also in tp 2 (TP groups sharing their
+# batch through node-shared windows) and when a loader hangs and a shadow
 # takes over; a client that throws on the second node ends the whole job with
 # status 3 and its line, and the script does not requeue it past
 # MSD_MAX_REQUEUES. Skipped (exit MSD_SKIP_CODE, reported as
@@ -99,6 +100,18 @@ got=$(json_field "$WORK/clean.json" batch_digest)
 [ "$want" = "$got" ] || fail clean "two nodes delivered batch_digest $got, one node $want"
 echo "slurm_cluster: job $job, $n ranks over msd-n1 ($first) and msd-n2 ($((n - first))), UCX over TCP between" \
   "the nodes: batch_digest $got as on one node (${seconds}s)"
+
+# TP groups on msd-n2 (planner and three loaders fill msd-n1): each leader
+# reads its group's batch over the network (osc ucx) and shares it with its
+# follower through a node-shared window (osc sm), as on a real cluster.
+tp=(--topology.tp=2 --topology.loaders=3)
+run_job "$WORK/job.ini" "${tp[@]}" --summary-json "$WORK/tp-one-node.json" >"$WORK/tp-one-node.out" 2>&1 ||
+  { tail -20 "$WORK/tp-one-node.out"; echo "FAIL: the one-node run in tp 2 failed"; exit 1; }
+submit tp "${tp[@]}"
+[ $rc -eq 0 ] || fail tp "the two-node job in tp 2 failed (sbatch status $rc)"
+got=$(json_field "$WORK/tp.json" batch_digest)
+[ "$(json_field "$WORK/tp-one-node.json" batch_digest)" = "$got" ] || fail tp "tp 2 over two nodes: batch_digest $got"
+echo "slurm_cluster: tp 2, the TP groups on msd-n2 sharing through node-shared windows: the one-node digest (${seconds}s)"
 
 # A loader that hangs mid-run: the shadow on msd-n1 takes over and the
 # clients on msd-n2 read its window over the network; the stream is unchanged.
