@@ -130,15 +130,13 @@ int serve_reads(MPI_Comm comm, Window& window, ServePoll::Mode mode, bool two_si
   ServePoll poll(!window.direct(), mode);
   std::unique_ptr<ReadServer> server;
   if (two_sided)
-    server = std::make_unique<ReadServer>(window, comm, [](uint64_t, uint64_t, uint64_t* slot) {
-      *slot = 0;  // the bench's window is one slot, never released
-      return true;
+    server = std::make_unique<ReadServer>(window, comm, [](uint64_t, uint64_t) {
+      return true;  // the bench's window is one slot, never released
     });
-  std::vector<uint64_t> released;
   const double cpu0 = process_cpu_seconds();
   const auto t0 = Clock::now();
   for (;;) {
-    if (server && server->serve(released)) {
+    if (server && server->serve()) {
       poll.reset();
       continue;
     }

@@ -145,18 +145,8 @@ void LoaderRole::resume(uint64_t first_step) {
 bool LoaderRole::on_control(const Message& message) {
   if (message.tag == kTagRelease) {
     for (const SlotRange& range : decode_release(message.bytes)) {
-      const auto first = live_.lower_bound(range.offset), last = live_.lower_bound(range.offset + range.bytes);
-      // A slot a read reply still sends from is freed by serve() once that
-      // reply is done; the rest of its range now.
-      std::vector<uint64_t> free_now;
-      for (auto it = first; it != last; ++it)
-        if (!reads_ || reads_->release(it->first)) free_now.push_back(it->first);
-      if (free_now.size() == static_cast<size_t>(std::distance(first, last))) {
-        slots_->release_range(range.offset, range.bytes);
-      } else {
-        for (uint64_t offset : free_now) slots_->release(offset);
-      }
-      live_.erase(first, last);
+      slots_->release_range(range.offset, range.bytes);
+      live_.erase(live_.lower_bound(range.offset), live_.lower_bound(range.offset + range.bytes));
     }
   } else if (message.tag == kTagStop) {
     // The planner waits (bounded) for this before the summary: a loader that
@@ -358,13 +348,12 @@ bool LoaderRole::place(Prepared& prepared, std::vector<SampleMeta>& outbox) {
   return true;
 }
 
-// Which live slot holds a client's read (ReadServer).
-ReadServer::SlotOf LoaderRole::live_slot() const {
-  return [this](uint64_t offset, uint64_t bytes, uint64_t* slot) {
+// Whether a live slot holds a client's read (ReadServer).
+ReadServer::Holds LoaderRole::live_slot() const {
+  return [this](uint64_t offset, uint64_t bytes) {
     auto it = live_.upper_bound(offset);
     if (it == live_.begin()) return false;
     --it;
-    *slot = it->first;
     return offset - it->first <= it->second.slot_bytes && bytes <= it->second.slot_bytes - (offset - it->first);
   };
 }
@@ -390,7 +379,6 @@ RoleStats LoaderRole::serve() {
     reads_ = std::make_unique<ReadServer>(job_.windows, job_.world.get(), live_slot());
     log_debug("window not node-shared: clients read it by request and reply (kTagRead)");
   }
-  std::vector<uint64_t> read_done;  // slots whose release waited for a reply
   bool stop = false;
   const bool metrics = !job_.config.output.metrics.empty();
   RssSampler rss;
@@ -421,8 +409,7 @@ RoleStats LoaderRole::serve() {
     if (stop) break;
     // Reads of what was placed are answered even when hung, as one-sided
     // reads of the window would be.
-    if (reads_ && reads_->serve(read_done)) progressed = true;
-    for (uint64_t offset : std::exchange(read_done, {})) slots_->release(offset);
+    if (reads_ && reads_->serve()) progressed = true;
     if (fault_ == Fault::hang) {  // hung: serve nothing, only notice the end of the job
       backoff.idle(false);
       continue;

@@ -54,7 +54,7 @@ class LoaderRole {
   void write_checkpoint(std::span<const uint8_t> request);
   // Sends the planner this loader's profiles (kTagProfile).
   void send_profile();
-  ReadServer::SlotOf live_slot() const;
+  ReadServer::Holds live_slot() const;
 
   JobContext& job_;
   HelloMessage hello_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <thread>
 #include <tuple>
@@ -154,8 +155,8 @@ void WindowReader::wait_replies(Round& round) {
   }
 }
 
-ReadServer::ReadServer(Window& window, MPI_Comm comm, SlotOf slot_of)
-    : window_(window), comm_(comm), slot_of_(std::move(slot_of)) {}
+ReadServer::ReadServer(Window& window, MPI_Comm comm, Holds holds)
+    : window_(window), comm_(comm), holds_(std::move(holds)) {}
 
 ReadServer::~ReadServer() {
   if (replies_.empty() || unwinding()) return;
@@ -170,7 +171,7 @@ ReadServer::~ReadServer() {
 // for its interval. So once it answered, it sends until its replies are out
 // (polling back to back, as MPI_Send would), for at most kSpin a pass; a
 // client that stopped receiving leaves the rest to later passes.
-bool ReadServer::serve(std::vector<uint64_t>& released) {
+bool ReadServer::serve() {
   bool did = false;
   while (auto message = try_receive(comm_, MPI_ANY_SOURCE, kTagRead, "waiting for window read requests")) {
     answer(*message);
@@ -178,71 +179,50 @@ bool ReadServer::serve(std::vector<uint64_t>& released) {
   }
   const auto until = std::chrono::steady_clock::now() + kSpin;
   while (!replies_.empty()) {
-    did = finish(released) || did;
+    did = finish() || did;
     if (replies_.empty() || std::chrono::steady_clock::now() >= until) break;
     std::this_thread::yield();
   }
   return did;
 }
 
-bool ReadServer::release(uint64_t slot) {
-  if (!reading_.contains(slot)) return true;
-  held_.insert(slot);
-  return false;
-}
-
-// One reply: the pieces, in the request's order, straight from the window.
+// One reply: the pieces, in the request's order, copied back to back.
 void ReadServer::answer(const Message& message) {
   std::vector<ReadPiece> wanted;
   decode_fields(message.bytes, "window read request", wanted);
-  const size_t count = wanted.size();
-  std::vector<int> lengths;
-  std::vector<MPI_Aint> offsets;
-  std::vector<uint64_t> slots;
+  uint64_t total = 0;
   for (const auto& [offset, bytes] : wanted) {
-    uint64_t slot = 0;
-    if (!slot_of_(offset, bytes, &slot))
+    if (!holds_(offset, bytes))
       throw ProtocolError(str("client rank ", message.source, " asked loader rank ", world_rank(), " for ", bytes,
                               " bytes at window offset ", offset, ", which no live slot holds"));
-    lengths.push_back(checked_cast<int>(bytes));
-    offsets.push_back(checked_cast<MPI_Aint>(offset));
-    if (slots.empty() || slots.back() != slot) slots.push_back(slot);
+    total += bytes;
   }
-  std::sort(slots.begin(), slots.end());
-  slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
-  const std::string hint = str("answering client rank ", message.source, "'s read of ", count, " pieces");
-  MPI_Datatype type = pieces_type(lengths, offsets, hint);
+  uint8_t* const buffer = buffers_.emplace_back(std::make_unique_for_overwrite<uint8_t[]>(total)).get();
+  const auto* window = static_cast<const uint8_t*>(window_.base());
+  uint8_t* at = buffer;
+  for (const auto& [offset, bytes] : wanted) at = std::copy_n(window + offset, bytes, at);
   replies_.emplace_back(MPI_REQUEST_NULL);
-  MSD_MPI(MPI_Isend(window_.base(), 1, type, message.source, kTagReadReply, comm_, &replies_.back()), hint);
-  MSD_MPI(MPI_Type_free(&type), hint);
-  for (uint64_t slot : slots) ++reading_[slot];
-  reply_slots_.push_back(std::move(slots));
+  MSD_MPI(MPI_Isend(buffer, checked_cast<int>(total), MPI_BYTE, message.source, kTagReadReply, comm_,
+                    &replies_.back()),
+          str("answering client rank ", message.source, "'s read of ", wanted.size(), " pieces"));
 }
 
-// Frees the replies MPI is done with; a held slot is due once no reply
-// reads it.
-bool ReadServer::finish(std::vector<uint64_t>& released) {
+// Frees the replies MPI is done with.
+bool ReadServer::finish() {
   int count = 0;
   done_.resize(replies_.size());
   MSD_MPI(MPI_Testsome(checked_cast<int>(replies_.size()), replies_.data(), &count, done_.data(), MPI_STATUSES_IGNORE),
           "completing read replies");
   if (count <= 0) return false;  // MPI_UNDEFINED: none active
-  for (int k = 0; k < count; ++k)
-    for (uint64_t slot : reply_slots_[static_cast<size_t>(done_[static_cast<size_t>(k)])]) {
-      auto it = reading_.find(slot);
-      if (--it->second > 0) continue;
-      reading_.erase(it);
-      if (held_.erase(slot) > 0) released.push_back(slot);
-    }
   size_t kept = 0;
   for (size_t i = 0; i < replies_.size(); ++i) {
     if (replies_[i] == MPI_REQUEST_NULL) continue;
     replies_[kept] = replies_[i];
-    reply_slots_[kept] = std::move(reply_slots_[i]);
+    buffers_[kept] = std::move(buffers_[i]);
     ++kept;
   }
   replies_.resize(kept);
-  reply_slots_.resize(kept);
+  buffers_.resize(kept);
   return true;
 }
 
