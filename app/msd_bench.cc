@@ -259,11 +259,12 @@ int handoff_main(int argc, char** argv) {
       "Usage: msd-bench handoff [options]\n\n"
       "How fast a client reads a batch out of a loader's RMA window: msd's WindowReader\n"
       "(direct copies from a node-shared window where the library offers one, else one\n"
-      "read request and one hindexed reply per batch, each batch requested before the\n"
-      "previous one is waited for, into two alternating buffers, as msd-run's client\n"
-      "reads; --serial: one batch at a time; --network-reads one_sided: MPI_Get of every\n"
-      "piece and one flush; the report says which) against memcpy of the same pieces in\n"
-      "the same process, for three batch shapes (short-context, long-context, 8K packed;\n"
+      "read request and one reply per batch, its pieces back to back, each batch\n"
+      "requested before the previous one is waited for, into two alternating buffers,\n"
+      "as msd-run's client reads; --serial: one batch at a time; --network-reads\n"
+      "one_sided: MPI_Get of every piece and one flush; the report says which) against\n"
+      "memcpy of the same pieces in the same process, for three batch shapes\n"
+      "(short-context, long-context, 8K packed;\n"
       "log-normal documents of int32 tokens scattered over the window). Two runs of 2\n"
       "ranks under mpirun: the one-node settings (MSD_MPIRUN_FLAGS, default osc sm) and\n"
       "the forced network path (pml/osc ucx, UCX_TLS=tcp,self over loopback,\n"
@@ -282,7 +283,7 @@ int handoff_main(int argc, char** argv) {
       ("serve-poll", po::value(&options.serve_poll)->default_value(options.serve_poll),
        "the loader's wait while clients read: sleep (msd's), backoff (50 us..2 ms) or yield (busy)")
       ("network-reads", po::value(&options.network_reads)->default_value(options.network_reads),
-       "how the network path reads: two_sided (msd's: one request per batch, one hindexed reply) or one_sided "
+       "how the network path reads: two_sided (msd's: one request and one reply per batch) or one_sided "
        "(MPI_Get per piece)")
       ("serial", po::bool_switch(&serial),
        "two_sided: request each batch only once the previous one is in, one round trip per batch (how msd-run "

@@ -376,9 +376,9 @@ std::string handoff_text(const HandoffReport& report) {
     }
     const char* access = path.access == "direct" ? "direct copies from the node-shared window"
                          : path.access == "two_sided"
-                             ? "one request and one hindexed reply per batch, one batch at a time (--serial)"
+                             ? "one request and one reply per batch, one batch at a time (--serial)"
                          : path.access == "two_sided_pipelined"
-                             ? "one request and one hindexed reply per batch, each requested before the previous one "
+                             ? "one request and one reply per batch, each requested before the previous one "
                                "is waited for (msd-run's client)"
                              : "MPI_Get + flush";
     text += str("  access: ", access, "\n");

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <functional>
 #include <memory_resource>
 #include <queue>
 #include <set>

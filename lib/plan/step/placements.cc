@@ -115,7 +115,7 @@ void SequencesFirst::sort_by_cost() {
 }
 
 std::vector<BucketSequences> SequencesFirst::build() {
-  if (!built_.empty() || pieces_.empty()) return std::move(built_);
+  if (options_.cp > 1) return std::move(built_);
   std::vector<PackedSequence> unsorted = build_sequences(pieces_, fit_, options_.seq_len);
   std::vector<PackedSequence> sequences(unsorted.size());
   for (size_t i = 0; i < order_.size(); ++i) sequences[i] = std::move(unsorted[order_[i]]);
@@ -162,7 +162,7 @@ PiecesFirst::PiecesFirst(const std::vector<PlacedPiece>& pieces, const PackOptio
               });
   }
   if (options.cp > 1) {  // a CP sequence's cost needs its pieces: built now
-    built_ = build();
+    built_ = make();
     most_ = max_bucket_cost(built_);
     return;
   }
@@ -177,7 +177,10 @@ std::span<const PlacedPiece> PiecesFirst::bucket(uint32_t b) const {
 }
 
 std::vector<BucketSequences> PiecesFirst::build() {
-  if (!built_.empty()) return std::move(built_);
+  return options_.cp > 1 ? std::move(built_) : make();
+}
+
+std::vector<BucketSequences> PiecesFirst::make() const {
   std::vector<BucketSequences> buckets(options_.dp);
   std::vector<uint32_t> scratch;
   for (uint32_t b = 0; b < options_.dp; ++b) {

@@ -69,6 +69,7 @@ class PiecesFirst {
 
  private:
   std::span<const PlacedPiece> bucket(uint32_t b) const;  // longest first
+  std::vector<BucketSequences> make() const;              // the sequences built
 
   const PackOptions& options_;
   const CostModel& cost_;

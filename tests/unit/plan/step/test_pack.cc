@@ -578,3 +578,22 @@ TEST_CASE("pack: variable-length rows hold each micro-batch in one row, charge n
     REQUIRE(msd::row_positions(5, options.seq_len, false) == options.seq_len);
   }
 }
+
+TEST_CASE("pack_step: a step without documents gives every DP bucket, each with empty micro-batches") {
+  for (const uint32_t cp : {1u, 2u}) {
+    for (const auto method : {msd::BalanceMethod::greedy, msd::BalanceMethod::karmarkar_karp}) {
+      PackOptions options;
+      options.seq_len = 1024;
+      options.dp = 4;
+      options.micro_batches = 2;
+      options.cp = cp;
+      options.balance = method;
+      const msd::PackedStep step = msd::pack_step({}, options);
+      REQUIRE(step.buckets.size() == options.dp);
+      for (const BucketPlan& bucket : step.buckets) {
+        REQUIRE(bucket.micro_batches.size() == options.micro_batches);
+        for (const auto& mb : bucket.micro_batches) REQUIRE(mb.sequences.empty());
+      }
+    }
+  }
+}
