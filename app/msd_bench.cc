@@ -320,7 +320,7 @@ int handoff_worker_main(int argc, char** argv) {
 int fanout_main(int argc, char** argv) {
   msd::bench::FanoutOptions options;
   bool json = false;
-  std::string clients = "16,32,64", tps = "1,4", extrapolate = "8,1";
+  std::string clients = "16,32,64", tps = "1,4,8", extrapolate = "8,1";
   po::options_description described(
       "Usage: msd-bench fanout [options]\n\n"
       "The planner's own work per step as the job grows: one msd-run per row of C client\n"

@@ -22,6 +22,14 @@ namespace msd::bench {
 
 namespace {
 
+// Synthetic steps pack_step is timed on: as many as each run has (at least
+// 7), since the runs' placement is a mean over their steps. Steps vary (at
+// 128 groups some end after the first placement, others refine and try two
+// more), so a median of a few would not compare with that mean.
+int placement_steps(const FanoutOptions& options) {
+  return static_cast<int>(std::clamp<uint64_t>(options.steps, 7, 1000));
+}
+
 // A pre-tokenized Megatron corpus of `documents` documents of 32..543
 // tokens: the loaders do little work (no tokenizer), so the planner's
 // share of the node is what the rows vary.
@@ -208,7 +216,8 @@ FanoutFit fit_fanout(const std::vector<double>& groups, const std::vector<double
   return fit;
 }
 
-double placement_cpu_ms(const FanoutOptions& options, int groups, int reps, bool lower_bound) {
+double placement_cpu_ms(const FanoutOptions& options, int groups, int steps, bool lower_bound) {
+  MSD_CHECK(steps > 0);
   Config config;
   config.job.seq_len = options.seq_len;
   config.job.micro_batches = 1;
@@ -218,8 +227,10 @@ double placement_cpu_ms(const FanoutOptions& options, int groups, int reps, bool
   pack.lower_bound = lower_bound;  // the planner places without it (PlannerRole)
   const CostModel cost = make_cost_model(config);
   uint64_t state = 0xfa0001ULL;
-  std::vector<double> ms;
-  for (int rep = 0; rep < reps; ++rep) {
+  double sum_ms = 0.0;
+  // One untimed step first: the runs' mean over many steps hardly counts
+  // their first one's page faults and cold caches.
+  for (int rep = -1; rep < steps; ++rep) {
     std::vector<PlanDoc> docs(config.job.global_batch);
     for (uint32_t i = 0; i < docs.size(); ++i) {
       const auto tokens = static_cast<uint32_t>(32 + splitmix64(state) % 512);  // as write_corpus's documents
@@ -230,11 +241,10 @@ double placement_cpu_ms(const FanoutOptions& options, int groups, int reps, bool
     const PackedStep packed = pack_step(docs, pack, cost);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &to);
     if (packed.buckets.size() != static_cast<size_t>(groups)) throw Error("pack_step: wrong number of buckets");
-    ms.push_back(1e3 * (static_cast<double>(to.tv_sec - from.tv_sec) +
-                        1e-9 * static_cast<double>(to.tv_nsec - from.tv_nsec)));
+    if (rep >= 0)
+      sum_ms += 1e3 * (static_cast<double>(to.tv_sec - from.tv_sec) + 1e-9 * static_cast<double>(to.tv_nsec - from.tv_nsec));
   }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return sum_ms / steps;
 }
 
 FanoutReport run_fanout_bench(const FanoutOptions& options) {
@@ -288,7 +298,7 @@ FanoutReport run_fanout_bench(const FanoutOptions& options) {
   const auto largest = std::max_element(report.rows.begin(), report.rows.end(),
                                         [](const FanoutRow& x, const FanoutRow& y) { return x.groups < y.groups; });
   report.factor_groups = largest->groups;
-  const double alone = placement_cpu_ms(options, largest->groups, 7, false);
+  const double alone = placement_cpu_ms(options, largest->groups, placement_steps(options), false);
   if (alone > 0) report.placement_in_run_factor = largest->placement_cpu_ms_per_step / alone;
   for (int t : options.extrapolate_tps) report.extrapolated.push_back(extrapolate(options, report, options.gpus, t));
   for (const auto& [gpus, tp] : kEstimateSizes)
@@ -303,8 +313,8 @@ FanoutPoint extrapolate(const FanoutOptions& options, const FanoutReport& report
   p.groups = gpus / tp;
   p.linear_cpu_ms_per_step = report.cpu_ms.at(p.groups, p.gpus);
   p.handling_cpu_ms_per_step = report.handling_cpu_ms.at(p.groups, p.gpus);
-  p.placement_cpu_ms_per_step = placement_cpu_ms(options, p.groups, 7, false);
-  p.placement_with_bound_cpu_ms_per_step = placement_cpu_ms(options, p.groups, 7, true);
+  p.placement_cpu_ms_per_step = placement_cpu_ms(options, p.groups, placement_steps(options), false);
+  p.placement_with_bound_cpu_ms_per_step = placement_cpu_ms(options, p.groups, placement_steps(options), true);
   p.cpu_ms_per_step = p.handling_cpu_ms_per_step + p.placement_cpu_ms_per_step;
   p.messages_per_step = report.messages.at(p.groups, p.gpus);
   p.in_run_cpu_ms_per_step = p.handling_cpu_ms_per_step + p.placement_cpu_ms_per_step * report.placement_in_run_factor;
@@ -408,7 +418,7 @@ std::string fanout_text(const FanoutReport& report) {
                 m.per_group, m.per_client);
   out += line;
   std::snprintf(line, sizeof line,
-                "  placement in the runs: %.2fx pack_step's measured alone (at %d groups, the largest row)\n",
+                "  placement in the runs: %.2fx pack_step's measured alone (mean per step, at %d groups, the largest row)\n",
                 report.placement_in_run_factor, report.factor_groups);
   out += line;
   for (const FanoutPoint& p : report.extrapolated) {

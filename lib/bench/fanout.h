@@ -21,7 +21,7 @@ namespace msd::bench {
 
 struct FanoutOptions {
   std::vector<int> clients = {16, 32, 64};  // C per row
-  std::vector<int> tps = {1, 4};            // T per row (rows where T divides C)
+  std::vector<int> tps = {1, 4, 8};         // T per row (rows where T divides C)
   uint64_t steps = 30;
   uint32_t samples_per_group = 8;           // global_batch = this x data groups
   uint32_t seq_len = 1024;
@@ -66,8 +66,8 @@ struct FanoutFit {
 // At a large job: the handling (the planner's CPU time apart from packing
 // and balancing) from its fit over the rows, which grows linearly with the
 // groups and clients; the placement (pack_step) measured at that size on
-// synthetic steps of the rows' documents (median of 7, the planner's pack
-// options), since balancing is not linear in the groups; cpu = their sum.
+// synthetic steps of the rows' documents (the mean over as many steps as a
+// run has, the planner's pack options), since balancing is not linear in the groups; cpu = their sum.
 // linear_cpu: the fit of the whole CPU time. in_run_cpu: the handling plus
 // the placement slowed by FanoutReport::placement_in_run_factor, as the
 // runs slowed it (the fit's handling was measured in the runs). The target
@@ -98,8 +98,9 @@ struct FanoutReport {
   std::string planner_cpus, other_cpus;  // taskset CPU lists; empty: not pinned
   int repeats = 1;
   // The placement CPU per step of the row of most groups in its run over
-  // pack_step's measured alone at as many groups (median of 7): how much the
-  // runs (a planner beside the job's other ranks) slowed the same work.
+  // pack_step's measured alone at as many groups (the mean over as many steps
+  // as a run has): how much the runs (a planner beside the job's other
+  // ranks) slowed the same work.
   double placement_in_run_factor = 1.0;
   int factor_groups = 0;
 };
@@ -112,10 +113,10 @@ FanoutReport run_fanout_bench(const FanoutOptions& options);
 FanoutPoint extrapolate(const FanoutOptions& options, const FanoutReport& report, int gpus, int tp);
 std::string estimate_key(const FanoutPoint& p);  // "gpus<G>_tp<T>"
 // Thread CPU ms per step of pack_step for `groups` data groups of the bench's
-// steps (samples_per_group documents of 32..543 tokens each), median of
-// `reps`; with the planner's pack options (PackOptions::lower_bound off)
-// unless `lower_bound`.
-double placement_cpu_ms(const FanoutOptions& options, int groups, int reps, bool lower_bound);
+// steps (samples_per_group documents of 32..543 tokens each), the mean over
+// `steps` of them after one untimed; with the planner's pack options
+// (PackOptions::lower_bound off) unless `lower_bound`.
+double placement_cpu_ms(const FanoutOptions& options, int groups, int steps, bool lower_bound);
 std::string fanout_json(const FanoutReport& report);
 std::string fanout_text(const FanoutReport& report);
 
