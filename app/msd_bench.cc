@@ -255,6 +255,7 @@ int handoff_main(int argc, char** argv) {
   msd::bench::HandoffOptions options;
   bool json = false;
   bool serial = false;
+  bool network_only = false;
   po::options_description described(
       "Usage: msd-bench handoff [options]\n\n"
       "How fast a client reads a batch out of a loader's RMA window: msd's WindowReader\n"
@@ -267,8 +268,8 @@ int handoff_main(int argc, char** argv) {
       "(short-context, long-context, 8K packed;\n"
       "log-normal documents of int32 tokens scattered over the window). Two runs of 2\n"
       "ranks under mpirun: the one-node settings (MSD_MPIRUN_FLAGS, default osc sm) and\n"
-      "the forced network path (pml/osc ucx, UCX_TLS=tcp,self over loopback,\n"
-      "docs/multi-node.md). ratio_vs_memcpy per path: all shapes' bytes over their read\n"
+      "the forced network path (pml/osc ucx, UCX_TLS=tcp,self over loopback or\n"
+      "--network-device, docs/multi-node.md). ratio_vs_memcpy per path: all shapes' bytes over their read\n"
       "time, divided by the same over memcpy time; ratio_vs_two_sided: the same against\n"
       "an MPI_Send/MPI_Recv stream of the same bytes in the same run; best_pass_*: each\n"
       "shape's fastest pass (steadier on a loaded host; meaningless when pipelined, where\n"
@@ -288,16 +289,21 @@ int handoff_main(int argc, char** argv) {
       ("serial", po::bool_switch(&serial),
        "two_sided: request each batch only once the previous one is in, one round trip per batch (how msd-run "
        "read before its client requested step t+1 during step t)")
+      ("network-device", po::value(&options.network_device)->default_value(options.network_device),
+       "the network path's interface (UCX_NET_DEVICES): lo on one host; under an allocation of two nodes "
+       "(salloc -N2 -n2 --ntasks-per-node=1), their interface, the loader and the client on different nodes")
+      ("network-only", po::bool_switch(&network_only), "run the network path only (across nodes)")
       ("json", po::bool_switch(&json), "print one JSON object instead of text");
   if (!parse_or_help(argc, argv, described)) return 0;
   options.pipeline = !serial;
+  options.shared_memory = !network_only;
   msd::ServePoll::parse_mode(options.serve_poll.c_str());
   msd::parse_network_reads(options.network_reads);
   if (!(options.seconds > 0) || !(options.scale > 0)) throw msd::ConfigError("--seconds and --scale must be above 0");
   const msd::bench::HandoffReport report = msd::bench::run_handoff_bench(options);
   std::cout << (json ? msd::bench::handoff_json(report) + "\n" : msd::bench::handoff_text(report));
   for (const auto& path : report.paths)
-    if (!path.ran && path.path == "shared_memory") return 1;
+    if (!path.ran && (path.path == "shared_memory" || network_only)) return 1;
   return 0;
 }
 

@@ -181,6 +181,22 @@ double two_sided(MPI_Comm comm, int rank, uint8_t* buffer, uint64_t bytes, int p
   return static_cast<double>(bytes) * static_cast<double>(received) / elapsed();
 }
 
+// The nodes of the loader (rank 0) and the client (rank 1), as
+// MPI_Get_processor_name gives them, on one line of `path` (by the client).
+void write_nodes(MPI_Comm comm, const std::string& path) {
+  char names[2][MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  int rank = 0;
+  MSD_MPI(MPI_Comm_rank(comm, &rank), "reading this rank");
+  MSD_MPI(MPI_Get_processor_name(names[rank], &length), "naming this rank's node");
+  MSD_MPI(MPI_Gather(names[rank], MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 1, comm),
+          "gathering the ranks' nodes");
+  if (rank != 1) return;
+  std::ofstream out(path);
+  out << names[0] << ' ' << names[1] << '\n';
+  if (!out) throw IoError("cannot write " + path);
+}
+
 // The client (rank 1): rates, one check that the bytes are the loader's, then
 // the pass count to the loader (which ends its serving).
 ShapeRate read_and_check(MPI_Comm comm, WindowReader& reader, const std::vector<uint8_t>& local,
@@ -205,6 +221,7 @@ void handoff_worker(MPI_Comm world, double seconds, double scale, const std::str
                     const std::string& poll_mode, const std::string& network_reads, bool pipeline) {
   Comm comm = Comm::duplicate(world, "duplicating the world for the handoff bench");
   if (comm.size() != 2) throw ConfigError("msd-bench handoff-worker runs on exactly 2 ranks");
+  write_nodes(comm.get(), out_path + ".nodes");
   const ServePoll::Mode mode = ServePoll::parse_mode(poll_mode.c_str());
   const NetworkReads reads = parse_network_reads(network_reads);
   std::ofstream out;
@@ -252,11 +269,12 @@ void handoff_worker(MPI_Comm world, double seconds, double scale, const std::str
 namespace {
 
 // The forced network path: UCX for messages and one-sided reads, TCP over
-// loopback only, no shared-memory transport (docs/multi-node.md).
-std::string network_flags() {
+// `device` only (loopback on one host), no shared-memory transport
+// (docs/multi-node.md).
+std::string network_flags(const std::string& device) {
   std::string flags =
       "--oversubscribe --mca mpi_yield_when_idle 1 --mca pml ucx --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca btl ^vader,openib "
-      "-x UCX_TLS=tcp,self -x UCX_NET_DEVICES=lo -x UCX_WARN_UNUSED_ENV_VARS=n";
+      "-x UCX_TLS=tcp,self -x UCX_NET_DEVICES=" + device + " -x UCX_WARN_UNUSED_ENV_VARS=n";
   return ::geteuid() == 0 ? "--allow-run-as-root " + flags : flags;
 }
 
@@ -301,6 +319,8 @@ PathReport run_path(const std::string& name, const std::string& flags, const Han
     cpu_s += r.loader_cpu_s;
     wall_s += r.loader_wall_s;
   }
+  std::ifstream nodes(out + ".nodes");
+  for (std::string node; nodes >> node;) report.nodes.push_back(node);
   report.ran = rc == 0 && !report.shapes.empty();
   if (!report.ran && rc == 124) report.error = str("the worker did not finish within ", limit_s, " s; see ", log);
   else if (!report.ran) report.error = str("the worker exited with status ", rc, "; see ", log);
@@ -321,8 +341,8 @@ PathReport run_path(const std::string& name, const std::string& flags, const Han
 
 HandoffReport run_handoff_bench(const HandoffOptions& options) {
   HandoffReport report;
-  report.paths.push_back(run_path("shared_memory", "", options));
-  report.paths.push_back(run_path("network", network_flags(), options));
+  if (options.shared_memory) report.paths.push_back(run_path("shared_memory", "", options));
+  report.paths.push_back(run_path("network", network_flags(options.network_device), options));
   return report;
 }
 
@@ -333,6 +353,9 @@ std::string handoff_json(const HandoffReport& report) {
   for (const auto& path : report.paths) {
     w.begin_object(path.path);
     w.value("mpirun_flags", path.mpirun_flags).value("ran", path.ran);
+    w.begin_array("nodes");
+    for (const std::string& node : path.nodes) w.value("", node);
+    w.end_array();
     if (!path.ran) w.value("error", path.error);
     else
       w.value("access", path.access)
@@ -370,6 +393,7 @@ std::string handoff_text(const HandoffReport& report) {
   char line[512];
   for (const auto& path : report.paths) {
     text += str(path.path, " (", path.mpirun_flags, ")\n");
+    if (path.nodes.size() == 2) text += str("  loader on ", path.nodes[0], ", client on ", path.nodes[1], "\n");
     if (!path.ran) {
       text += "  did not run: " + path.error + "\n";
       continue;

@@ -31,6 +31,11 @@ struct HandoffOptions {
   // Two-sided: request each batch before the previous one is in (two
   // buffers), as msd-run's client does; false: one round trip per batch.
   bool pipeline = true;
+  // The network path's interface (UCX_NET_DEVICES): loopback on one host;
+  // under an allocation of two nodes (salloc -N2 -n2), their interface, and
+  // mpirun puts the loader and the client on different nodes.
+  std::string network_device = "lo";
+  bool shared_memory = true;  // false: the network path only (--network-only)
 };
 
 struct ShapeRate {
@@ -53,6 +58,7 @@ struct ShapeRate {
 struct PathReport {
   std::string path;         // shared_memory | network
   std::string mpirun_flags;
+  std::vector<std::string> nodes;  // MPI_Get_processor_name of the loader (rank 0) and the client
   // direct (node-shared window, copies) | two_sided_pipelined (request +
   // reply, a batch ahead: msd-run's client) | two_sided (--serial) | mpi_get
   std::string access;

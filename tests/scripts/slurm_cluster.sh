@@ -113,6 +113,22 @@ got=$(json_field "$WORK/tp.json" batch_digest)
 [ "$(json_field "$WORK/tp-one-node.json" batch_digest)" = "$got" ] || fail tp "tp 2 over two nodes: batch_digest $got"
 echo "slurm_cluster: tp 2, the TP groups on msd-n2 sharing through node-shared windows: the one-node digest (${seconds}s)"
 
+# The handoff bench's network path across the nodes (docs/multi-node.md):
+# mpirun under a two-node allocation puts the loader on msd-n1 and the
+# client on msd-n2, which read over msd0; tiny, so it only proves the
+# command works there.
+timeout 120 "$cluster" exec salloc -N2 -n2 --ntasks-per-node=1 "$MSD_BUILD/app/msd-bench" handoff --network-only \
+  --network-device msd0 --seconds 0.05 --scale 0.05 --work-dir "$WORK" --json >"$WORK/handoff.json" 2>"$WORK/handoff.err" ||
+  { cat "$WORK/handoff.err" "$WORK"/handoff-network.log; echo "FAIL: msd-bench handoff across the nodes failed"; exit 1; }
+/usr/bin/python3 - "$WORK/handoff.json" <<'PY' || exit 1
+import json, sys
+path = json.load(open(sys.argv[1]))["paths"]["network"]
+assert path["ran"] and path["nodes"] == ["msd-n1", "msd-n2"], path
+assert "UCX_NET_DEVICES=msd0" in path["mpirun_flags"] and path["ratio_vs_two_sided"] > 0, path
+print("slurm_cluster: msd-bench handoff, loader on msd-n1 and client on msd-n2: ratio_vs_two_sided %.2f"
+      % path["ratio_vs_two_sided"])
+PY
+
 # A loader that hangs mid-run: the shadow on msd-n1 takes over and the
 # clients on msd-n2 read its window over the network; the stream is unchanged.
 submit takeover --topology.shadow_loaders=1 --fault.loader=0 --fault.kind=hang --fault.step=5 --loader.deadline_ms=500
