@@ -269,8 +269,9 @@ int handoff_main(int argc, char** argv) {
       "log-normal documents of int32 tokens scattered over the window). Two runs of 2\n"
       "ranks under mpirun: the one-node settings (MSD_MPIRUN_FLAGS, default osc sm) and\n"
       "the forced network path (pml/osc ucx, UCX_TLS=tcp,self over loopback or\n"
-      "--network-device, docs/multi-node.md). ratio_vs_memcpy per path: all shapes' bytes over their read\n"
-      "time, divided by the same over memcpy time; ratio_vs_two_sided: the same against\n"
+      "--network-device, docs/multi-node.md). ratio_vs_memcpy per path: all shapes'\n"
+      "bytes over their read time, divided by the same over memcpy time;\n"
+      "ratio_vs_two_sided: the same against\n"
       "an MPI_Send/MPI_Recv stream of the same bytes in the same run; best_pass_*: each\n"
       "shape's fastest pass (steadier on a loaded host; meaningless when pipelined, where\n"
       "a reply may be in before it is waited for); loader_cpu_*: what serving the reads\n"
@@ -297,6 +298,9 @@ int handoff_main(int argc, char** argv) {
   if (!parse_or_help(argc, argv, described)) return 0;
   options.pipeline = !serial;
   options.shared_memory = !network_only;
+  if (options.network_device.empty() ||
+      options.network_device.find_first_of(" \t\n") != std::string::npos)
+    throw msd::ConfigError(msd::str("--network-device '", options.network_device, "': expected one interface name"));
   msd::ServePoll::parse_mode(options.serve_poll.c_str());
   msd::parse_network_reads(options.network_reads);
   if (!(options.seconds > 0) || !(options.scale > 0)) throw msd::ConfigError("--seconds and --scale must be above 0");

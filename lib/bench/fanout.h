@@ -67,7 +67,8 @@ struct FanoutFit {
 // and balancing) from its fit over the rows, which grows linearly with the
 // groups and clients; the placement (pack_step) measured at that size on
 // synthetic steps of the rows' documents (the mean over as many steps as a
-// run has, the planner's pack options), since balancing is not linear in the groups; cpu = their sum.
+// run has, the planner's pack options), since balancing is not linear in
+// the groups; cpu = their sum.
 // linear_cpu: the fit of the whole CPU time. in_run_cpu: the handling plus
 // the placement slowed by FanoutReport::placement_in_run_factor, as the
 // runs slowed it (the fit's handling was measured in the runs). The target

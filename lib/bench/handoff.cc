@@ -299,6 +299,7 @@ PathReport run_path(const std::string& name, const std::string& flags, const Han
   // reported as not run, never waited on.
   const double limit_s = 30 + 20 * options.seconds;
   command.insert(command.begin(), {"timeout", "--kill-after=5", str(limit_s)});
+  std::remove((out + ".nodes").c_str());  // a worker that fails early leaves no nodes of an earlier run
   const int rc = run_command(command, log);
   std::ifstream in(out);
   ShapeRate r;

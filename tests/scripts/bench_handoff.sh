@@ -21,8 +21,15 @@ for name, path in paths.items():
     if name == "network":  # two-sided reads a batch ahead by default, as msd-run's client
         assert path["access"] == "two_sided_pipelined", path
     assert len(path["shapes"]) == 3, path
+    assert len(path["nodes"]) == 2 and path["nodes"][0] == path["nodes"][1], path  # one node here
     for shape in path["shapes"]:
         assert shape["get_bytes_per_s"] > 0 and shape["memcpy_bytes_per_s"] > 0, shape
         assert shape["pieces"] > 0 and shape["batch_bytes"] > 0, shape
 print("bench_handoff: ok", {k: v.get("ratio_vs_memcpy") for k, v in paths.items()})
 PY
+# A device that is no interface name is refused before any run.
+set +e
+"$MSD_BUILD/app/msd-bench" handoff --network-device "lo eth0" --network-only >"$WORK/err" 2>&1
+rc=$?
+set -e
+[ $rc -ne 0 ] && grep -q -- "--network-device" "$WORK/err" || { cat "$WORK/err"; echo "FAIL: a bad --network-device was not refused"; exit 1; }
