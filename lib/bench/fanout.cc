@@ -301,8 +301,12 @@ FanoutReport run_fanout_bench(const FanoutOptions& options) {
   const double alone = placement_cpu_ms(options, largest->groups, placement_steps(options), false);
   if (alone > 0) report.placement_in_run_factor = largest->placement_cpu_ms_per_step / alone;
   for (int t : options.extrapolate_tps) report.extrapolated.push_back(extrapolate(options, report, options.gpus, t));
-  for (const auto& [gpus, tp] : kEstimateSizes)
-    report.estimates.push_back(extrapolate(options, report, gpus, tp));
+  // A size --gpus and --extrapolate-tps asked for already is not measured again.
+  for (const auto& [gpus, tp] : kEstimateSizes) {
+    const auto same = std::find_if(report.extrapolated.begin(), report.extrapolated.end(),
+                                   [&](const FanoutPoint& p) { return p.gpus == gpus && p.tp == tp; });
+    report.estimates.push_back(same != report.extrapolated.end() ? *same : extrapolate(options, report, gpus, tp));
+  }
   return report;
 }
 
