@@ -49,8 +49,11 @@ struct SpreadPlan {
 //    first (ties: the lower), the empty ones last.
 SpreadPlan place_spread(const std::vector<PlanDoc>& docs, const PackOptions& options, const CostModel& cost);
 
-// Step 3 stops once the heaviest rank is this close to the mean: a cut that
-// gains less is not worth a document's broken context.
-inline constexpr double kCutTolerance = 0.0;
+// Step 3 stops once the heaviest rank is within 1% of the mean: a cut that
+// gains less is not worth a document's broken context. Measured
+// (tools/placement-model.py, DP 16, S 8192, Pile): 0 cuts to 99.5% of
+// Megatron's piece count for 1.848x over Megatron, 1% to 99.0% for 1.847x,
+// 10% to 97.2% for 1.804x, 30% to 94.5% for 1.654x.
+inline constexpr double kCutTolerance = 0.01;
 
 }  // namespace msd
