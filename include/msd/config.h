@@ -146,6 +146,9 @@ struct ModelConfig {
   // llama3-8b | llama3-70b | vit-l: the model's shape (replaces hidden and
   // layers for the planner and the device model). Empty: hidden x layers.
   std::string preset;
+  // What one micro-batch costs whatever it holds, in units of a*L + L^2
+  // (CostModel::micro_batch; msd-plan calibrate fits it). 0: none.
+  double cost_micro_batch = 0.0;
 };
 
 // The GPU the device model (lib/plan/cluster/device_model.h) emulates.

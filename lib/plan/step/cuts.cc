@@ -33,34 +33,3 @@ uint64_t megatron_piece_count(const std::vector<PlanDoc>& docs, uint32_t seq_len
 }
 
 }  // namespace msd
-
-namespace msd::packing {
-
-std::vector<PlacedPiece> cut_evenly(const std::vector<PlanDoc>& docs, const PackOptions& options,
-                                    const CostModel& cost) {
-  const uint32_t seq_len = options.seq_len;
-  std::vector<PlacedPiece> pieces;
-  pieces.reserve(docs.size());
-  for (const PlanDoc& doc : docs) {
-    MSD_CHECK_LT(0u, doc.positions);
-    MSD_CHECK_LE(doc.fixed, doc.positions);
-    MSD_CHECK_LE(doc.fixed, seq_len);
-    if (doc.fixed > 0 || doc.positions <= seq_len || options.long_docs == LongDocs::truncate) {
-      const uint32_t kept = std::min(doc.positions, seq_len);
-      const uint32_t patches = std::min(doc.fixed, kept);
-      pieces.push_back({Piece{doc.id, 0, kept}, patches, cost.document(kept, patches)});
-      continue;
-    }
-    const uint32_t count = (doc.positions + seq_len - 1) / seq_len;
-    const uint32_t base = doc.positions / count, longer = doc.positions % count;
-    uint32_t begin = 0;
-    for (uint32_t k = 0; k < count; ++k) {
-      const uint32_t length = base + (k < longer ? 1 : 0);
-      pieces.push_back({Piece{doc.id, begin, length}, 0, cost.document(length, 0)});
-      begin += length;
-    }
-  }
-  return pieces;
-}
-
-}  // namespace msd::packing

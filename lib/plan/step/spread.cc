@@ -204,8 +204,7 @@ SpreadPlan place_spread(const std::vector<PlanDoc>& docs, const PackOptions& opt
   MSD_CHECK_LE(options.cp, 1u);
   const CostModel cost = model.unpadded();
   const bool balance_cuts = options.cuts == Cuts::balance;
-  std::vector<PlacedPiece> pieces =
-      balance_cuts ? packing::cut_evenly(docs, options, cost) : packing::cut_into_pieces(docs, options, cost);
+  std::vector<PlacedPiece> pieces = packing::cut_into_pieces(docs, options, cost);
   SpreadPlan plan;
   uint64_t total = 0;
   for (const PlacedPiece& p : pieces) total += p.piece.length;

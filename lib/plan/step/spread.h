@@ -27,7 +27,7 @@ struct SpreadPlan {
 // Deterministic: the result depends only on the documents' (id, positions,
 // fixed) multiset and the options, not on their order in `docs`.
 //
-// 1. Pieces: cut_into_pieces (cuts = whole) or cut_evenly (balance).
+// 1. Pieces: cut_into_pieces (long documents near-equal with cuts = balance).
 // 2. The pieces, heaviest first (ties: doc, begin), over the dp ranks with
 //    balance_within (LPT and its swaps; karmarkar_karp or, for tokens, by
 //    positions), each weighing its cost plus cost.micro_batch per budget of

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "plan/step/cuts.h"
+#include "plan/step/packing.h"
 #include "plan/step/modes.h"
 #include "plan/step/pack.h"
 
@@ -96,10 +97,10 @@ TEST_CASE("megatron_piece_count is the piece count of pack_concatenated in id or
   }
 }
 
-TEST_CASE("cut_evenly cuts a long document into near-equal pieces") {
+TEST_CASE("cuts = balance cuts a long document into near-equal pieces") {
   PackOptions options = spread_options(1000, 1, Cuts::balance, false);
   const std::vector<PlanDoc> docs{{0, 2001, 0, 0.0}, {1, 999, 0, 0.0}, {2, 3000, 0, 0.0}};
-  const auto pieces = msd::packing::cut_evenly(docs, options, msd::CostModel{});
+  const auto pieces = msd::packing::cut_into_pieces(docs, options, msd::CostModel{});
   std::vector<uint32_t> lengths;
   for (const auto& p : pieces) lengths.push_back(p.piece.length);
   CHECK(lengths == std::vector<uint32_t>{667, 667, 667, 999, 1000, 1000, 1000});
