@@ -287,6 +287,7 @@ PYBIND11_MODULE(_msd, m) {
       .def("next", &PythonJob::next)
       .def_property_readonly("step", [](const PythonJob& j) { return j.batch().step; })
       .def_property_readonly("digest", [](const PythonJob& j) { return j.batch().digest; })
+      .def_property_readonly("global_loss_tokens", [](const PythonJob& j) { return j.batch().global_loss_tokens; })
       .def_property_readonly("micro_batches", [](const PythonJob& j) { return j.batch().micro_batches.size(); })
       .def("micro_info", &msd::micro_info)
       .def("field", &msd::field)

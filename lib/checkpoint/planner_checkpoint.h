@@ -21,14 +21,16 @@
 #include <vector>
 
 #include "msd/config.h"
+#include "plan/step/outlier_hold.h"
 #include "source/fingerprint.h"
 
 namespace msd {
 
 // docs/checkpoint.md, "Planner checkpoint": bump on any change of the layout.
 // Version 2 added the integrity record and the data fingerprint; version 3
-// the loader assignment (version 2 files still read, without it).
-inline constexpr uint64_t kPlannerCheckpointVersion = 3;
+// the loader assignment; version 4 the outlier hold's documents (version 2
+// and 3 files still read, without them).
+inline constexpr uint64_t kPlannerCheckpointVersion = 4;
 
 // A sample of the DGraph that is in flight beyond the checkpointed step.
 enum class SampleState : uint8_t { requested = 0, loaded = 1, planned = 2, failed = 3 };
@@ -56,6 +58,10 @@ struct PlannerCheckpoint {
   // Per loader index (shadows included): the sources it served when the
   // checkpoint was taken (online scaling moves them; empty: not recorded).
   std::vector<std::vector<uint32_t>> loader_sources;
+  // The outlier hold before `step` (OutlierHold::held(), oldest first):
+  // documents of earlier steps not yet delivered. A resume loads them again
+  // and holds them as the run did.
+  std::vector<HeldDoc> held;
   bool operator==(const PlannerCheckpoint&) const = default;
 };
 

@@ -122,6 +122,31 @@ void validate_tokenizer(const TokenizerConfig& tokenizer, bool needed) {
 
 }  // namespace
 
+// msd's placement options (job.cuts, job.micro_batch_count, the hold): msd
+// modes only; the first two place variable-length rows.
+static void validate_placement(const JobConfig& job) {
+  const bool colocated =
+      job.mode == JobMode::colocated || job.mode == JobMode::colocated_samples || job.mode == JobMode::colocated_tokens;
+  const std::string mode = str("job.mode = ", option_name(job.mode));
+  const bool varlen = job.micro_batch_shape == RowShape::varlen;
+  if (job.cuts == Cuts::balance) {
+    require(!colocated, str("job.cuts: balance is msd's placement; ", mode, " keeps the baseline's cuts"));
+    require(varlen, "job.cuts: balance places variable-length rows; set job.micro_batch_shape = varlen (got fixed)");
+  }
+  if (job.micro_batch_count == MicroBatchCount::variable) {
+    require(!colocated, str("job.micro_batch_count: variable is msd's placement; ", mode,
+                            " keeps job.micro_batches per rank"));
+    require(varlen,
+            "job.micro_batch_count: variable places variable-length rows; set job.micro_batch_shape = varlen (got fixed)");
+  }
+  if (job.hold_above > 0) {
+    require(!colocated, str("job.hold_above: the outlier hold is msd's placement; ", mode, " places every step's own"));
+    require(job.hold_above * job.seq_len >= 1,
+            str("job.hold_above: ", job.hold_above, " x job.seq_len is under one position; give 0 (no hold) or more"));
+    require(job.hold_steps >= 1, "job.hold_steps: 0 holds nothing; give at least 1, or job.hold_above = 0 for no hold");
+  }
+}
+
 // topology.order names each axis once.
 static void validate_order(const std::string& order) {
   std::vector<std::string> sorted = split_list(order);
@@ -219,6 +244,7 @@ void validate(const Config& config) {
           str("loader.window_mb: ", config.loader.window_mb, " MiB cannot hold one sample of job.max_sample_bytes = ",
               job.max_sample_bytes, " bytes; raise loader.window_mb or lower job.max_sample_bytes"));
   validate_model_and_device(config);
+  validate_placement(job);
   require_one_of(config.output.log_level, {"debug", "info", "warn", "error", "quiet"}, "output.log_level");
   require_at_least(config.loader.deadline_ms, uint64_t{1}, "loader.deadline_ms");
   require_at_least(config.loader.threads, uint32_t{1}, "loader.threads");

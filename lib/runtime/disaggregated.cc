@@ -155,6 +155,10 @@ const Batch* Client::next() {
   log_.steps_read_ahead += batch->read_ahead ? 1 : 0;
   log_.source_samples.resize(config_.sources.size());
   log_.source_tokens.resize(config_.sources.size());
+  // job.micro_batches costs a step: with job.micro_batch_count = variable the
+  // micro-batches beyond them add to the last (its rank's total is right).
+  const size_t slots = std::max<size_t>(1, config_.job.micro_batches);
+  const size_t first = log_.step_costs.size();
   for (const MicroBatch& mb : batch->micro_batches) {
     double units = 0.0;
     for (const DocSpan& doc : mb.docs) {
@@ -165,10 +169,12 @@ const Batch* Client::next() {
       log_.source_tokens.at(doc.source) += doc.length;
       if (doc.begin == 0) log_.source_samples.at(doc.source)++;
     }
-    log_.step_costs.push_back(units);
+    if (log_.step_costs.size() - first < slots)
+      log_.step_costs.push_back(units);
+    else
+      log_.step_costs.back() += units;
   }
-  // Plans always hold job.micro_batches micro-batches; keep the layout fixed.
-  for (size_t m = batch->micro_batches.size(); m < config_.job.micro_batches; ++m) log_.step_costs.push_back(0.0);
+  while (log_.step_costs.size() - first < slots) log_.step_costs.push_back(0.0);
   log_.step_costs.push_back(largest);
   return batch;
 }

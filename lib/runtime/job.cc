@@ -503,6 +503,7 @@ Summary Job::finish(const TrainerStats& trainer) {
     input.checkpoint_seconds = job.report.checkpoint_seconds;
     input.checkpoint_max_seconds = job.report.checkpoint_max_seconds;
     input.budget_binding_steps = job.report.budget_binding_steps;
+    input.placement = job.report.placement;
     input.budget_exceeded_steps = job.report.budget_exceeded_steps;
     input.planner_work_seconds = job.report.work_seconds;
     input.planner_work_cpu_seconds = job.report.work_cpu_seconds;

@@ -47,6 +47,7 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
       mode_(training_mode(job.config.job)),
       acks_(job.planner_peers(), job.config.job.stall_timeout_s),
       peer_count_(job.planner_peers().size()),
+      hold_(pack_.hold),
       data_(std::move(data)) {
   report_.bad_samples.assign(bad_kind_count, 0);
   if (resume) {
@@ -56,6 +57,7 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
     report_.bad_samples = resume->bad_samples;
     report_.bad_samples.resize(bad_kind_count, 0);
     scaler_.restore(*resume);
+    hold_.restore(resume->held);  // serve() loads its documents again before any step
   }
   deliver_from_ = std::max(job.first_step, first_step_);
   report_.first_step = deliver_from_;
@@ -73,29 +75,37 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
 // Plans step next_step_ once, for every source, the first quota good samples
 // after the consumed cursor have all been loaded.
 bool PlannerRole::try_plan_step() {
+  if (!streams_.reloaded(held_meta_)) return false;  // a resume's held documents come first
   const std::vector<uint64_t> bad_before = report_.bad_samples;
   std::optional<SampleStreams::Step> taken = streams_.take_step(report_.bad_samples, trace_ != nullptr);
   if (!taken) return false;
   const uint64_t step = next_step_;
   if (checkpoints_)  // kept until a checkpoint passes the step
-    starts_[step] = StepStart{std::move(taken->consumed_before), std::move(taken->realized_before), bad_before};
-  const std::vector<SampleMeta>& samples = taken->samples;
+    starts_[step] =
+        StepStart{std::move(taken->consumed_before), std::move(taken->realized_before), bad_before, hold_.held()};
   ++next_step_;
   inject_fault(step);
 
+  // The stream's documents of the step, before the hold: the same on every mesh.
+  const uint64_t documents = document_digest(step, taken->samples);
+  std::vector<bool> held;
+  const std::vector<SampleMeta> samples = apply_hold(step, *taken, held);
   std::vector<PlanDoc> docs(samples.size());
   for (size_t i = 0; i < samples.size(); ++i) {
     const auto& m = samples[i];
     docs[i] = PlanDoc{static_cast<uint32_t>(i), m.positions(), m.patches, cost_.document(m.positions(), m.patches)};
   }
   const std::vector<BucketPlan> buckets = place(step, docs);
-  if (trace_) trace_->append_step(make_step_record(step, std::move(taken->consumed), buckets, cost_));
+  if (trace_) {
+    const std::vector<uint32_t> rows = delivered_rows(step, taken->consumed, held);
+    trace_->append_step(make_step_record(step, std::move(taken->consumed), buckets, cost_, rows));
+  }
   if (metrics_ && step >= deliver_from_) metrics_->planned(step, buckets, docs);
 
   InFlightStep record;
   record.step = step;
   const bool delivered = step >= deliver_from_;  // else fast-forwarded: no client gets it
-  if (delivered) report_.document_digests.push_back(document_digest(step, samples));
+  if (delivered) report_.document_digests.push_back(documents);
   record.acks_missing = delivered ? static_cast<int>(peer_count_) : 0;
   record.samples.reserve(samples.size());
   for (const auto& m : samples) {
@@ -113,6 +123,41 @@ bool PlannerRole::try_plan_step() {
   return true;
 }
 
+// The step's documents after the outlier hold: those it took that do not
+// wait, in order, then the waiting ones of earlier steps it delivers, oldest
+// first (the trace's rows gain those, from the step that took them).
+// held[i]: the i-th good sample taken waits.
+std::vector<SampleMeta> PlannerRole::apply_hold(uint64_t step, SampleStreams::Step& taken, std::vector<bool>& held) {
+  for (TraceSample& row : taken.consumed) row.from_step = step;
+  if (!hold_.options().enabled() && hold_.held().empty()) return std::move(taken.samples);
+  std::vector<HeldDoc> arrivals;
+  arrivals.reserve(taken.samples.size());
+  for (const SampleMeta& m : taken.samples) arrivals.push_back({m.source, m.cursor, m.positions(), m.patches, step});
+  OutlierHold::Decision decision = hold_.step(step, arrivals);
+  std::vector<SampleMeta> samples;
+  samples.reserve(taken.samples.size() + decision.released.size());
+  for (size_t i = 0; i < taken.samples.size(); ++i) {
+    const SampleMeta& m = taken.samples[i];
+    if (decision.held[i])
+      held_meta_.emplace(std::make_pair(m.source, m.cursor), m);
+    else
+      samples.push_back(m);
+  }
+  for (const HeldDoc& doc : decision.released) {
+    auto it = held_meta_.find({doc.source, doc.cursor});
+    MSD_CHECK(it != held_meta_.end());
+    samples.push_back(it->second);
+    if (trace_) {
+      taken.consumed.push_back(trace_sample(it->second));
+      taken.consumed.back().from_step = doc.since;
+    }
+    held_meta_.erase(it);
+  }
+  if (step >= deliver_from_) report_.placement.hold.add(step, decision.released);
+  held = std::move(decision.held);
+  return samples;
+}
+
 // The step's documents over the data groups, as job.mode places them.
 std::vector<BucketPlan> PlannerRole::place(uint64_t step, const std::vector<PlanDoc>& docs) {
   std::vector<BucketPlan> buckets;
@@ -128,6 +173,12 @@ std::vector<BucketPlan> PlannerRole::place(uint64_t step, const std::vector<Plan
     PackedStep packed = pack_step(docs, pack_, cost_);
     report_.budget_binding_steps += packed.stats.budget_binding;
     report_.budget_exceeded_steps += packed.stats.budget_exceeded;
+    if (step >= deliver_from_) {
+      PlacementReport& placed = report_.placement;
+      placed.pieces += packed.stats.pieces;
+      placed.megatron_pieces += packed.stats.megatron_pieces;
+      placed.max_micro_batches = std::max(placed.max_micro_batches, packed.stats.max_micro_batches);
+    }
     buckets = std::move(packed.buckets);
   }
   report_.placement_cpu_seconds += thread_cpu_seconds() - placing_since;
@@ -141,7 +192,7 @@ std::vector<BucketPlan> PlannerRole::place(uint64_t step, const std::vector<Plan
 uint64_t PlannerRole::send_plans(uint64_t step, const std::vector<BucketPlan>& buckets,
                                  const std::vector<SampleMeta>& samples, bool delivered) {
   uint64_t tokens = 0;
-  plans_.start(step, pack_.seq_len, samples);
+  plans_.start(step, pack_.seq_len, samples, loss_tokens(buckets, samples));
   for (int group = 0; group < job_.tree.data_groups(); ++group) {
     std::vector<uint8_t> bytes = plans_.encode(buckets[static_cast<size_t>(group)], tokens);
     if (!delivered) continue;
@@ -215,11 +266,13 @@ PlannerCheckpoint PlannerRole::state_before(uint64_t step) const {
     cp.consumed = it->second.consumed;
     cp.mixer_realized = it->second.realized;
     cp.bad_samples = it->second.bad;
+    cp.held = it->second.held;
   } else {
     MSD_CHECK_EQ(step, next_step_);
     cp.consumed = streams_.consumed();
     cp.mixer_realized = streams_.realized_next();
     cp.bad_samples = report_.bad_samples;
+    cp.held = hold_.held();
   }
   for (const auto& [planned, record] : in_flight_)
     if (planned >= step) cp.in_flight.insert(cp.in_flight.end(), record.samples.begin(), record.samples.end());
@@ -317,6 +370,7 @@ PlannerReport PlannerRole::serve() {
   if (metrics_) metrics_->start(progress_.started());
   const uint64_t steps = job_.config.job.steps;
   scaler_.send_restores();
+  streams_.reload(hold_.held());  // a resume's held documents, to their loaders as restored
   // Requests for the steps up to prefetch_steps beyond the last acknowledged
   // one; a loader whose window is full gets room back as steps in flight
   // release their slots.

@@ -15,6 +15,7 @@
 #include "checkpoint/trace.h"
 #include "plan/step/cost.h"
 #include "plan/step/modes.h"
+#include "plan/step/outlier_hold.h"
 #include "plan/step/pack.h"
 #include "plan/pool/profile.h"
 #include "runtime/ack_watch.h"
@@ -60,6 +61,7 @@ class PlannerRole {
   };
 
   bool try_plan_step();
+  std::vector<SampleMeta> apply_hold(uint64_t step, SampleStreams::Step& taken, std::vector<bool>& held);
   std::vector<BucketPlan> place(uint64_t step, const std::vector<PlanDoc>& docs);
   void handle(const Message& message);  // a loader's or client's message to the planner
   uint64_t send_plans(uint64_t step, const std::vector<BucketPlan>& buckets, const std::vector<SampleMeta>& samples,
@@ -87,10 +89,16 @@ class PlannerRole {
   AckWatch acks_;  // job.stall_timeout_s: a client that stops acknowledging
   size_t peer_count_;  // clients that get plans and acknowledge (JobContext::planner_peers)
   PlanEncoder plans_;  // send_plans': each group's plan into bytes
+  // The outlier hold (job.hold_above): which documents wait for later steps,
+  // and the metadata of those waiting (their slots stay taken until the step
+  // that delivers them is acknowledged).
+  OutlierHold hold_;
+  std::map<std::pair<uint32_t, uint64_t>, SampleMeta> held_meta_;  // by (source, cursor)
   // What a checkpoint of step t needs, taken when t is planned: consumed
   // cursors, mixer totals and bad counts before t.
   struct StepStart {
     std::vector<uint64_t> consumed, realized, bad;
+    std::vector<HeldDoc> held;  // the outlier hold's documents
   };
   std::map<uint64_t, StepStart> starts_;
   uint64_t first_step_ = 0;    // the first step planned (the checkpoint's)

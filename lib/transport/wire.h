@@ -23,7 +23,7 @@
 
 namespace msd {
 
-inline constexpr uint8_t kWireVersion = 1;
+inline constexpr uint8_t kWireVersion = 2;  // 2: the plan's loss_tokens
 
 enum Tag : int {
   kTagHello = 1,    // loader -> planner: the sources it opened (or its error)
@@ -325,10 +325,13 @@ inline auto wire_fields(MicroBatchWire& m) { return std::tie(m.sequences); }
 struct StepPlan {
   uint64_t step = 0;
   uint32_t seq_len = 0;
+  // The step's labelled positions over every data group (Batch::
+  // global_loss_tokens); 0: not known (plans the colocated client makes).
+  uint64_t loss_tokens = 0;
   std::vector<SampleMeta> samples;
   std::vector<MicroBatchWire> micro_batches;
 };
-inline auto wire_fields(StepPlan& m) { return std::tie(m.step, m.seq_len, m.samples, m.micro_batches); }
+inline auto wire_fields(StepPlan& m) { return std::tie(m.step, m.seq_len, m.loss_tokens, m.samples, m.micro_batches); }
 
 struct AckMessage {
   uint64_t step = 0;

@@ -47,11 +47,18 @@ class MicroBatch:
 
 class Batch:
     """One step: ``step``, ``digest`` (msd's 64-bit digest of the step on this
-    rank) and ``micro_batches``; valid until the next step is requested."""
+    rank), ``micro_batches`` (``job.micro_batches`` of them, or with
+    ``job.micro_batch_count = variable`` as many as this rank's share needs)
+    and ``global_loss_tokens``: the step's labelled positions (loss_mask
+    ones) over every data-parallel rank, to normalize the loss by (divide
+    each rank's summed token losses by it, then sum the gradients); 0 when
+    not known (``job.mode = colocated_samples``). Valid until the next step
+    is requested."""
 
-    def __init__(self, step, digest, micro_batches, lease):
+    def __init__(self, step, digest, micro_batches, lease, global_loss_tokens=0):
         self.step = step
         self.digest = digest
+        self.global_loss_tokens = global_loss_tokens
         self._micro_batches = micro_batches
         self._lease = lease
 
@@ -191,7 +198,7 @@ class Job:
         self._lease = lease
         self._delivered += 1
         self._next_step = impl.step + 1
-        return Batch(impl.step, impl.digest, micro_batches, lease)
+        return Batch(impl.step, impl.digest, micro_batches, lease, impl.global_loss_tokens)
 
     def batches(self):
         """An iterator over the remaining steps (client ranks)."""

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/step/outlier_hold.h"
 #include "plan/step/pack.h"
 
 namespace msd {
@@ -99,7 +100,9 @@ std::vector<BucketPlan> place_step(TrainingMode mode, const std::vector<PlanDoc>
 // into micro-batches of floor or ceil count; the last step takes what is left,
 // floor or ceil per rank (so every mode places every document). The run may
 // then have fewer or more steps than `steps` (never more than the sequences).
-// Plans' positions and costs are filled.
+// Plans' positions and costs are filled. With options.hold enabled the msd
+// modes place the steps as the outlier hold delivers them (hold_run); the
+// baselines ignore it.
 std::vector<std::vector<BucketPlan>> place_run(TrainingMode mode, const std::vector<std::vector<PlanDoc>>& steps,
                                                const PackOptions& options, const CostModel& cost = CostModel{});
 
