@@ -6,9 +6,23 @@ namespace msd::h5 {
 
 namespace {
 
+// One message on one line. A failed system call's ("file write failed:
+// time = ..., errno = 28, error message = 'No space left on device', ...")
+// keeps what failed and why.
+std::string one_message(const H5E_error2_t* error) {
+  std::string desc = error->desc ? error->desc : "(no description)";
+  const size_t cause = desc.find("error message = '");
+  if (cause != std::string::npos) {
+    const size_t from = cause + 17, to = desc.find('\'', from);
+    desc = str(desc.substr(0, desc.find(':')), ": ", desc.substr(from, to == std::string::npos ? to : to - from));
+  }
+  for (char& c : desc)
+    if (c == '\n' || c == '\r') c = ' ';
+  return str(error->func_name ? error->func_name : "?", ": ", desc);
+}
+
 herr_t collect_message(unsigned, const H5E_error2_t* error, void* data) {
-  static_cast<std::vector<std::string>*>(data)->push_back(
-      str(error->func_name ? error->func_name : "?", ": ", error->desc ? error->desc : "(no description)"));
+  static_cast<std::vector<std::string>*>(data)->push_back(one_message(error));
   return 0;
 }
 

@@ -37,6 +37,9 @@ foreach(script determinism layout megatron_paths world_size config_errors bench_
   msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 300)
   set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)
 endforeach()
+# A full file system: a small tmpfs under checkpoint.dir (skipped where mounting one is not allowed).
+msd_add_script_test(disk_full SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/disk_full.sh TIMEOUT 120 SKIPPABLE)
+set_tests_properties(disk_full PROPERTIES FIXTURES_REQUIRED tiny_data)
 msd_add_script_test(slurm SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/slurm.sh TIMEOUT 300 SKIPPABLE)
 set_tests_properties(slurm PROPERTIES FIXTURES_REQUIRED tiny_data)
 # Two Slurm nodes on this machine (tools/cluster-local.sh), UCX over TCP between them.

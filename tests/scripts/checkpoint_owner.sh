@@ -14,10 +14,7 @@
 #   refused.
 source "$(dirname "$0")/common.sh"
 source "$(dirname "$0")/faults_common.sh"
-write_tiny_config "$WORK/job.ini"
-sed -i -e 's/^steps = 8/steps = 40/' -e 's/^time_scale = .*/time_scale = 20/' "$WORK/job.ini"
-ckpt=(--checkpoint.planner_every=4)
-n=$("$MSD_RUN" --config "$WORK/job.ini" --print-world-size)
+write_slow_job
 snapshot() { (cd "$1" && find . -type f ! -name '*.lock' -print0 | sort -z | xargs -0 sha256sum); }
 
 # refused NAME SECONDS PATTERN ARGS...: msd-run exits 2 within SECONDS with a

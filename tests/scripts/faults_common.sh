@@ -60,3 +60,13 @@ summary_of() {
 none() {
   ! grep -qE -- "$2" "$WORK/$1.out" || { echo "FAIL: $1: a line matches '$2'"; grep -E -- "$2" "$WORK/$1.out" | head; exit 1; }
 }
+
+# write_slow_job: $WORK/job.ini with 40 steps of emulated compute (time_scale
+# 20: a few seconds), planner checkpoints every 4 steps in `ckpt`, and its
+# world size in `n`.
+write_slow_job() {
+  write_tiny_config "$WORK/job.ini"
+  sed -i -e 's/^steps = 8/steps = 40/' -e 's/^time_scale = .*/time_scale = 20/' "$WORK/job.ini"
+  ckpt=(--checkpoint.planner_every=4)
+  n=$("$MSD_RUN" --config "$WORK/job.ini" --print-world-size)
+}

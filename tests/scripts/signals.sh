@@ -7,10 +7,7 @@
 # uninterrupted run's batches.
 source "$(dirname "$0")/common.sh"
 source "$(dirname "$0")/faults_common.sh"
-write_tiny_config "$WORK/job.ini"
-sed -i -e 's/^steps = 8/steps = 40/' -e 's/^time_scale = .*/time_scale = 20/' "$WORK/job.ini"
-ckpt=(--checkpoint.planner_every=4)
-n=$("$MSD_RUN" --config "$WORK/job.ini" --print-world-size)
+write_slow_job
 run_reference "$WORK/job.ini" "$WORK/reference.json"
 
 # signal_job NAME SIGNAL TARGET: starts the job on $WORK/NAME, sends SIGNAL to
