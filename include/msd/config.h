@@ -181,6 +181,9 @@ struct CheckpointConfig {
   // Implies resume. Default unset: the latest checkpoint's step.
   std::optional<uint64_t> resume_step;
   bool accept_changed_data = false;  // resume although the data fingerprint differs (warns)
+  // Start at step 0 over a dir holding an earlier run's checkpoints (none of
+  // which reads back, or without resume): they are moved to DIR/replaced-<time>/.
+  bool start_over = false;
   bool resuming() const { return resume || resume_step.has_value(); }
   std::string snapshot_sources;  // comma-separated: sources whose transformed samples loader checkpoints keep
 };

@@ -228,7 +228,7 @@ std::optional<std::string> check_planner_checkpoint_integrity(const std::string&
 }
 
 std::optional<PlannerCheckpoint> latest_planner_checkpoint(const std::string& dir, std::string* path,
-                                                           uint64_t max_step) {
+                                                           uint64_t max_step, std::vector<std::string>* skipped) {
   for (const auto& [step, file] : list_step_files(dir, kPrefix)) {
     if (step > max_step) continue;
     try {
@@ -237,6 +237,7 @@ std::optional<PlannerCheckpoint> latest_planner_checkpoint(const std::string& di
       return checkpoint;
     } catch (const IoError& e) {
       log_warn("skipping planner checkpoint ", file, " (step ", step, "): ", e.what());
+      if (skipped) skipped->push_back(str(file, ": ", e.what()));
     }
   }
   return std::nullopt;
@@ -296,8 +297,16 @@ uint64_t stream_config_digest(const Config& config) {
 std::optional<PlannerCheckpoint> find_resume_checkpoint(const Config& config, const DataFingerprint& data) {
   const CheckpointConfig& ckpt = config.checkpoint;
   std::string path;
+  std::vector<std::string> skipped;
   std::optional<PlannerCheckpoint> found =
-      latest_planner_checkpoint(ckpt.dir, &path, ckpt.resume_step.value_or(UINT64_MAX));
+      latest_planner_checkpoint(ckpt.dir, &path, ckpt.resume_step.value_or(UINT64_MAX), &skipped);
+  if (!found && !skipped.empty() && !ckpt.resume_step && !ckpt.start_over) {
+    std::string list;
+    for (const auto& s : skipped) list += "\n  " + s;
+    throw ConfigError(str("checkpoint.resume: none of the ", skipped.size(), " planner checkpoint(s) in ", ckpt.dir,
+                          " reads back; resuming would silently start over at step 0:", list,
+                          "\n(checkpoint.start_over = true starts at step 0, moving them aside)"));
+  }
   if (!found) {
     if (ckpt.resume_step.value_or(0) > 0) {
       std::string steps;

@@ -92,9 +92,11 @@ std::optional<std::string> check_planner_checkpoint_integrity(const std::string&
 // The newest planner checkpoint in `dir` with step <= max_step that reads
 // back whole, or nullopt when there is none. A file that does not read is
 // skipped with a warning (and left in place for inspection), never used.
-// `path` (optional) receives the file's path.
+// `path` (optional) receives the file's path; `skipped` (optional), each
+// file skipped and why.
 std::optional<PlannerCheckpoint> latest_planner_checkpoint(const std::string& dir, std::string* path = nullptr,
-                                                           uint64_t max_step = UINT64_MAX);
+                                                           uint64_t max_step = UINT64_MAX,
+                                                           std::vector<std::string>* skipped = nullptr);
 
 // Throws ConfigError when `config` would not continue the batch stream of the
 // run that wrote `checkpoint`: a different seed or a different value of any
@@ -117,7 +119,9 @@ uint64_t stream_config_digest(const Config& config);
 // checkpoint.resume_step N: the newest readable planner checkpoint at or
 // before N (the run then fast-forwards to N); throws ConfigError when there is
 // none and N > 0 (for N = 0: nullopt, a start at step 0). Without: the newest,
-// or nullopt (with a warning) when `dir` holds none.
+// or nullopt (with a warning) when `dir` holds none; when it holds some but
+// none reads back, throws ConfigError listing each file and why, unless
+// checkpoint.start_over (then nullopt: a start at step 0).
 std::optional<PlannerCheckpoint> find_resume_checkpoint(const Config& config, const DataFingerprint& data);
 
 // Makes planner checkpoints durable off the caller's thread. submit() writes

@@ -1,5 +1,7 @@
 #include "checkpoint/replay.h"
 
+#include "checkpoint/file_kind.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -401,12 +403,15 @@ int verify_command(const std::string& trace_path, std::string checkpoint_path, s
     return kVerifyTampered;
   }
   const TraceReader trace(trace_path);
+  std::string option = "--checkpoint";
   if (checkpoint_path.empty() && trace.first_step() > 0) {
     const auto parent = std::filesystem::path(trace_path).parent_path().string();
     checkpoint_path = planner_checkpoint_path(parent.empty() ? "." : parent, trace.first_step());
+    option = str("--checkpoint (default for a trace that begins at step ", trace.first_step(), ")");
   }
   std::optional<PlannerCheckpoint> start;
   if (!checkpoint_path.empty()) {
+    require_file_kind(checkpoint_path, FileKind::planner_checkpoint, option);
     if (auto changed = check_planner_checkpoint_integrity(checkpoint_path)) {
       out << "verify: TAMPERED: " << checkpoint_path << " was changed after it was written\n  " << *changed << "\n";
       return kVerifyTampered;

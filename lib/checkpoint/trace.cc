@@ -296,7 +296,12 @@ TraceWriter::~TraceWriter() {
 
 void TraceWriter::create(const TraceHeader& header, uint64_t first_step) {
   h5::PropertyList access = h5::file_access();
-  file_ = h5::create_file(path_, access.get());
+  // Never truncated in place: an old trace is unlinked, so that a process
+  // that still has it open keeps its steps whole.
+  std::error_code error;
+  if (std::filesystem::remove(path_, error)) log_info("trace ", path_, ": an earlier trace replaced (a start at step ", first_step, ")");
+  if (error) throw IoError(str("cannot replace trace ", path_, ": ", error.message()));
+  file_ = h5::create_file(path_, access.get(), true);
   write_header(file_.get(), header, first_step);
   tables_ = std::make_unique<Tables>();
   tables_->steps = h5::AppendableDataset::create(file_.get(), "steps", tables_->step_type.get(), kStepChunk);

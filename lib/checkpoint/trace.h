@@ -111,7 +111,7 @@ StepRecord make_step_record(uint64_t step, std::vector<TraceSample> samples, con
 // thread-safe.
 class TraceWriter {
  public:
-  // first_step 0: a new trace at `path` (an existing file is replaced).
+  // first_step 0: a new trace at `path` (an existing file is unlinked, never truncated in place).
   // first_step > 0 (a resume): the existing trace is reopened and every step
   // >= first_step dropped; its header must agree with `header` on the seed,
   // the sources and their sizes (else ConfigError). When the file is missing,

@@ -493,6 +493,11 @@ std::vector<OptionSpec> checkpoint_options() {
        "(alias --resume-accept-changed-data)",
        [](Config& c, const Setting& s, const ParseContext& x) { c.checkpoint.accept_changed_data = to_bool(s, x); },
        [](const Config& c) { return std::string(c.checkpoint.accept_changed_data ? "true" : "false"); }},
+      {"checkpoint.start_over", "BOOL",
+       "start at step 0 over a checkpoint.dir that holds an earlier run's checkpoints (with --resume: only when none "
+       "reads back), moving them to DIR/replaced-<time>/; else such a start is refused",
+       [](Config& c, const Setting& s, const ParseContext& x) { c.checkpoint.start_over = to_bool(s, x); },
+       [](const Config& c) { return std::string(c.checkpoint.start_over ? "true" : "false"); }},
       name_list("checkpoint.snapshot_sources", "NAMES",
                 "sources whose transformed samples loader checkpoints keep (expensive transforms, e.g. images)",
                 [](auto& c) -> auto& { return c.checkpoint.snapshot_sources; }),

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "config/bounds.h"
 #include "config/option_table.h"
 #include "msd/config.h"
 
@@ -156,6 +157,7 @@ static void validate_order(const std::string& order) {
 }
 
 void validate(const Config& config) {
+  validate_bounds(config);  // first: no check below may overflow
   const auto& job = config.job;
   const auto& topo = config.topology;
   require(job.micro_batch_shape != RowShape::varlen || topo.cp <= 1,
@@ -170,7 +172,7 @@ void validate(const Config& config) {
   require_at_least(topo.loaders, 0, "topology.loaders");
   require_at_least(topo.shadow_loaders, 0, "topology.shadow_loaders");
   // The rank count is an int for MPI; a product that overflows is a typo.
-  const int64_t ranks = int64_t{topo.dp} * topo.pp * topo.cp * topo.tp + topo.loaders + topo.shadow_loaders + 1;
+  const double ranks = double{1.0} * topo.dp * topo.pp * topo.cp * topo.tp + topo.loaders + topo.shadow_loaders + 1;
   require(ranks <= std::numeric_limits<int>::max(),
           str("topology: dp*pp*cp*tp + loaders + 1 = ", ranks, " ranks is more than MPI can address"));
   require(job.global_batch >= static_cast<uint32_t>(topo.dp),

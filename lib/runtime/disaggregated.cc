@@ -7,6 +7,7 @@
 #include "common/memory.h"
 #include "plan/step/cost.h"
 #include "plan/step/pack.h"
+#include "runtime/fatal.h"
 
 namespace msd {
 
@@ -138,14 +139,30 @@ const Batch* DisaggregatedClient::next() {
   return &batch;
 }
 
+void DisaggregatedClient::stop_early() {
+  if (ahead_.pending()) {
+    reader_.finish();  // the replies land in batches_: never left in flight
+    (void)finish_build(ahead_);
+  }
+  if (job_.talks_to_planner(client_index_))
+    job_.send_to_planner(kTagStopping, encode(AckMessage{next_step_, 0.0, 0}), "telling the planner this client stops");
+}
+
 Client::Client(std::unique_ptr<ClientImpl> impl, const Config& config) : impl_(std::move(impl)), config_(config) {}
 Client::~Client() = default;
 uint64_t Client::steps() const { return impl_->steps(); }
 
 const Batch* Client::next() {
-  const Batch* batch = impl_->next();
+  const Batch* batch = nullptr;
+  try {
+    batch = impl_->next();
+  } catch (...) {
+    note_failure(std::current_exception());  // named if the trainer lets it unwind through the Job
+    throw;
+  }
   sample_anon_shmem();  // colocated, the loader state is here (docs/summary.md)
   if (batch == nullptr) return nullptr;
+  note_step(batch->step);
   const CostModel cost = make_cost_model(config_);
   double largest = 0.0;
   log_.step_digests.push_back(batch->digest);

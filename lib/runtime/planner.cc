@@ -8,6 +8,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/memory.h"
+#include "runtime/fatal.h"
 #include "source/source.h"
 
 namespace msd {
@@ -227,7 +228,60 @@ void PlannerRole::on_ack(int client_rank, uint64_t step, double wait_seconds) {
   it->second.max_wait_seconds = std::max(it->second.max_wait_seconds, wait_seconds);
   it->second.wait_sum_seconds += wait_seconds;
   acks_.acked(client_rank, step);
+  if (!stopping_.empty()) check_stops();
   if (--it->second.acks_missing == 0) complete_step(step);
+}
+
+void PlannerRole::on_stopping(int client_rank, uint64_t step) {
+  stopping_[client_rank] = step;
+  acks_.stopped(client_rank);
+  check_stops();
+}
+
+// A trainer may finish before the stream's end, on every client at the same
+// step: the stream then ends there. A client that goes on past another's
+// stop, or stops at another step, is the trainer's misuse, named at once
+// (TrainerError) rather than when the stall bound runs out.
+void PlannerRole::check_stops() {
+  const auto first = std::min_element(stopping_.begin(), stopping_.end(),
+                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+  const auto [rank, step] = *first;
+  const std::string stopped = str("client world rank ", rank, " called finish() at step ", step,
+                                  ", before the stream's end (job.steps = ", job_.config.job.steps, ")");
+  for (const auto& [other, other_step] : stopping_)
+    if (other_step != step)
+      throw TrainerError(str(stopped, ", client world rank ", other, " at step ", other_step,
+                             ": every client must finish at the same step"));
+  if (const auto going = acks_.acknowledged_from(step))
+    throw TrainerError(str(stopped, " while client world rank ", going->first, " went on to step ", going->second,
+                           ": one client finishing while the others go on is a usage error; every client must "
+                           "finish at the same step"));
+  if (stopping_.size() == peer_count_) end_early_ = step;
+}
+
+// job.stall_timeout_s; after a client finished early, the clients that
+// neither acknowledge nor finish are the trainer's misuse (they may wait for
+// the finished one in a collective).
+void PlannerRole::check_acks() {
+  try {
+    acks_.check(std::chrono::steady_clock::now());
+  } catch (const Error& e) {
+    if (stopping_.empty()) throw;
+    throw TrainerError(str(e.what(), "; client world rank ", stopping_.begin()->first, " called finish() at step ",
+                           stopping_.begin()->second, ": every client must finish at the same step"));
+  }
+}
+
+// Every client finished at `end`: the steps planned beyond it are never
+// delivered (their tokens and document digests leave the report), and a
+// planner checkpoint of `end` lets --resume continue exactly there.
+void PlannerRole::end_stream_early(uint64_t end) {
+  log_info("every client finished at step ", end, ", before the stream's end (job.steps = ", job_.config.job.steps,
+           "): the stream ends there");
+  for (auto it = in_flight_.lower_bound(std::max(end, deliver_from_)); it != in_flight_.end(); ++it)
+    report_.tokens -= it->second.tokens;
+  if (report_.document_digests.size() > end - deliver_from_) report_.document_digests.resize(end - deliver_from_);
+  if (checkpoints_ && end % job_.config.checkpoint.planner_every != 0) checkpoint(end);
 }
 
 // Every client of every group has step `step` (or, fast-forwarded, none
@@ -240,6 +294,7 @@ void PlannerRole::complete_step(uint64_t step) {
   streams_.release(it->second.slots, "releasing slots");
   MSD_CHECK_EQ(step, acked_steps_);  // clients consume steps in order
   ++acked_steps_;
+  note_step(acked_steps_);
   if (checkpoints_ && acked_steps_ % job_.config.checkpoint.planner_every == 0) checkpoint(acked_steps_);
   const uint64_t loader_every = job_.config.checkpoint.loader_every;
   if (loader_every > 0 && acked_steps_ % loader_every == 0 && acked_steps_ < job_.config.job.steps)
@@ -360,6 +415,8 @@ void PlannerRole::handle(const Message& message) {
     scaler_.reassigned(message.source, decode_hello(message.bytes));
   } else if (message.tag == kTagCheckpoint) {
     loader_checkpoints_.written(message.source, message.bytes);
+  } else if (message.tag == kTagStopping) {
+    on_stopping(message.source, decode_ack(message.bytes).step);
   } else {
     throw ProtocolError(str("planner got unexpected tag ", message.tag, " from rank ", message.source));
   }
@@ -368,21 +425,20 @@ void PlannerRole::handle(const Message& message) {
 PlannerReport PlannerRole::serve() {
   progress_.start(std::chrono::steady_clock::now());
   if (metrics_) metrics_->start(progress_.started());
-  const uint64_t steps = job_.config.job.steps;
   scaler_.send_restores();
   streams_.reload(hold_.held());  // a resume's held documents, to their loaders as restored
   // Requests for the steps up to prefetch_steps beyond the last acknowledged
   // one; a loader whose window is full gets room back as steps in flight
   // release their slots.
   const auto request_ahead = [&] {
-    const uint64_t limit = std::min<uint64_t>(steps, acked_steps_ + 1 + job_.config.job.prefetch_steps);
+    const uint64_t limit = std::min<uint64_t>(stream_end(), acked_steps_ + 1 + job_.config.job.prefetch_steps);
     streams_.request_ahead(next_step_, limit, [&](int loader) {
       return std::any_of(in_flight_.begin(), in_flight_.end(),
                          [&](const auto& step) { return step.second.slots.holds(loader); });
     });
   };
   Backoff backoff;
-  while (acked_steps_ < steps || loader_checkpoints_.round().open()) {
+  while (acked_steps_ < stream_end() || loader_checkpoints_.round().open()) {
     work_.begin();
     bool progressed = false;
     // Messages first, then whatever they made possible (requests into freed
@@ -394,12 +450,12 @@ PlannerReport PlannerRole::serve() {
       handle(*message);
     }
     request_ahead();
-    while (try_plan_step()) {
+    while (!end_early_ && try_plan_step()) {
       progressed = true;
       request_ahead();
     }
     fleet_.check_deadlines(next_step_, loader_checkpoints_.round());
-    acks_.check(std::chrono::steady_clock::now());
+    check_acks();
     scaler_.run(next_step_, streams_.schedule(), loader_profiles_);
     loader_checkpoints_.advance(next_step_);
     out_.progress();
@@ -412,6 +468,7 @@ PlannerReport PlannerRole::serve() {
       backoff.idle();
     }
   }
+  if (end_early_) end_stream_early(*end_early_);
   report_.work_seconds = work_.wall_seconds();
   report_.work_cpu_seconds = work_.cpu_seconds();
   report_.messages_sent = out_.sent();

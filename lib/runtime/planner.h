@@ -67,6 +67,11 @@ class PlannerRole {
   uint64_t send_plans(uint64_t step, const std::vector<BucketPlan>& buckets, const std::vector<SampleMeta>& samples,
                       bool delivered);
   void on_ack(int client_rank, uint64_t step, double wait_seconds);
+  void on_stopping(int client_rank, uint64_t step);
+  void check_stops();
+  void check_acks();
+  void end_stream_early(uint64_t end);
+  uint64_t stream_end() const { return end_early_.value_or(job_.config.job.steps); }
   void complete_step(uint64_t step);
   MetricsStep metrics_step(const InFlightStep& step) const;
   void checkpoint(uint64_t step);
@@ -110,6 +115,10 @@ class PlannerRole {
   uint64_t next_step_ = 0;   // next step to plan
   uint64_t acked_steps_ = 0;  // steps acknowledged by every client
   std::map<uint64_t, InFlightStep> in_flight_;
+  // Clients whose trainer finished early (world rank -> the step it stops
+  // at), and the step the stream ends at once every client stopped there.
+  std::map<int, uint64_t> stopping_;
+  std::optional<uint64_t> end_early_;
   PlannerReport report_;
   LoaderProfiles loader_profiles_;
   ProgressLine progress_{job_.config.output.progress_every, job_.config.job.steps};

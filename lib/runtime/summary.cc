@@ -363,6 +363,7 @@ void write_run_json(JsonWriter& w, const Report& r) {
       .end_object();
   w.value("steps", r.digests.steps);
   w.value("first_step", r.job.first_step);
+  w.value("stopped_early", r.job.first_step + r.digests.steps < config.job.steps);
   w.value("tokens", r.mix.tokens);
   w.value("wall_s", r.roles.client_wall);
   w.value("tokens_per_s", r.tokens_per_s());
@@ -612,6 +613,9 @@ std::string run_text(const Report& r) {
                  option_name(config.job.mode), layout.world_size(), topology.loaders, layout.clients, topology.dp,
                  topology.pp, topology.cp, topology.tp);
   if (r.job.first_step > 0) text += line("  resumed at step %llu\n", static_cast<ull>(r.job.first_step));
+  if (r.job.first_step + r.digests.steps < config.job.steps)
+    text += line("  the trainer stopped early (finish() before the stream's end): after step %llu of job.steps = %llu\n",
+                 static_cast<ull>(r.job.first_step + r.digests.steps), static_cast<ull>(config.job.steps));
   const double wall = r.roles.client_wall;
   text += line("  steps %llu, tokens %llu in %.2f s: %.0f tokens/s\n", static_cast<ull>(r.digests.steps),
                static_cast<ull>(r.mix.tokens), wall, r.tokens_per_s());

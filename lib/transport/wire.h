@@ -40,6 +40,7 @@ enum Tag : int {
   kTagProfile = 13,    // loader -> planner: its sources' profiles (moving averages), at most once a second
   kTagReassign = 14,   // planner -> loader: close these sources, open those; loader -> planner: what it opened (hello body)
   kTagArrived = 15,    // live loader or client -> planner (on the world): here for the end of the job (empty)
+  kTagStopping = 16,   // client -> planner: the trainer finished early; the step it stops at (AckMessage)
   kTagRead = 20,       // client -> loader, network path: the window pieces of one step (lib/transport/reads.h)
   kTagReadReply = 21,  // loader -> client: those pieces' bytes, one message into the client's buffers
 };

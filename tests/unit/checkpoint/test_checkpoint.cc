@@ -332,7 +332,9 @@ TEST_CASE("resume refuses changed data, naming what changed; the override accept
                           Catch::Contains("--resume-accept-changed-data"));
     Config accept = parse([&] {
       auto a = args;
-      a.push_back("--resume-accept-changed-data");
+      a.push_back("--resume-accept-changed-data");  // which does nothing without a resume
+      a.push_back("--resume");
+      a.push_back("--checkpoint.dir=" + dir);
       return a;
     }());
     CHECK(accept.checkpoint.accept_changed_data);
