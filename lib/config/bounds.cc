@@ -37,6 +37,10 @@ void job_and_topology_bounds(const Config& c) {
   at_most(job.micro_batches, uint32_t{65536}, "job.micro_batches", "micro-batches per DP rank and step");
   at_most(job.prefetch_steps, uint32_t{1024}, "job.prefetch_steps", "steps planned ahead hold loader window room");
   at_most(job.max_positions_per_micro_batch, kTiB, "job.max_positions_per_micro_batch", "1 Ti positions");
+  // A held document waits in loader window slots: more than 1024 steps, or a
+  // threshold above 1024 sequences (no document is that long), holds nothing useful.
+  finite_at_most(job.hold_above, 1024.0, "job.hold_above", "a document of 1024 sequences");
+  at_most(job.hold_steps, uint32_t{1024}, "job.hold_steps", "held documents keep their loader slots");
   const TopologyConfig& t = c.topology;
   for (const auto& [value, key] : {std::pair{t.dp, "topology.dp"}, {t.pp, "topology.pp"}, {t.cp, "topology.cp"},
                                    {t.tp, "topology.tp"}, {t.loaders, "topology.loaders"},
@@ -58,6 +62,9 @@ void model_and_output_bounds(const Config& c) {
   // 16 Mi positions it stays far inside a double, so balancing never sees inf or NaN.
   finite_at_most(c.model.cost_a, 1e9, "model.cost_a", "a step's costs must stay finite");
   finite_at_most(c.model.cost_vision_scale, 1e6, "model.cost_vision_scale", "a step's costs must stay finite");
+  // One micro-batch's fixed cost, in a*L + L^2 units: a whole 16 Mi-position
+  // sequence's attention is 2.8e14, so 1e15 is above any real calibration.
+  finite_at_most(c.model.cost_micro_batch, 1e15, "model.cost_micro_batch", "a step's costs must stay finite");
   finite_at_most(c.emulator.time_scale, 1000.0, "emulator.time_scale", "a thousand times the device model's time");
   at_most(uint64_t{c.output.progress_every}, kMaxSteps, "output.progress_every", "a step count");
   const CheckpointConfig& ckpt = c.checkpoint;

@@ -144,8 +144,8 @@ static void validate_placement(const JobConfig& job) {
     require(!colocated, str("job.hold_above: the outlier hold is msd's placement; ", mode, " places every step's own"));
     require(job.hold_above * job.seq_len >= 1,
             str("job.hold_above: ", job.hold_above, " x job.seq_len is under one position; give 0 (no hold) or more"));
-    require(job.hold_steps >= 1, "job.hold_steps: 0 holds nothing; give at least 1, or job.hold_above = 0 for no hold");
   }
+  require(job.hold_steps >= 1, "job.hold_steps: 0 holds nothing; give at least 1, or job.hold_above = 0 for no hold");
 }
 
 // topology.order names each axis once.

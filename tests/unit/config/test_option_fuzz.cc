@@ -46,10 +46,13 @@ const std::set<std::string> kValid = {
     "checkpoint.resume_step=0", "checkpoint.resume_step= ",
     "checkpoint.accept_changed_data=0", "checkpoint.start_over=0", "fault.loader=-1", "fault.loader=-0",
     "fault.loader=0", "fault.rank=-1", "fault.step=0", "fault.stall_ms=0", "source.web.read_delay_us=0",
-    "source.web.max_read_bytes=0",
+    "source.web.max_read_bytes=0", "job.hold_above=0", "job.hold_above=-0", "model.cost_micro_batch=0",
+    "model.cost_micro_batch=-0",
     // A real number within its bound: a tiny or 1000-fold one is still a number.
     "model.cost_a=1e-320", "model.cost_a=1e3", "model.cost_vision_scale=1e-320", "model.cost_vision_scale=1e3",
     "emulator.time_scale=1e-320", "emulator.time_scale=1e3", "source.web.weight=1e-320", "source.web.weight=1e3",
+    "job.hold_above=1e3", "model.cost_micro_batch=1e-320", "model.cost_micro_batch=1e3",
+    "model.cost_micro_batch=4294967295", "model.cost_micro_batch=4294967296",
     // Within bounds above 2^32.
     "job.max_positions_per_micro_batch=4294967295", "job.max_positions_per_micro_batch=4294967296",
     "source.web.max_read_bytes=4294967295", "source.web.max_read_bytes=4294967296",
