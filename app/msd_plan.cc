@@ -228,20 +228,34 @@ int place_main(int argc, char** argv) {
   sim.steps = 6;
   sim.lengths = "pile";
   sim.image_share = 0.0;
-  std::string modes = "megatron,megatron_varlen,msd_tokens,msd_greedy";
+  std::string modes = "megatron,megatron_docmask,megatron_dp_balanced,msd_tokens,msd_greedy";
   po::options_description described(
       "Usage: msd-plan place [options]\n\n"
       "Places one token stream under several placements, for a trainer to time them on\n"
       "the same tokens (tools/bench-trainer.sh, examples/bench_trainer.py). --steps steps\n"
       "of --dp x --samples-per-gpu text documents (lengths from --lengths: pareto, pile or\n"
       "llama, as msd-bench sweep draws them), in each step's arrival order, make the\n"
-      "stream; every placement places all of it: megatron and megatron_varlen over the\n"
-      "whole stream (an equal sequence count per rank and step), the msd modes step by\n"
-      "step with the planner's analytic cost (a = 6 x --hidden, or --cost-a). An msd mode\n"
-      "with _varlen (msd_greedy_varlen) places variable-length rows. Prints one JSON\n"
-      "object: documents (lengths in stream order; a piece's doc indexes it), positions,\n"
-      "and per placement its rows (fixed or varlen), positions and steps[step][rank]\n"
-      "[micro-batch] = sequences of [doc, begin, length] pieces.\n\n"
+      "stream, cut at the last whole global batch of Megatron's (its last document\n"
+      "shortened) so that every placement places all of it. Placements: megatron\n"
+      "(GPTDataset and MegatronPretrainingSampler over the stream: documents and samples\n"
+      "shuffled, samples of seq_len inputs dealt in blocks of micro-batch size x dp, full\n"
+      "causal attention over each row), megatron_docmask (the same rows, attention per\n"
+      "document piece), megatron_dp_balanced (Megatron core's DpBalancedScheduler per\n"
+      "step: variable-length rows), and the msd modes step by step with the planner's\n"
+      "analytic cost (a = 6 x --hidden, or --cost-a); an msd mode with _varlen\n"
+      "(msd_greedy_varlen) places variable-length rows. docs/evaluation.md.\n\n"
+      "Prints one JSON object: documents (lengths in stream order; a piece's doc indexes\n"
+      "it; the cut one shortened), positions (every placement's), dropped_positions (cut\n"
+      "off the end), megatron_batch (micro_batch_size, micro_batches: Megatron's batch per\n"
+      "DP rank and step, so a global batch holds about a step), and per placement: rows (fixed: each\n"
+      "sequence a seq_len row, its tail padding; varlen: a micro-batch one row of its\n"
+      "pieces), attention (row: one causal span over each row, positions counting on\n"
+      "across its documents and each label the stream's next token; document: each piece\n"
+      "attends and is labelled on its own), positions, document_order (megatron and\n"
+      "megatron_docmask: the documents in GPTDataset's order, so a row's next token is\n"
+      "known; after the last one comes the token the cut removed, Megatron's one extra\n"
+      "label token), and steps[step][rank][micro-batch] = sequences of [doc, begin,\n"
+      "length] pieces.\n\n"
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")
@@ -284,9 +298,11 @@ int simulate_main(int argc, char** argv) {
       "micro-batch max/mean and DP max/mean positions (median and worst over steps).\n"
       "docs/cost-and-balance.md.\n"
       "With --compare: every training mode (colocated_samples, colocated_tokens, megatron,\n"
-      "megatron_varlen, msd_tokens, msd_greedy, msd_kk) places the same steps and the device model\n"
-      "(--model, --vision, --device) times them: tokens/s, padding, DP and micro-batch\n"
-      "max/mean, bubbles, and msd's speedups over the baselines. The planner's cost\n"
+      "megatron_docmask, megatron_dp_balanced, megatron_dynamic_cp where --cp > 1 and --pp 1,\n"
+      "msd_tokens, msd_greedy, msd_kk) places the same steps, cut at Megatron's last whole\n"
+      "global batch, and the device model (--model, --vision, --device) times them:\n"
+      "tokens/s, padding, DP and micro-batch max/mean, bubbles, and msd's speedups over\n"
+      "the baselines. The planner's cost\n"
       "model is calibrated first (--cost-model): its a and vision_scale are fitted to\n"
       "probe micro-batches timed on the device model, as one profiles a GPU before a\n"
       "run. docs/evaluation.md.\n\n"
