@@ -226,14 +226,13 @@ int sweep_main(int argc, char** argv) {
        "corpus's)")
       ("tp", po::value(&options.tp)->default_value(options.tp), "tensor-parallel size")
       ("sequences-per-rank", po::value(&options.sequences_per_rank)->default_value(options.sequences_per_rank),
-       "a step's documents per DP rank hold about this many seq_len sequences of tokens (the mix's mean length), and "
-       "at least the row's micro-batches (Megatron's global batch of micro-batch size 1); rows of larger steps run "
-       "fewer of them (steps x this / their sequences); 0: --samples-per-gpu")
+       "a step's documents per DP rank hold about this many seq_len sequences of tokens (the mix's mean length), so "
+       "Megatron's global batch (about a step's samples) holds as many tokens a step; 0: --samples-per-gpu")
       ("samples-per-gpu", po::value(&options.samples_per_gpu)->default_value(options.samples_per_gpu),
        "documents per DP rank and step, with --sequences-per-rank 0")
       ("micro-batches-per-stage", po::value(&options.micro_batches_per_stage)->default_value(options.micro_batches_per_stage),
        "micro-batches per DP rank = this x pp")
-      ("steps", po::value(&options.steps)->default_value(options.steps), "steps per row and seed (fewer in rows of larger steps: --sequences-per-rank)")
+      ("steps", po::value(&options.steps)->default_value(options.steps), "steps per row and seed")
       ("seeds", po::value(&options.seeds)->default_value(options.seeds), "seeds per row (1..N)")
       ("resamples", po::value(&options.resamples)->default_value(options.resamples), "bootstrap resamples")
       ("no-sensitivity", po::bool_switch(&no_sensitivity), "skip the sensitivity rows")

@@ -29,21 +29,9 @@ SweepMix find_mix(const std::string& name, const std::string& lengths_file) {
   throw ConfigError(str("--mixes: '", name, "' is not a mix (longtail_text, text_image, demo, pile, llama, measured)"));
 }
 
-// Sequences of tokens per DP rank and step in a row of `micro_batches`
-// (SweepOptions::sequences_per_rank), and the row's steps.
-double sequences_per_step(const SweepOptions& options, uint32_t micro_batches) {
-  return std::max(options.sequences_per_rank, static_cast<double>(micro_batches));
-}
-
-uint32_t row_steps(const SweepOptions& options, uint32_t micro_batches) {
-  if (options.sequences_per_rank <= 0) return options.steps;
-  const double scaled = options.steps * options.sequences_per_rank / sequences_per_step(options, micro_batches);
-  return static_cast<uint32_t>(std::max(1.0, std::round(scaled)));
-}
-
-// Documents per DP rank and step for sequences_per_step sequences of tokens,
-// from the mix's mean positions on a pilot step.
-uint32_t samples_per_gpu(const SweepOptions& options, uint32_t seq_len, uint32_t micro_batches, const SweepMix& mix) {
+// Documents per DP rank and step for options.sequences_per_rank sequences of
+// tokens (SweepOptions), from the mix's mean positions on a pilot step.
+uint32_t samples_per_gpu(const SweepOptions& options, uint32_t seq_len, const SweepMix& mix) {
   if (options.sequences_per_rank <= 0) return options.samples_per_gpu;
   SimulateOptions pilot;
   pilot.dp = 1;
@@ -58,8 +46,7 @@ uint32_t samples_per_gpu(const SweepOptions& options, uint32_t seq_len, uint32_t
   const std::vector<PlanDoc> docs = synthetic_step(pilot, CostModel{}, 0);
   for (const PlanDoc& doc : docs) positions += doc.positions;
   const double mean = positions / static_cast<double>(docs.size());
-  const double sequences = sequences_per_step(options, micro_batches);
-  return static_cast<uint32_t>(std::max(1.0, std::round(sequences * seq_len / mean)));
+  return static_cast<uint32_t>(std::max(1.0, std::round(options.sequences_per_rank * seq_len / mean)));
 }
 
 // The shape of a row.
@@ -78,7 +65,7 @@ SimulateOptions row_options(const SweepOptions& options, const RowShape& shape, 
   sim.seq_len = shape.seq_len;
   sim.samples_per_gpu = samples;
   sim.micro_batches = options.micro_batches_per_stage * shape.pp;
-  sim.steps = row_steps(options, sim.micro_batches);
+  sim.steps = options.steps;
   sim.seed = seed;
   sim.lengths = mix.lengths;
   sim.long_share = mix.long_share;
@@ -158,9 +145,7 @@ SweepRow run_row(const SweepOptions& options, const RowShape& shape, const Sweep
   row.pp = shape.pp;
   row.cp = shape.cp;
   row.mix = mix.name;
-  const uint32_t micro_batches = options.micro_batches_per_stage * shape.pp;
-  row.samples_per_gpu = samples_per_gpu(options, shape.seq_len, micro_batches, mix);
-  row.steps = row_steps(options, micro_batches);
+  row.samples_per_gpu = samples_per_gpu(options, shape.seq_len, mix);
   for (uint64_t seed = 1; seed <= options.seeds; ++seed) {
     Calibration fit;
     const Evaluations cell =
@@ -203,8 +188,7 @@ std::vector<SensitivityRow> run_sensitivity(const SweepOptions& options) {
     mix.long_share = v.long_share;
     std::map<std::string, std::vector<double>> ratios;
     const RowShape shape{seq_len, options.dps.front(), options.pps.front(), 1};
-    const uint32_t samples =
-        samples_per_gpu(options, seq_len, options.micro_batches_per_stage * options.pps.front(), mix);
+    const uint32_t samples = samples_per_gpu(options, seq_len, mix);
     for (uint64_t seed = 1; seed <= options.seeds; ++seed)
       add_ratios(ratios, evaluate_cell(row_options(options, shape, mix, samples, seed), compare, false), false);
     SensitivityRow row{v.name, {}};
@@ -382,7 +366,7 @@ namespace {
 void write_row(JsonWriter& w, const SweepRow& row) {
   w.begin_object();
   w.value("seq_len", row.seq_len).value("dp", row.dp).value("pp", row.pp).value("cp", row.cp).value("mix", row.mix);
-  w.value("samples_per_gpu", row.samples_per_gpu).value("steps", row.steps);
+  w.value("samples_per_gpu", row.samples_per_gpu);
   w.begin_object("comparisons");
   for (const auto& [name, values] : row.ratios) {
     w.begin_object(name).value("geomean", geomean(values));
@@ -488,8 +472,7 @@ void write_summaries(const std::map<std::string, Summary>& summaries, std::ostre
 
 void write_rows(const SweepReport& report, std::ostream& out) {
   char line[256];
-  std::snprintf(line, sizeof line, "  %7s %4s %2s %2s %-13s %9s %5s", "seq_len", "dp", "pp", "cp", "mix", "docs/rank",
-                "steps");
+  std::snprintf(line, sizeof line, "  %7s %4s %2s %2s %-13s %9s", "seq_len", "dp", "pp", "cp", "mix", "docs/rank");
   out << line;
   for (const auto& [name, title] : kColumns) {
     std::snprintf(line, sizeof line, " %10s", title);
@@ -497,8 +480,8 @@ void write_rows(const SweepReport& report, std::ostream& out) {
   }
   out << '\n';
   for (const SweepRow& row : report.rows) {
-    std::snprintf(line, sizeof line, "  %7u %4u %2u %2u %-13s %9u %5u", row.seq_len, row.dp, row.pp, row.cp,
-                  row.mix.c_str(), row.samples_per_gpu, row.steps);
+    std::snprintf(line, sizeof line, "  %7u %4u %2u %2u %-13s %9u", row.seq_len, row.dp, row.pp, row.cp,
+                  row.mix.c_str(), row.samples_per_gpu);
     out << line;
     for (const auto& [name, title] : kColumns) {
       if (row.ratios.count(name))
@@ -516,9 +499,9 @@ void write_rows(const SweepReport& report, std::ostream& out) {
 void write_sweep_text(const SweepReport& report, std::ostream& out) {
   const SweepOptions& o = report.options;
   out << "msd-bench sweep: tokens/s ratios on the device model (" << o.compare.model_preset << " on "
-      << o.compare.device_preset << ", tp " << o.tp << ", steps of about max(" << o.sequences_per_rank
-      << ", micro-batches) sequences of tokens per DP rank: docs/rank below), " << o.seeds
-      << " seeds x steps below per row; geometric means over seeds\n"
+      << o.compare.device_preset << ", tp " << o.tp << ", steps of about " << o.sequences_per_rank
+      << " sequences of tokens per DP rank: docs/rank below), " << o.seeds << " seeds x " << o.steps
+      << " steps per row; geometric means over seeds\n"
       << "  planner cost: analytic; cal: calibrated per row on another seed's steps timed on the device model\n"
       << "  baselines: docm = megatron_docmask (fixed rows, attention per document), meg = megatron (fixed rows, "
          "causal over each row), dpbal = megatron_dp_balanced (varlen), dyncp = megatron_dynamic_cp (varlen, CP "

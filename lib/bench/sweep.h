@@ -90,16 +90,14 @@ struct SweepOptions {
   uint32_t tp = 8;
   // A step's size: documents per DP rank such that a rank holds about this
   // many seq_len sequences of tokens on average (the mix's mean length
-  // measured on a pilot step), and at least the row's micro-batches (so
-  // Megatron's global batch of micro-batch size 1 holds a step's tokens, and
-  // as many gradient all-reduces train the stream); a row whose steps are
-  // larger than this runs proportionally fewer steps (steps x this / its
-  // sequences per step), so every row trains about as many tokens. 0:
-  // samples_per_gpu as given.
+  // measured on a pilot step), so that Megatron's global batch (megatron_batch:
+  // about a step's samples; fewer micro-batches of one sample than the row's
+  // when a step holds fewer) holds as many tokens as the others' steps, and
+  // as many gradient all-reduces train the stream. 0: samples_per_gpu as given.
   double sequences_per_rank = 2.0;
   uint32_t samples_per_gpu = 16;         // documents per DP rank and step when sequences_per_rank is 0
   uint32_t micro_batches_per_stage = 2;  // micro-batches = this x pp (at least pp, for 1F1B)
-  uint32_t steps = 50;                   // steps per row and seed (fewer where steps are larger: sequences_per_rank)
+  uint32_t steps = 50;                   // steps per row and seed
   uint32_t seeds = 5;                    // seeds 1..seeds per row
   uint32_t resamples = 2000;             // bootstrap resamples
   bool sensitivity = true;               // the sensitivity rows
@@ -108,7 +106,7 @@ struct SweepOptions {
 };
 
 struct SweepRow {
-  uint32_t seq_len = 0, dp = 0, pp = 0, cp = 1, samples_per_gpu = 0, steps = 0;
+  uint32_t seq_len = 0, dp = 0, pp = 0, cp = 1, samples_per_gpu = 0;
   std::string mix;
   std::map<std::string, std::vector<double>> ratios;  // by comparison (those the row has), one per seed
   // Of the first seed, by evaluation key (a mode's name, a placement's):

