@@ -246,14 +246,15 @@ int place_main(int argc, char** argv) {
       "(msd_greedy_varlen) places variable-length rows. docs/evaluation.md.\n\n"
       "Prints one JSON object: documents (lengths in stream order; a piece's doc indexes\n"
       "it; the cut one shortened), positions (every placement's), dropped_positions (cut\n"
-      "off the end), megatron_batch (micro_batch_size, micro_batches: Megatron's batch per\n"
-      "DP rank and step, so a global batch holds about a step), and per placement: rows (fixed: each\n"
-      "sequence a seq_len row, its tail padding; varlen: a micro-batch one row of its\n"
-      "pieces), attention (row: one causal span over each row, positions counting on\n"
-      "across its documents and each label the stream's next token; document: each piece\n"
-      "attends and is labelled on its own), positions, document_order (megatron and\n"
-      "megatron_docmask: the documents in GPTDataset's order, so a row's next token is\n"
-      "known; after the last one comes the token the cut removed, Megatron's one extra\n"
+      "off the end), megatron_batch (micro_batch_size, micro_batches: Megatron's batch\n"
+      "per DP rank and step, a global batch of about a step), and per placement: rows\n"
+      "(fixed: each sequence a seq_len row, its tail padding; varlen: a micro-batch one\n"
+      "row of its pieces), attention (row: one causal span over each row, positions\n"
+      "counting on across its documents and each label the stream's next token;\n"
+      "document: each piece attends and is labelled on its own), positions,\n"
+      "document_order (megatron and megatron_docmask: the documents in GPTDataset's\n"
+      "order, so a row's next token is known; after the last one comes the corpus token\n"
+      "after the stream's last document, the first the cut removed: Megatron's one extra\n"
       "label token), and steps[step][rank][micro-batch] = sequences of [doc, begin,\n"
       "length] pieces.\n\n"
       "Options");
@@ -265,7 +266,8 @@ int place_main(int argc, char** argv) {
       ("samples-per-gpu", po::value(&sim.samples_per_gpu)->default_value(sim.samples_per_gpu),
        "documents per DP rank and step")
       ("steps", po::value(&sim.steps)->default_value(sim.steps), "steps of the stream")
-      ("seed", po::value(&sim.seed)->default_value(sim.seed), "seed of the lengths and arrival orders")
+      ("seed", po::value(&sim.seed)->default_value(sim.seed),
+       "seed of the lengths, the arrival orders and GPTDataset's shuffles")
       ("lengths", po::value(&sim.lengths)->default_value(sim.lengths), "pareto | pile | llama")
       ("long-share", po::value(&sim.long_share)->default_value(sim.long_share), "pareto: share of long documents")
       ("hidden", po::value(&sim.model.hidden)->default_value(sim.model.hidden), "the trainer's hidden size (a = 6*hidden)")
