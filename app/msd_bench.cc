@@ -379,6 +379,9 @@ int fanout_main(int argc, char** argv) {
       ("repeats", po::value(&options.repeats)->default_value(options.repeats),
        "runs per row; the row of median planner CPU time is kept")
       ("work-dir", po::value(&options.work_dir)->default_value(options.work_dir), "where the runs' files go")
+      ("new-placement", po::bool_switch(&options.new_placement),
+       "run and measure with msd's placement options on: varlen rows, job.cuts = balance, job.micro_batch_count = "
+       "variable, job.hold_above = 0.5 (docs/cost-and-balance.md)")
       ("json", po::bool_switch(&json), "print one JSON object instead of text");
   if (!parse_or_help(argc, argv, described)) return 0;
   options.clients = number_list<int>(clients, "--clients");

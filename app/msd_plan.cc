@@ -33,6 +33,26 @@ namespace po = msd::cli::po;
 
 namespace {
 
+// One of an enumerated option's names (msd/options.h), or ConfigError naming `option`.
+template <typename E>
+E parse_choice(const std::string& text, const std::string& option) {
+  if (const auto value = msd::find_option_value<E>(text)) return *value;
+  throw msd::ConfigError(option + ": '" + text + "' is not a valid value (expected " + msd::option_names<E>() + ")");
+}
+
+// The placement options msd-plan simulate and place share (SimulateOptions' msd placement fields).
+void add_placement_options(po::options_description& described, msd::SimulateOptions& sim) {
+  described.add_options()
+      ("max-positions-per-micro-batch", po::value(&sim.max_positions_per_micro_batch)->default_value(sim.max_positions_per_micro_batch),
+       "the micro-batch budget (job.max_positions_per_micro_batch; 0: seq_len x the sequences of an equal split)")
+      ("cost-micro-batch", po::value(&sim.cost_micro_batch)->default_value(sim.cost_micro_batch),
+       "what one micro-batch costs whatever it holds, in units of cost (model.cost_micro_batch)")
+      ("hold-above", po::value(&sim.hold_above)->default_value(sim.hold_above),
+       "the outlier hold: documents over this x seq_len wait (job.hold_above; 0: no hold)")
+      ("hold-steps", po::value(&sim.hold_steps)->default_value(sim.hold_steps),
+       "the outlier hold: steps a document waits at most (job.hold_steps)");
+}
+
 // The configuration: --config FILE and any --section.key=value overrides,
 // read and checked as msd-run reads them.
 msd::Config read_config(const std::string& path, const std::vector<std::string>& overrides) {
@@ -228,6 +248,7 @@ int place_main(int argc, char** argv) {
   sim.steps = 6;
   sim.lengths = "pile";
   sim.image_share = 0.0;
+  sim.hold_above = 0.5;  // for the _hold placements
   std::string modes = "megatron,megatron_docmask,megatron_dp_balanced,msd_tokens,msd_greedy";
   po::options_description described(
       "Usage: msd-plan place [options]\n\n"
@@ -242,8 +263,12 @@ int place_main(int argc, char** argv) {
       "causal attention over each row), megatron_docmask (the same rows, attention per\n"
       "document piece), megatron_dp_balanced (Megatron core's DpBalancedScheduler per\n"
       "step: variable-length rows), and the msd modes step by step with the planner's\n"
-      "analytic cost (a = 6 x --hidden, or --cost-a); an msd mode with _varlen\n"
-      "(msd_greedy_varlen) places variable-length rows. docs/evaluation.md.\n\n"
+      "analytic cost (a = 6 x --hidden, or --cost-a). An msd mode with _varlen\n"
+      "(msd_greedy_varlen) places variable-length rows; _cut cuts documents to balance\n"
+      "(job.cuts = balance), _vmb gives each rank its own micro-batch count\n"
+      "(job.micro_batch_count = variable), _hold holds outlier documents (job.hold_above),\n"
+      "in any combination (msd_greedy_cut_vmb_hold; _cut and _vmb place variable-length\n"
+      "rows). docs/evaluation.md, docs/cost-and-balance.md.\n\n"
       "Prints one JSON object: documents (lengths in stream order; a piece's doc indexes\n"
       "it; the cut one shortened), positions (every placement's), dropped_positions (cut\n"
       "off the end), megatron_batch (micro_batch_size, micro_batches: Megatron's batch\n"
@@ -251,12 +276,13 @@ int place_main(int argc, char** argv) {
       "(fixed: each sequence a seq_len row, its tail padding; varlen: a micro-batch one\n"
       "row of its pieces), attention (row: one causal span over each row, positions\n"
       "counting on across its documents and each label the stream's next token;\n"
-      "document: each piece attends and is labelled on its own), positions,\n"
-      "document_order (megatron and megatron_docmask: the documents in GPTDataset's\n"
-      "order, so a row's next token is known; after the last one comes the corpus token\n"
-      "after the stream's last document, the first the cut removed: Megatron's one extra\n"
-      "label token), and steps[step][rank][micro-batch] = sequences of [doc, begin,\n"
-      "length] pieces.\n\n"
+      "document: each piece attends and is labelled on its own), positions, pieces,\n"
+      "micro-batch count, the hold's delays, document_order (megatron and\n"
+      "megatron_docmask: the documents in GPTDataset's order, so a row's next token is\n"
+      "known; after the last one comes the corpus token after the stream's last\n"
+      "document, the first the cut removed: Megatron's one extra label token), and\n"
+      "steps[step][rank][micro-batch] = sequences of [doc, begin, length] pieces (a\n"
+      "rank's micro-batches: its own count with _vmb).\n\n"
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")
@@ -274,11 +300,13 @@ int place_main(int argc, char** argv) {
       ("cost-a", po::value(&sim.cost_a)->default_value(sim.cost_a), "the planner cost's a directly (0: 6*hidden)")
       ("modes", po::value(&modes)->default_value(modes), "placements, comma-separated")
       ("json", "print JSON (the only output; accepted for symmetry with the other commands)");
+  add_placement_options(described, sim);
   std::vector<std::string> unknown;
   if (!parse_or_help(argc, argv, described, unknown)) return 0;
   if (!unknown.empty()) throw msd::ConfigError("msd-plan place: unknown option '" + unknown[0] + "'");
   if (sim.dp == 0 || sim.micro_batches == 0 || sim.samples_per_gpu == 0 || sim.steps == 0 || sim.seq_len < 16)
     throw msd::ConfigError("--dp, --micro-batches, --samples-per-gpu and --steps must be at least 1, --seq-len 16");
+  if (!(sim.hold_above >= 0.0)) throw msd::ConfigError("--hold-above: must be >= 0");
   std::cout << msd::place_stream_json(sim, msd::cli::split_list(modes, "--modes"), "--modes") << '\n';
   return 0;
 }
@@ -288,7 +316,8 @@ int place_main(int argc, char** argv) {
 int simulate_main(int argc, char** argv) {
   msd::SimulateOptions options;
   msd::CompareOptions compare;
-  std::string command, methods, long_docs = "split", cost_model = "calibrated", shape = "fixed";
+  std::string command, methods, long_docs = "split", cost_model = "calibrated", shape = "fixed", cuts = "whole",
+      count = "fixed";
   po::options_description described(
       "Usage: msd-plan simulate [options]\n"
       "(other commands: msd-plan profile --help, msd-plan partition --help, msd-plan calibrate --help,\n"
@@ -343,7 +372,12 @@ int simulate_main(int argc, char** argv) {
        "--compare: the planner's cost, calibrated (fitted to the device's times) or analytic (--cost-a, or 6*hidden)")
       ("micro-batch-shape", po::value(&shape)->default_value(shape),
        "msd's micro-batches: fixed [sequences, seq_len] rows, or varlen (one row of their positions)")
+      ("cuts", po::value(&cuts)->default_value(cuts),
+       "msd's cuts: whole, or balance (cut to even out the ranks, never more pieces than Megatron's cut; job.cuts)")
+      ("micro-batch-count", po::value(&count)->default_value(count),
+       "msd's micro-batches per rank: fixed (--micro-batches) or variable (job.micro_batch_count)")
       ("json", "print the report as JSON");
+  add_placement_options(described, options);
   po::positional_options_description positional;
   positional.add("command", 1);
   po::options_description hidden;
@@ -364,6 +398,10 @@ int simulate_main(int argc, char** argv) {
   }
   compare.calibrate = msd::parse_cost_model(cost_model, "--cost-model");
   options.varlen = msd::parse_micro_batch_shape(shape, "--micro-batch-shape");
+  options.cuts = parse_choice<msd::Cuts>(cuts, "--cuts");
+  options.variable_micro_batches = parse_choice<msd::MicroBatchCount>(count, "--micro-batch-count") ==
+                                   msd::MicroBatchCount::variable;
+  if (!(options.hold_above >= 0.0)) throw msd::ConfigError("--hold-above: must be >= 0");
   if (values.count("compare")) {
     const msd::CompareReport report = msd::compare_modes(options, compare);
     if (values.count("json"))

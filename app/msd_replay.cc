@@ -8,6 +8,7 @@
 #include <iostream>
 #include <string>
 
+#include "checkpoint/file_kind.h"
 #include "checkpoint/replay.h"
 #include "cli.h"
 #include "checkpoint/trace.h"
@@ -28,7 +29,8 @@ constexpr const char* kUsage =
     "        what differs; when the run's data files resolve, checks them against the trace's data\n"
     "        fingerprint. Exit 0: identical; 1: divergence; 4: a file was changed after it was written\n"
     "        (tampering, with where); 5: no divergence, but the data changed since the run; 6: intact\n"
-    "        but cut: the run did not close the trace (killed after its last flush, or still running).\n"
+    "        but cut: the run did not close the trace (killed after its last flush, or still running);\n"
+    "        2: a bad command line, or a TRACE or --checkpoint that is not one (named as what it is).\n"
     "query   --rank R --step S: the pieces client R (0..clients-1) received at step S;\n"
     "        --mix: realized samples per step and source against the schedule's target;\n"
     "        --balance: per-step max/mean cost over DP ranks and micro-batches.\n"
@@ -76,6 +78,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (trace_path.empty()) throw msd::ConfigError(msd::str(command, ": the TRACE file is missing"));
+    // A file of another kind is named as what it is, never as damaged.
+    msd::require_file_kind(trace_path, msd::FileKind::trace, "TRACE");
     // verify checks the file's integrity before anything reads it.
     if (command == "verify") return msd::verify_command(trace_path, checkpoint, std::cout);
     const msd::TraceReader trace(trace_path);

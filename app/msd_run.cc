@@ -3,12 +3,12 @@
 #include <mpi.h>
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include "common/log.h"
 #include "msd/client.h"
 #include "runtime/emulator.h"
+#include "runtime/fatal.h"
 #include "runtime/nodes.h"
 #include "runtime/watchdog.h"
 
@@ -27,14 +27,7 @@ int run(const msd::Invocation& inv, msd::Watchdog& watchdog) {
     if (job.role() == msd::Role::client) trainer = msd::run_trainer_emulator(job);
     else job.serve();
     msd::Summary summary = job.finish(trainer);
-    if (job.world_rank() == 0) {
-      std::cout << summary.text << std::flush;
-      if (!inv.config.output.summary_json.empty()) {
-        std::ofstream out(inv.config.output.summary_json);
-        out << summary.json << "\n";
-        if (!out) throw msd::IoError("cannot write " + inv.config.output.summary_json);
-      }
-    }
+    if (job.world_rank() == 0) std::cout << summary.text << std::flush;  // finish() wrote output.summary_json
     return job.shutdown();
   } catch (const std::exception& e) {
     // Here, before the Job's destructor frees windows and communicators
@@ -92,6 +85,7 @@ int main(int argc, char** argv) {
     if (!job_started) {
       // Raised on every rank at start-up, before any work: exit together.
       if (rank == 0) std::fprintf(stderr, "msd-run: %s\n", e.what());
+      msd::claim_signal_line();  // a launcher's SIGTERM to ranks still finalizing is no news
       MPI_Finalize();
       return msd::kExitConfig;
     }

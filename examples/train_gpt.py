@@ -9,7 +9,9 @@ the client ranks train. Packed sequences are trained with document masking:
 a position attends only to earlier positions of its own document piece
 (segments from cu_seqlens), with learned position embeddings indexed by the
 piece-relative positions msd gives. Gradients are averaged over job.dp with
-mpi4py. Options other than those below are msd options (--steps N,
+mpi4py, over the step's labelled positions msd counts for the whole step
+(batch.global_loss_tokens), so ranks holding different token counts
+(job.micro_batch_count = variable) weigh each token alike. Options other than those below are msd options (--steps N,
 --job.seq_len=..., --checkpoint.dir=...). --summary-json writes msd's
 summary plus loss_first, loss_last and the loss of every step.
 """
@@ -92,14 +94,19 @@ def wait(request):
         time.sleep(0.0005)
 
 
-def allreduce_gradients(model, loss_sum, counted, dp):
+def allreduce_gradients(model, loss_sum, counted, dp, global_tokens):
     """Sums gradients, loss and counted positions over dp; returns the
-    step's mean loss. Gradients become the mean over counted positions."""
+    step's mean loss. Gradients become the mean over the step's counted
+    positions: msd's global_loss_tokens when the batch carries it (every
+    rank divides by the same count, whatever its own share, so a rank with
+    more tokens weighs more), else the counts summed here."""
     params = [p for p in model.parameters() if p.grad is not None]
     flat = np.concatenate([p.grad.numpy().ravel() for p in params] + [np.array([loss_sum, counted], np.float32)])
     total = np.empty_like(flat)
     wait(dp.Iallreduce(flat, total, op=MPI.SUM))
-    counted_all = max(float(total[-1]), 1.0)
+    counted_all = float(global_tokens) if global_tokens else max(float(total[-1]), 1.0)
+    if global_tokens and abs(float(total[-1]) - global_tokens) > 1e-6 * global_tokens:
+        raise RuntimeError(f"the ranks' loss positions sum to {total[-1]:.0f}, the batch says {global_tokens}")
     offset = 0
     for p in params:
         size = p.grad.numel()
@@ -122,7 +129,7 @@ def train(job, args):
             total, count = step_loss(model, mb)
             total.backward()  # summed: allreduce_gradients divides by the counted positions
             loss_sum, counted = loss_sum + total.item(), counted + count.item()
-        losses.append(allreduce_gradients(model, loss_sum, counted, dp))
+        losses.append(allreduce_gradients(model, loss_sum, counted, dp, batch.global_loss_tokens))
         optimizer.step()
         if leader and (batch.step % args.log_every == 0 or batch.step + 1 == job.steps):
             print(f"step {batch.step:4d}  loss {losses[-1]:.4f}  ({time.perf_counter() - start:.1f} s)", flush=True)

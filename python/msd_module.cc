@@ -16,6 +16,7 @@
 
 #include "construct/batch_builder.h"
 #include "msd/client.h"
+#include "runtime/fatal.h"
 #include "transport/mpi.h"
 
 namespace py = pybind11;
@@ -25,6 +26,18 @@ namespace {
 
 const char* role_text(Role role) {
   return role == Role::planner ? "planner" : role == Role::loader ? "loader" : "client";
+}
+
+// An exception of the script (uncaught, or leaving `with msd.Job(...)`)
+// ends the whole job at once with one line: python/msd/job.py's hooks call
+// this before anything could enter a collective. `kind` picks the status:
+// "config" (msd.ConfigError: 2), "msd" (another msd.Error: 3), "exit" (the
+// script's own sys.exit status), else the trainer's own (5).
+[[noreturn]] void abort_for(const std::string& kind, const std::string& text, int status) {
+  if (kind == "config") abort_job(ConfigError(text));
+  if (kind == "msd") abort_job(Error(text));
+  if (kind == "exit") abort_job(text, status);
+  abort_job(TrainerError(text));
 }
 
 // One msd::Job and the step it has handed out. Methods that wait on other
@@ -45,6 +58,8 @@ class PythonJob {
   ~PythonJob() {
     // At interpreter exit mpi4py may have finalized MPI already: freeing
     // windows and communicators then would abort, so the Job is left behind.
+    // Otherwise ~Job frees them only on the orderly path and ends the job
+    // when it is dropped mid-stream.
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized) (void)job_.release();
@@ -287,6 +302,7 @@ PYBIND11_MODULE(_msd, m) {
       .def("next", &PythonJob::next)
       .def_property_readonly("step", [](const PythonJob& j) { return j.batch().step; })
       .def_property_readonly("digest", [](const PythonJob& j) { return j.batch().digest; })
+      .def_property_readonly("global_loss_tokens", [](const PythonJob& j) { return j.batch().global_loss_tokens; })
       .def_property_readonly("micro_batches", [](const PythonJob& j) { return j.batch().micro_batches.size(); })
       .def("micro_info", &msd::micro_info)
       .def("field", &msd::field)
@@ -295,4 +311,6 @@ PYBIND11_MODULE(_msd, m) {
       .def("end_after_takeover", &PythonJob::end_after_takeover)
       .def("close", &PythonJob::close);
   m.def("digest", &msd::digest_of, py::arg("step"), py::arg("micro_batches"));
+  m.def("abort", &msd::abort_for, py::arg("kind"), py::arg("text"), py::arg("status") = 0);
+  m.def("end_by_signal", [](int signal) { msd::end_by_signal(signal); }, py::arg("signal"));
 }

@@ -88,7 +88,17 @@ struct MicroBatch {
 
 struct Batch {
   uint64_t step = 0;
+  // Its micro-batches: job.micro_batches of them, or with
+  // job.micro_batch_count = variable as many as this rank's share of the
+  // step needs (at least job.micro_batches; ranks differ).
   std::vector<MicroBatch> micro_batches;
+  // The step's labelled positions (loss_mask ones) over every DP rank's
+  // batch, for normalizing the loss by the global token count: each rank
+  // sums its token losses and divides by this, and the gradient all-reduce
+  // sums. The same on every rank of the step (every stage, CP and TP rank).
+  // 0: not known (the colocated_samples mode, where no rank sees the others'
+  // documents; all-reduce the ranks' own counts instead). Not in `digest`.
+  uint64_t global_loss_tokens = 0;
   uint64_t digest = 0;         // over every field above except docs
   double wait_seconds = 0.0;   // time in next(): waiting for the plan and bytes, requesting the next step's
   uint64_t bytes_fetched = 0;  // sample bytes this rank read for this batch (docs/batch.md)

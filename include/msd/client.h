@@ -37,9 +37,23 @@
 // - finish() is collective over the ranks still alive: call it on every rank
 //   once the client loop or serve() has returned. A loader that a shadow took
 //   over is left out (it may be stopped or hung), and it never joins.
+// - finish() before next() returned nullptr (an evaluation loop, early
+//   stopping) is a clean end when every client calls it after the same
+//   step: the stream ends there (the summary's stopped_early; a planner
+//   checkpoint of that step lets --resume continue exactly). One client
+//   finishing while the others go on ends the job with a TrainerError
+//   (status 5) naming it, at the first step another client takes past it.
 // - Any exception after the constructor must end the whole job through
 //   abort_job() before the Job is destroyed: its destructor frees windows and
-//   communicators collectively, which a failed peer would never join.
+//   communicators collectively, which a failed peer would never join. What
+//   a trainer does not catch is named by a std::terminate handler the Job
+//   installs (its type and message; status 5 for the trainer's own, msd's
+//   own status for an msd::Error). A Job destroyed mid-stream (an exception
+//   unwinding through it, or dropped before finish()) ends the job itself
+//   (abort_job) instead of freeing anything.
+// - SIGTERM and SIGINT, where the process has none of its own handlers, end
+//   the rank with one line naming it and its step, status 128 + the signal
+//   (docs/errors.md).
 // - Deferred start (Job(config, world, Job::DeferStart{}) then start()): the
 //   constructor only checks the world size and makes the communicators, so a
 //   trainer can build its model over dp/tp/cp/pp and load its own checkpoint
@@ -101,7 +115,7 @@ class Client {
 
 // Ends the whole job now, from any rank, without any collective call: logs
 // one line naming this rank, its role and `cause`, then MPI_Abort with
-// exit_status(cause).
+// exit_status(cause) (a TrainerError for the trainer's own failures: 5).
 [[noreturn]] void abort_job(const std::exception& cause);
 
 // What a client rank's trainer reports to the summary.
@@ -156,7 +170,9 @@ class Job {
   MPI_Comm cp_comm() const;
   MPI_Comm pp_comm() const;
 
-  // Collective over the world. `stats` matters on client ranks only.
+  // Collective over the world. `stats` matters on client ranks only. On a
+  // client before the stream's end, ends its stream there (see the
+  // contract above). World rank 0 writes output.summary_json.
   Summary finish(const TrainerStats& stats);
   // After finish(), on every rank: the exit status (kExitOk). When a loader
   // taken over by a shadow did not confirm the stop (it may be SIGSTOPped or

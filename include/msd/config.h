@@ -78,6 +78,20 @@ struct JobConfig {
   // memory budget. 0: seq_len x the sequences a micro-batch gets under an
   // equal token split of the step (PackOptions::max_positions_per_micro_batch).
   uint64_t max_positions_per_micro_batch = 0;
+  // Where the planner may cut documents (msd/options.h; docs/cost-and-balance.md
+  // "Cut-aware packing"). balance needs micro_batch_shape = varlen.
+  Cuts cuts = Cuts::whole;
+  // fixed: micro_batches per DP rank; variable: as many as each rank's
+  // positions need under max_positions_per_micro_batch, at least
+  // micro_batches (docs/cost-and-balance.md "Variable micro-batches"). variable
+  // needs micro_batch_shape = varlen.
+  MicroBatchCount micro_batch_count = MicroBatchCount::fixed;
+  // The outlier hold (docs/cost-and-balance.md "Outlier delay"): a document
+  // of more than hold_above x seq_len positions waits up to hold_steps steps
+  // until topology.dp such documents wait, and they are placed together, one
+  // per rank; the last step places whatever waits. 0: no hold.
+  double hold_above = 0.0;
+  uint32_t hold_steps = 8;
   // A transformed sample bigger than this (slot bytes: header, tokens,
   // patches; docs/window-slot.md) is bad (too_large): a property of the
   // stream, so the window size never changes which samples are used. Every
@@ -132,6 +146,9 @@ struct ModelConfig {
   // llama3-8b | llama3-70b | vit-l: the model's shape (replaces hidden and
   // layers for the planner and the device model). Empty: hidden x layers.
   std::string preset;
+  // What one micro-batch costs whatever it holds, in units of a*L + L^2
+  // (CostModel::micro_batch; msd-plan calibrate fits it). 0: none.
+  double cost_micro_batch = 0.0;
 };
 
 // The GPU the device model (lib/plan/cluster/device_model.h) emulates.
@@ -164,6 +181,9 @@ struct CheckpointConfig {
   // Implies resume. Default unset: the latest checkpoint's step.
   std::optional<uint64_t> resume_step;
   bool accept_changed_data = false;  // resume although the data fingerprint differs (warns)
+  // Start at step 0 over a dir holding an earlier run's checkpoints (none of
+  // which reads back, or without resume): they are moved to DIR/replaced-<time>/.
+  bool start_over = false;
   bool resuming() const { return resume || resume_step.has_value(); }
   std::string snapshot_sources;  // comma-separated: sources whose transformed samples loader checkpoints keep
 };

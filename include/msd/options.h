@@ -40,6 +40,18 @@ enum class BalanceMethod {
 // its positions (packed THD attention; docs/batch.md).
 enum class RowShape { fixed, varlen };
 
+// job.cuts: where the planner may cut a document (docs/cost-and-balance.md
+// "Cut-aware packing"). whole: only a document longer than seq_len, at
+// seq_len edges (job.long_docs); balance: a long document into near-equal
+// pieces, and more cuts where they even out the DP ranks, never more pieces
+// than Megatron's cut of the step's documents makes.
+enum class Cuts { whole, balance };
+
+// job.micro_batch_count: fixed, job.micro_batches per rank; variable, as many
+// as a rank's positions need under job.max_positions_per_micro_batch (at
+// least job.micro_batches), so the ranks' token counts may differ.
+enum class MicroBatchCount { fixed, variable };
+
 // topology.broadcast_at: tp, one rank per TP group fetches and shares the
 // batch; none, every TP rank fetches.
 enum class BroadcastAt { tp, none };
@@ -90,6 +102,15 @@ struct OptionNames<BalanceMethod> {
 template <>
 struct OptionNames<RowShape> {
   static constexpr std::pair<RowShape, const char*> values[] = {{RowShape::fixed, "fixed"}, {RowShape::varlen, "varlen"}};
+};
+template <>
+struct OptionNames<Cuts> {
+  static constexpr std::pair<Cuts, const char*> values[] = {{Cuts::whole, "whole"}, {Cuts::balance, "balance"}};
+};
+template <>
+struct OptionNames<MicroBatchCount> {
+  static constexpr std::pair<MicroBatchCount, const char*> values[] = {{MicroBatchCount::fixed, "fixed"},
+                                                                       {MicroBatchCount::variable, "variable"}};
 };
 template <>
 struct OptionNames<BroadcastAt> {

@@ -42,6 +42,17 @@ std::string write_corpus(const std::string& dir, int s, uint64_t documents) {
 // tokens), so nothing is skipped as too_large.
 constexpr uint64_t kMaxSampleBytes = 16384;
 
+// FanoutOptions::new_placement's [job] lines.
+constexpr const char* kNewPlacement =
+    "micro_batch_shape = varlen\ncuts = balance\nmicro_batch_count = variable\nhold_above = 0.5\n";
+
+void set_new_placement(JobConfig& job) {
+  job.micro_batch_shape = RowShape::varlen;
+  job.cuts = Cuts::balance;
+  job.micro_batch_count = MicroBatchCount::variable;
+  job.hold_above = 0.5;
+}
+
 std::string write_config(const FanoutOptions& options, const std::string& work, const std::vector<std::string>& paths,
                          int clients, int tp) {
   const int dp = clients / tp;
@@ -52,7 +63,8 @@ std::string write_config(const FanoutOptions& options, const std::string& work, 
       // The corpus' documents take at most a few KiB: a window budget that
       // reserves 1 MiB (the default) per request would hold each loader to
       // 32 requests in flight and split every step's requests into many.
-      << "max_sample_bytes = " << kMaxSampleBytes << "\n\n"
+      << "max_sample_bytes = " << kMaxSampleBytes << "\n"
+      << (options.new_placement ? kNewPlacement : "") << "\n"
       << "[topology]\ndp = " << dp << "\ntp = " << tp << "\nloaders = " << options.loaders << "\n\n[mix]\nsources = ";
   for (size_t s = 0; s < paths.size(); ++s) out << (s ? ", " : "") << "corpus" << s;
   out << "\n\n";
@@ -223,6 +235,7 @@ double placement_cpu_ms(const FanoutOptions& options, int groups, int steps, boo
   config.job.micro_batches = 1;
   config.job.global_batch = options.samples_per_group * static_cast<uint64_t>(groups);
   config.topology.dp = groups;
+  if (options.new_placement) set_new_placement(config.job);
   PackOptions pack = make_pack_options(config);
   pack.lower_bound = lower_bound;  // the planner places without it (PlannerRole)
   const CostModel cost = make_cost_model(config);
@@ -276,6 +289,7 @@ FanoutReport run_fanout_bench(const FanoutOptions& options) {
   report.client_nice = options.client_nice;
   std::vector<double> groups, clients, cpu, handling, messages;
   report.repeats = options.repeats;
+  report.new_placement = options.new_placement;
   std::tie(report.planner_cpus, report.other_cpus) = cpu_split(options);
   if (options.planner_core && report.planner_cpus.empty())
     std::fprintf(stderr, "msd-bench fanout: one CPU only: the planner is not given a core of its own\n");
@@ -345,6 +359,7 @@ std::string fanout_json(const FanoutReport& report) {
   w.value("planner_cpus", report.planner_cpus);
   w.value("other_cpus", report.other_cpus);
   w.value("repeats", report.repeats);
+  w.value("new_placement", report.new_placement);
   w.value("placement_in_run_factor", report.placement_in_run_factor);
   w.value("factor_groups", report.factor_groups);
   w.begin_array("rows");

@@ -41,6 +41,11 @@ struct FanoutOptions {
   // two CPUs or more; on one, nothing is pinned (the report says so).
   bool planner_core = true;
   int repeats = 1;                          // runs per row; the row kept is the one of median planner CPU time
+  // msd's placement options in the runs and in the placement measured
+  // alone: off (today's placement), or on: variable-length rows, job.cuts =
+  // balance, job.micro_batch_count = variable and the outlier hold above
+  // seq_len / 2 (docs/cost-and-balance.md).
+  bool new_placement = false;
   std::string work_dir;                     // data, configurations, summaries, logs; default: a temp dir
 };
 
@@ -98,6 +103,7 @@ struct FanoutReport {
   int client_nice = 0;
   std::string planner_cpus, other_cpus;  // taskset CPU lists; empty: not pinned
   int repeats = 1;
+  bool new_placement = false;  // FanoutOptions::new_placement
   // The placement CPU per step of the row of most groups in its run over
   // pack_step's measured alone at as many groups (the mean over as many steps
   // as a run has): how much the runs (a planner beside the job's other

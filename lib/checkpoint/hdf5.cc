@@ -6,11 +6,39 @@ namespace msd::h5 {
 
 namespace {
 
-herr_t collect_message(unsigned depth, const H5E_error2_t* error, void* data) {
-  auto& text = *static_cast<std::string*>(data);
-  if (!text.empty()) text += "; ";
-  text += str(error->func_name ? error->func_name : "?", ": ", error->desc ? error->desc : "(no description)");
-  return depth < 8 ? 0 : 1;  // the innermost few messages say what went wrong
+// One message on one line. A failed system call's ("file write failed:
+// time = ..., errno = 28, error message = 'No space left on device', ...")
+// keeps what failed and why.
+std::string one_message(const H5E_error2_t* error) {
+  std::string desc = error->desc ? error->desc : "(no description)";
+  const size_t cause = desc.find("error message = '");
+  if (cause != std::string::npos) {
+    const size_t from = cause + 17, to = desc.find('\'', from);
+    desc = str(desc.substr(0, desc.find(':')), ": ", desc.substr(from, to == std::string::npos ? to : to - from));
+  }
+  for (char& c : desc)
+    if (c == '\n' || c == '\r') c = ' ';
+  return str(error->func_name ? error->func_name : "?", ": ", desc);
+}
+
+herr_t collect_message(unsigned, const H5E_error2_t* error, void* data) {
+  static_cast<std::vector<std::string>*>(data)->push_back(one_message(error));
+  return 0;
+}
+
+// The outermost messages say what HDF5 was doing, the innermost what failed
+// (a write's errno: "No space left on device"): the first three and the last
+// two of a deep stack.
+std::string stack_text(const std::vector<std::string>& messages) {
+  std::string text;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    if (i == 3 && messages.size() > 5) {
+      text += str("; (", messages.size() - 5, " more)");
+      i = messages.size() - 2;
+    }
+    text += (text.empty() ? "" : "; ") + messages[i];
+  }
+  return text;
 }
 
 Dataspace simple_space(size_t rows, bool extendable, const std::string& hint) {
@@ -47,9 +75,10 @@ void quiet_errors() {
 }
 
 void fail(const char* call, const std::string& hint) {
-  std::string stack;
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_message, &stack);
+  std::vector<std::string> messages;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_message, &messages);
   H5Eclear2(H5E_DEFAULT);
+  const std::string stack = stack_text(messages);
   throw IoError(str(hint, ": ", call, " failed", stack.empty() ? "" : ": ", stack));
 }
 
@@ -64,9 +93,10 @@ PropertyList file_access(std::optional<MPI_Comm> comm) {
   return access;
 }
 
-File create_file(const std::string& path, hid_t access) {
+File create_file(const std::string& path, hid_t access, bool exclusive) {
   quiet_errors();
-  return File(MSD_H5(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access), str("creating ", path)));
+  return File(MSD_H5(H5Fcreate(path.c_str(), exclusive ? H5F_ACC_EXCL : H5F_ACC_TRUNC, H5P_DEFAULT, access),
+                     str("creating ", path)));
 }
 
 File open_file(const std::string& path, bool writable, hid_t access) {

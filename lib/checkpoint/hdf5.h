@@ -92,9 +92,10 @@ using Attribute = Handle<H5Aclose>;
 // over that communicator.
 PropertyList file_access(std::optional<MPI_Comm> comm = std::nullopt);
 
-// H5F_ACC_TRUNC create; open read-only or read-write. Throws IoError naming
-// the path.
-File create_file(const std::string& path, hid_t access = H5P_DEFAULT);
+// H5F_ACC_TRUNC create (for a temporary file; `exclusive`: H5F_ACC_EXCL, an
+// existing file is an error and left whole); open read-only or read-write.
+// Throws IoError naming the path.
+File create_file(const std::string& path, hid_t access = H5P_DEFAULT, bool exclusive = false);
 File open_file(const std::string& path, bool writable, hid_t access = H5P_DEFAULT);
 
 Group create_group(hid_t parent, const std::string& name);

@@ -39,6 +39,25 @@ h5::CompoundType in_flight_type() {
   return type;
 }
 
+// The held table's row (docs/checkpoint.md).
+struct HeldRow {
+  uint32_t source;
+  uint32_t positions;
+  uint32_t patches;
+  uint64_t cursor;
+  uint64_t since;
+};
+
+h5::CompoundType held_type() {
+  h5::CompoundType type(sizeof(HeldRow));
+  type.add("source", offsetof(HeldRow, source), H5T_NATIVE_UINT32)
+      .add("positions", offsetof(HeldRow, positions), H5T_NATIVE_UINT32)
+      .add("patches", offsetof(HeldRow, patches), H5T_NATIVE_UINT32)
+      .add("cursor", offsetof(HeldRow, cursor), H5T_NATIVE_UINT64)
+      .add("since", offsetof(HeldRow, since), H5T_NATIVE_UINT64);
+  return type;
+}
+
 // Option -> value of an INI text written by to_ini ("section.key" keys).
 std::map<std::string, std::string> ini_values(const std::string& ini) {
   std::map<std::string, std::string> values;
@@ -122,6 +141,10 @@ void write_planner_checkpoint_file(const std::string& path, const PlannerCheckpo
   h5::write_attribute(root, "loaders", static_cast<uint64_t>(c.loader_sources.size()));
   h5::write_array<uint32_t>(root, "assignment_loader", assigned_loader);
   h5::write_array<uint32_t>(root, "assignment_source", assigned_source);
+  std::vector<HeldRow> held;
+  for (const HeldDoc& d : c.held) held.push_back({d.source, d.positions, d.patches, d.cursor, d.since});
+  const h5::CompoundType held_rows = held_type();
+  h5::write_table<HeldRow>(root, "held", held_rows.get(), held);
   write_data_fingerprint(root, c.data);
   seal_file(root);
   file.close(str("closing ", path));
@@ -142,7 +165,7 @@ PlannerCheckpoint read_planner_checkpoint(const std::string& path) {
   h5::File file = h5::open_file(path, false, access.get());
   const hid_t root = file.get();
   const uint64_t version = h5::read_u64_attribute(root, "format_version");
-  if (version != kPlannerCheckpointVersion && version != 2)
+  if (version > kPlannerCheckpointVersion || version < 2)
     throw IoError(str(path, ": planner checkpoint format version ", version, ", this msd reads version ",
                       kPlannerCheckpointVersion));
   if (auto changed = check_seal(root)) throw IoError(str(path, ": changed after it was written: ", *changed));
@@ -173,6 +196,11 @@ PlannerCheckpoint read_planner_checkpoint(const std::string& path) {
       c.loader_sources[loaders[i]].push_back(sources[i]);
     }
   }
+  if (version >= 4) {
+    const h5::CompoundType held_rows = held_type();
+    for (const auto& row : h5::read_table<HeldRow>(root, "held", held_rows.get()))
+      c.held.push_back({row.source, row.cursor, row.positions, row.patches, row.since});
+  }
   file.close(str("closing ", path));
   const size_t sources = c.source_samples.size();
   if (c.consumed.size() != sources || c.mixer_realized.size() != sources)
@@ -180,6 +208,11 @@ PlannerCheckpoint read_planner_checkpoint(const std::string& path) {
                       ", mixer_realized ", c.mixer_realized.size(), ")"));
   for (const auto& s : c.in_flight)
     if (s.source >= sources) throw IoError(str(path, ": in_flight names source ", s.source, " of ", sources));
+  for (const HeldDoc& d : c.held)
+    if (d.source >= sources || d.since >= c.step || d.positions == 0)
+      throw IoError(str(path, ": held names source ", d.source, " cursor ", d.cursor, " since step ", d.since,
+                        " (", d.positions, " positions), not a held document of ", sources, " sources before step ",
+                        c.step));
   for (const auto& mine : c.loader_sources)
     for (uint32_t s : mine)
       if (s >= sources) throw IoError(str(path, ": the assignment names source ", s, " of ", sources));
@@ -195,7 +228,7 @@ std::optional<std::string> check_planner_checkpoint_integrity(const std::string&
 }
 
 std::optional<PlannerCheckpoint> latest_planner_checkpoint(const std::string& dir, std::string* path,
-                                                           uint64_t max_step) {
+                                                           uint64_t max_step, std::vector<std::string>* skipped) {
   for (const auto& [step, file] : list_step_files(dir, kPrefix)) {
     if (step > max_step) continue;
     try {
@@ -204,6 +237,7 @@ std::optional<PlannerCheckpoint> latest_planner_checkpoint(const std::string& di
       return checkpoint;
     } catch (const IoError& e) {
       log_warn("skipping planner checkpoint ", file, " (step ", step, "): ", e.what());
+      if (skipped) skipped->push_back(str(file, ": ", e.what()));
     }
   }
   return std::nullopt;
@@ -229,9 +263,13 @@ void check_resumable(const PlannerCheckpoint& checkpoint, const Config& config, 
                           checkpoint.seed, ", this run has job.seed = ", config.job.seed));
   const auto saved = ini_values(checkpoint.config_ini);
   const auto now = ini_values(to_ini(config));
-  auto value_in = [](const std::map<std::string, std::string>& values, const std::string& key) {
-    auto it = values.find(key);
-    return it == values.end() ? std::string("(not set)") : "'" + it->second + "'";
+  // An option the checkpoint's text lacks is newer than its run, which ran
+  // by the option's default.
+  const auto defaults = ini_values(to_ini(Config{}));
+  auto value_in = [&](const std::map<std::string, std::string>& values, const std::string& key) {
+    if (auto it = values.find(key); it != values.end()) return "'" + it->second + "'";
+    if (auto it = defaults.find(key); &values == &saved && it != defaults.end()) return "'" + it->second + "'";
+    return std::string("(not set)");
   };
   std::map<std::string, bool> keys;
   for (const auto& [key, value] : saved) keys[key] = true;
@@ -259,8 +297,16 @@ uint64_t stream_config_digest(const Config& config) {
 std::optional<PlannerCheckpoint> find_resume_checkpoint(const Config& config, const DataFingerprint& data) {
   const CheckpointConfig& ckpt = config.checkpoint;
   std::string path;
+  std::vector<std::string> skipped;
   std::optional<PlannerCheckpoint> found =
-      latest_planner_checkpoint(ckpt.dir, &path, ckpt.resume_step.value_or(UINT64_MAX));
+      latest_planner_checkpoint(ckpt.dir, &path, ckpt.resume_step.value_or(UINT64_MAX), &skipped);
+  if (!found && !skipped.empty() && !ckpt.resume_step && !ckpt.start_over) {
+    std::string list;
+    for (const auto& s : skipped) list += "\n  " + s;
+    throw ConfigError(str("checkpoint.resume: none of the ", skipped.size(), " planner checkpoint(s) in ", ckpt.dir,
+                          " reads back; resuming would silently start over at step 0:", list,
+                          "\n(checkpoint.start_over = true starts at step 0, moving them aside)"));
+  }
   if (!found) {
     if (ckpt.resume_step.value_or(0) > 0) {
       std::string steps;

@@ -21,14 +21,16 @@
 #include <vector>
 
 #include "msd/config.h"
+#include "plan/step/outlier_hold.h"
 #include "source/fingerprint.h"
 
 namespace msd {
 
 // docs/checkpoint.md, "Planner checkpoint": bump on any change of the layout.
 // Version 2 added the integrity record and the data fingerprint; version 3
-// the loader assignment (version 2 files still read, without it).
-inline constexpr uint64_t kPlannerCheckpointVersion = 3;
+// the loader assignment; version 4 the outlier hold's documents (version 2
+// and 3 files still read, without them).
+inline constexpr uint64_t kPlannerCheckpointVersion = 4;
 
 // A sample of the DGraph that is in flight beyond the checkpointed step.
 enum class SampleState : uint8_t { requested = 0, loaded = 1, planned = 2, failed = 3 };
@@ -56,6 +58,10 @@ struct PlannerCheckpoint {
   // Per loader index (shadows included): the sources it served when the
   // checkpoint was taken (online scaling moves them; empty: not recorded).
   std::vector<std::vector<uint32_t>> loader_sources;
+  // The outlier hold before `step` (OutlierHold::held(), oldest first):
+  // documents of earlier steps not yet delivered. A resume loads them again
+  // and holds them as the run did.
+  std::vector<HeldDoc> held;
   bool operator==(const PlannerCheckpoint&) const = default;
 };
 
@@ -86,9 +92,11 @@ std::optional<std::string> check_planner_checkpoint_integrity(const std::string&
 // The newest planner checkpoint in `dir` with step <= max_step that reads
 // back whole, or nullopt when there is none. A file that does not read is
 // skipped with a warning (and left in place for inspection), never used.
-// `path` (optional) receives the file's path.
+// `path` (optional) receives the file's path; `skipped` (optional), each
+// file skipped and why.
 std::optional<PlannerCheckpoint> latest_planner_checkpoint(const std::string& dir, std::string* path = nullptr,
-                                                           uint64_t max_step = UINT64_MAX);
+                                                           uint64_t max_step = UINT64_MAX,
+                                                           std::vector<std::string>* skipped = nullptr);
 
 // Throws ConfigError when `config` would not continue the batch stream of the
 // run that wrote `checkpoint`: a different seed or a different value of any
@@ -111,7 +119,9 @@ uint64_t stream_config_digest(const Config& config);
 // checkpoint.resume_step N: the newest readable planner checkpoint at or
 // before N (the run then fast-forwards to N); throws ConfigError when there is
 // none and N > 0 (for N = 0: nullopt, a start at step 0). Without: the newest,
-// or nullopt (with a warning) when `dir` holds none.
+// or nullopt (with a warning) when `dir` holds none; when it holds some but
+// none reads back, throws ConfigError listing each file and why, unless
+// checkpoint.start_over (then nullopt: a start at step 0).
 std::optional<PlannerCheckpoint> find_resume_checkpoint(const Config& config, const DataFingerprint& data);
 
 // Makes planner checkpoints durable off the caller's thread. submit() writes

@@ -1,5 +1,7 @@
 #include "checkpoint/replay.h"
 
+#include "checkpoint/file_kind.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include "msd/place_tree.h"
 #include "plan/step/cost.h"
 #include "plan/step/mix.h"
+#include "plan/step/outlier_hold.h"
 #include "plan/step/pack.h"
 #include "checkpoint/step_files.h"
 #include "source/fingerprint.h"
@@ -54,12 +57,14 @@ Divergence divergence_at(const Config& config, uint64_t step, int group, std::st
   return d;
 }
 
-// Re-derives the samples of one step; compares them with `recorded` and
-// returns the first difference, or the expected samples (recorded bad flags
-// and sizes taken as given) in `expected`.
+// Re-derives the samples one step consumed; compares them with the first
+// rows of `recorded` (bad flags and sizes taken as given) and returns the
+// first difference. `row` ends at the first row after them (the documents of
+// earlier steps the hold delivers here).
 std::optional<std::string> replay_samples(const TraceHeader& header, const std::vector<uint32_t>& quota,
-                                          std::vector<uint64_t>& cursor, const std::vector<TraceSample>& recorded) {
-  size_t row = 0;
+                                          std::vector<uint64_t>& cursor, const std::vector<TraceSample>& recorded,
+                                          size_t& row) {
+  row = 0;
   for (uint32_t s = 0; s < quota.size(); ++s) {
     uint32_t good = 0;
     while (good < quota[s]) {
@@ -81,10 +86,55 @@ std::optional<std::string> replay_samples(const TraceHeader& header, const std::
       ++row;
     }
   }
-  if (row != recorded.size())
-    return str("sample ", row, ": the quotas are met, but the step records ", recorded.size() - row,
-               " more, first ", describe(recorded[row], header));
   return std::nullopt;
+}
+
+// The hold's decision for a step whose consumed rows are recorded[0, end):
+// checks that the rows after them are the documents it releases; returns
+// the first difference.
+std::optional<std::string> replay_hold(const TraceHeader& header, uint64_t step, const std::vector<TraceSample>& recorded,
+                                       size_t end, OutlierHold& hold, std::vector<bool>& held) {
+  std::vector<HeldDoc> arrivals;
+  for (size_t row = 0; row < end; ++row)
+    if (recorded[row].bad == 0)
+      arrivals.push_back({recorded[row].source, recorded[row].cursor, recorded[row].positions, recorded[row].patches, step});
+  OutlierHold::Decision decision = hold.step(step, arrivals);
+  held = std::move(decision.held);
+  const auto& released = decision.released;
+  for (size_t k = 0; k < std::max(released.size(), recorded.size() - end); ++k) {
+    const TraceSample* got = end + k < recorded.size() ? &recorded[end + k] : nullptr;
+    if (k >= released.size())
+      return str("sample ", end + k, ": the quotas are met and the hold delivers no more, but the step records ",
+                 describe(*got, header));
+    const HeldDoc& want = released[k];
+    const std::string held_doc = str("the held document of step ", want.since, ": source ",
+                                     header.source_names.at(want.source), " cursor ", want.cursor);
+    if (!got) return str("the hold delivers ", held_doc, " here; the step does not record it");
+    if (got->bad != 0 || got->source != want.source || got->cursor != want.cursor || got->from_step != want.since ||
+        got->positions != want.positions || got->patches != want.patches)
+      return str("sample ", end + k, ": expected ", held_doc, ", recorded ", describe(*got, header), " of step ",
+                 got->from_step);
+  }
+  return std::nullopt;
+}
+
+// The first piece where `expected` and `recorded` differ, as a divergence.
+std::optional<Divergence> compare_pieces(const Config& config, uint64_t step, const StepRecord& expected,
+                                         const StepRecord& recorded) {
+  const size_t common = std::min(expected.pieces.size(), recorded.pieces.size());
+  for (size_t i = 0; i < common; ++i) {
+    if (expected.pieces[i] == recorded.pieces[i]) continue;
+    const TracePiece& want = expected.pieces[i];
+    const TracePiece& got = recorded.pieces[i];
+    return divergence_at(config, step, static_cast<int>(std::min(want.group, got.group)),
+                         str("piece ", i, ": expected ", describe(want), ", recorded ", describe(got)));
+  }
+  if (expected.pieces.size() == recorded.pieces.size()) return std::nullopt;
+  const bool more_recorded = recorded.pieces.size() > common;
+  const TracePiece& extra = more_recorded ? recorded.pieces[common] : expected.pieces[common];
+  return divergence_at(config, step, static_cast<int>(extra.group),
+                       str("piece ", common, ": ", more_recorded ? "recorded but not expected: " : "expected but not recorded: ",
+                           describe(extra)));
 }
 
 }  // namespace
@@ -138,33 +188,24 @@ VerifyReport verify_trace(const TraceReader& trace, const std::optional<PlannerC
     cursor = start->consumed;
   }
 
+  OutlierHold hold(pack.hold);
+  if (start && start->step == trace.first_step()) hold.restore(start->held);
   for (uint64_t step = trace.first_step(); step < trace.end_step(); ++step) {
     const StepRecord recorded = trace.step(step);
     const std::vector<uint32_t> quota = mixer.next();
-    if (auto what = replay_samples(header, quota, cursor, recorded.samples)) {
+    size_t consumed = 0;
+    std::vector<bool> held;
+    std::optional<std::string> what = replay_samples(header, quota, cursor, recorded.samples, consumed);
+    if (!what) what = replay_hold(header, step, recorded.samples, consumed, hold, held);
+    if (what) {
       report.divergence = divergence_at(config, step, -1, *what);
       return report;
     }
-    const std::vector<PlanDoc> docs = plan_docs(recorded.samples, cost);
-    const std::vector<BucketPlan> buckets = distribute_and_pack(docs, pack, cost);
-    const StepRecord expected = make_step_record(step, recorded.samples, buckets, cost);
-    const size_t common = std::min(expected.pieces.size(), recorded.pieces.size());
-    for (size_t i = 0; i <= common; ++i) {
-      if (i == common) {
-        if (expected.pieces.size() == recorded.pieces.size()) break;
-        const bool more_recorded = recorded.pieces.size() > common;
-        const TracePiece& extra = more_recorded ? recorded.pieces[common] : expected.pieces[common];
-        report.divergence = divergence_at(
-            config, step, static_cast<int>(extra.group),
-            str("piece ", common, ": ", more_recorded ? "recorded but not expected: " : "expected but not recorded: ",
-                describe(extra)));
-        return report;
-      }
-      if (expected.pieces[i] == recorded.pieces[i]) continue;
-      const TracePiece& want = expected.pieces[i];
-      const TracePiece& got = recorded.pieces[i];
-      report.divergence = divergence_at(config, step, static_cast<int>(std::min(want.group, got.group)),
-                                        str("piece ", i, ": expected ", describe(want), ", recorded ", describe(got)));
+    const std::vector<uint32_t> rows = delivered_rows(step, recorded.samples, held);
+    const std::vector<BucketPlan> buckets = distribute_and_pack(plan_docs(recorded.samples, rows, cost), pack, cost);
+    const StepRecord expected = make_step_record(step, recorded.samples, buckets, cost, rows);
+    if (auto divergence = compare_pieces(config, step, expected, recorded)) {
+      report.divergence = std::move(divergence);
       return report;
     }
     ++report.steps_checked;
@@ -228,7 +269,8 @@ void print_mix(const TraceReader& trace, std::ostream& out) {
     const StepRecord record = trace.step(step);
     std::vector<uint64_t> samples(h.source_names.size(), 0), positions(h.source_names.size(), 0);
     for (const auto& s : record.samples) {
-      if (s.bad != 0 || s.source >= samples.size()) continue;
+      // What the step consumed: not the hold's documents of earlier steps.
+      if (s.bad != 0 || s.source >= samples.size() || s.from_step != step) continue;
       ++samples[s.source];
       positions[s.source] += s.positions;
     }
@@ -299,7 +341,7 @@ void export_trace(const TraceReader& trace, const std::string& format, std::ostr
   if (format != "csv" && format != "json") throw ConfigError(str("--format: '", format, "' (expected csv or json)"));
   const TraceHeader& h = trace.header();
   const bool csv = format == "csv";
-  if (csv) out << "step,group,micro_batch,sequence,sample,source,source_name,cursor,index,begin,length,cost\n";
+  if (csv) out << "step,group,micro_batch,sequence,sample,source,source_name,cursor,index,begin,length,cost,from_step\n";
   else out << "[";
   bool first = true;
   for (uint64_t step = trace.first_step(); step < trace.end_step(); ++step) {
@@ -312,7 +354,7 @@ void export_trace(const TraceReader& trace, const std::string& format, std::ostr
         std::snprintf(cost, sizeof cost, "%.17g", p.cost);
         out << step << ',' << p.group << ',' << p.micro_batch << ',' << p.sequence << ',' << p.sample << ','
             << s.source << ',' << name << ',' << s.cursor << ',' << s.index << ',' << p.begin << ',' << p.length << ','
-            << cost << '\n';
+            << cost << ',' << s.from_step << '\n';
       } else {
         JsonWriter json;  // one object per line
         json.begin_object()
@@ -328,6 +370,7 @@ void export_trace(const TraceReader& trace, const std::string& format, std::ostr
             .value("begin", p.begin)
             .value("length", p.length)
             .exact_value("cost", p.cost)
+            .value("from_step", s.from_step)
             .end_object();
         out << (first ? "\n" : ",\n") << json.str();
       }
@@ -360,12 +403,15 @@ int verify_command(const std::string& trace_path, std::string checkpoint_path, s
     return kVerifyTampered;
   }
   const TraceReader trace(trace_path);
+  std::string option = "--checkpoint";
   if (checkpoint_path.empty() && trace.first_step() > 0) {
     const auto parent = std::filesystem::path(trace_path).parent_path().string();
     checkpoint_path = planner_checkpoint_path(parent.empty() ? "." : parent, trace.first_step());
+    option = str("--checkpoint (default for a trace that begins at step ", trace.first_step(), ")");
   }
   std::optional<PlannerCheckpoint> start;
   if (!checkpoint_path.empty()) {
+    require_file_kind(checkpoint_path, FileKind::planner_checkpoint, option);
     if (auto changed = check_planner_checkpoint_integrity(checkpoint_path)) {
       out << "verify: TAMPERED: " << checkpoint_path << " was changed after it was written\n  " << *changed << "\n";
       return kVerifyTampered;

@@ -83,7 +83,8 @@ void print_mix(const TraceReader& trace, std::ostream& out);
 void print_balance(const TraceReader& trace, std::ostream& out);
 
 // One row per piece: step, group, micro_batch, sequence, sample, source,
-// source_name, cursor, index, begin, length, cost. format: "csv" or "json"
+// source_name, cursor, index, begin, length, cost, from_step (the step
+// whose stream consumed the document: earlier for one the hold delayed). format: "csv" or "json"
 // (an array of objects). Throws ConfigError for another format.
 void export_trace(const TraceReader& trace, const std::string& format, std::ostream& out);
 

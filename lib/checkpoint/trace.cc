@@ -24,6 +24,7 @@ struct SampleRow {
   uint32_t patches;
   uint64_t cursor;
   uint64_t index;
+  uint64_t from_step;
 };
 struct PieceRow {
   uint32_t group, micro_batch, sequence, sample, begin, length;
@@ -52,7 +53,8 @@ h5::CompoundType sample_type() {
       .add("positions", offsetof(SampleRow, positions), H5T_NATIVE_UINT32)
       .add("patches", offsetof(SampleRow, patches), H5T_NATIVE_UINT32)
       .add("cursor", offsetof(SampleRow, cursor), H5T_NATIVE_UINT64)
-      .add("index", offsetof(SampleRow, index), H5T_NATIVE_UINT64);
+      .add("index", offsetof(SampleRow, index), H5T_NATIVE_UINT64)
+      .add("from_step", offsetof(SampleRow, from_step), H5T_NATIVE_UINT64);
   return type;
 }
 
@@ -79,7 +81,7 @@ uint64_t rows_digest(std::span<const SampleRow> rows) {
   Digest digest;
   for (const auto& r : rows)
     for (uint64_t field : {uint64_t{r.source}, uint64_t{r.bad}, uint64_t{r.positions}, uint64_t{r.patches}, r.cursor,
-                           r.index})
+                           r.index, r.from_step})
       digest.update_u64(field);
   return digest.value();
 }
@@ -208,13 +210,43 @@ std::vector<PlanDoc> plan_docs(std::span<const TraceSample> samples, const CostM
   return docs;
 }
 
+std::vector<uint32_t> delivered_rows(uint64_t step, std::span<const TraceSample> samples,
+                                     const std::vector<bool>& held) {
+  std::vector<uint32_t> rows, released;
+  size_t good = 0;
+  for (size_t row = 0; row < samples.size(); ++row) {
+    if (samples[row].bad != 0) continue;
+    if (samples[row].from_step < step) {
+      released.push_back(static_cast<uint32_t>(row));
+      continue;
+    }
+    if (!(good < held.size() && held[good])) rows.push_back(static_cast<uint32_t>(row));
+    ++good;
+  }
+  rows.insert(rows.end(), released.begin(), released.end());
+  return rows;
+}
+
+std::vector<PlanDoc> plan_docs(std::span<const TraceSample> samples, const std::vector<uint32_t>& rows,
+                               const CostModel& cost) {
+  std::vector<PlanDoc> docs;
+  for (uint32_t row : rows) {
+    const TraceSample& s = samples[row];
+    docs.push_back(PlanDoc{static_cast<uint32_t>(docs.size()), s.positions, s.patches, cost.document(s.positions, s.patches)});
+  }
+  return docs;
+}
+
 StepRecord make_step_record(uint64_t step, std::vector<TraceSample> samples, const std::vector<BucketPlan>& buckets,
                             const CostModel& cost) {
+  const std::vector<uint32_t> rows = delivered_rows(step, samples, {});
+  return make_step_record(step, std::move(samples), buckets, cost, rows);
+}
+
+StepRecord make_step_record(uint64_t step, std::vector<TraceSample> samples, const std::vector<BucketPlan>& buckets,
+                            const CostModel& cost, const std::vector<uint32_t>& row_of_doc) {
   StepRecord record;
   record.step = step;
-  std::vector<uint32_t> row_of_doc;  // doc i -> its row in samples
-  for (size_t row = 0; row < samples.size(); ++row)
-    if (samples[row].bad == 0) row_of_doc.push_back(static_cast<uint32_t>(row));
   for (size_t group = 0; group < buckets.size(); ++group) {
     const auto& micro_batches = buckets[group].micro_batches;
     for (size_t mb = 0; mb < micro_batches.size(); ++mb) {
@@ -264,7 +296,12 @@ TraceWriter::~TraceWriter() {
 
 void TraceWriter::create(const TraceHeader& header, uint64_t first_step) {
   h5::PropertyList access = h5::file_access();
-  file_ = h5::create_file(path_, access.get());
+  // Never truncated in place: an old trace is unlinked, so that a process
+  // that still has it open keeps its steps whole.
+  std::error_code error;
+  if (std::filesystem::remove(path_, error)) log_info("trace ", path_, ": an earlier trace replaced (a start at step ", first_step, ")");
+  if (error) throw IoError(str("cannot replace trace ", path_, ": ", error.message()));
+  file_ = h5::create_file(path_, access.get(), true);
   write_header(file_.get(), header, first_step);
   tables_ = std::make_unique<Tables>();
   tables_->steps = h5::AppendableDataset::create(file_.get(), "steps", tables_->step_type.get(), kStepChunk);
@@ -339,7 +376,8 @@ void TraceWriter::append_step(const StepRecord& record) {
   MSD_CHECK_EQ(record.step, next_step_);
   std::vector<SampleRow> samples;
   samples.reserve(record.samples.size());
-  for (const auto& s : record.samples) samples.push_back({s.source, s.bad, s.positions, s.patches, s.cursor, s.index});
+  for (const auto& s : record.samples)
+    samples.push_back({s.source, s.bad, s.positions, s.patches, s.cursor, s.index, s.from_step});
   std::vector<PieceRow> pieces;
   pieces.reserve(record.pieces.size());
   for (const auto& p : record.pieces)
@@ -417,7 +455,8 @@ StepRecord TraceReader::step(uint64_t step) const {
   tables_->pieces.read(pieces_begin, pieces.size(), pieces.data());
   StepRecord record;
   record.step = step;
-  for (const auto& s : samples) record.samples.push_back({s.source, s.bad, s.cursor, s.index, s.positions, s.patches});
+  for (const auto& s : samples)
+    record.samples.push_back({s.source, s.bad, s.cursor, s.index, s.positions, s.patches, s.from_step});
   for (const auto& p : pieces) {
     if (p.sample >= samples.size())
       throw IoError(str(path_, ": step ", step, " has a piece of sample ", p.sample, " of ", samples.size()));

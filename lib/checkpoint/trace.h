@@ -29,8 +29,9 @@
 namespace msd {
 
 // docs/trace.md: bump on any change of the layout. Version 2 added the
-// integrity record, the step chain and the data fingerprint.
-inline constexpr uint64_t kTraceVersion = 2;
+// integrity record, the step chain and the data fingerprint; version 3 the
+// samples' from_step (the outlier hold's documents of earlier steps).
+inline constexpr uint64_t kTraceVersion = 3;
 
 struct TraceHeader {
   std::string config_ini;  // to_ini of the run's configuration
@@ -55,6 +56,10 @@ struct TraceSample {
   uint64_t index = 0;
   uint32_t positions = 0;  // tokens + patches
   uint32_t patches = 0;
+  // The step whose stream consumed it: the record's own step, or for a
+  // document the outlier hold delivers late, the step it was consumed at
+  // (such rows follow the consumed ones).
+  uint64_t from_step = 0;
   bool operator==(const TraceSample&) const = default;
 };
 TraceSample trace_sample(const SampleMeta& meta);
@@ -74,7 +79,8 @@ struct TracePiece {
 struct StepRecord {
   uint64_t step = 0;
   // Per source in source order, cursors ascending: every cursor the step
-  // consumed, the bad ones included.
+  // consumed, the bad ones included (from_step == step); then the documents
+  // of earlier steps the outlier hold delivers at this step, oldest first.
   std::vector<TraceSample> samples;
   // Group by group, micro-batch by micro-batch, sequence by sequence, in
   // packing order.
@@ -85,16 +91,27 @@ struct StepRecord {
 // The planner's documents of a step: the good samples of `samples`, in order,
 // doc i the i-th good one, costed by `cost` (what distribute_and_pack gets).
 std::vector<PlanDoc> plan_docs(std::span<const TraceSample> samples, const CostModel& cost);
+// The rows of step `step`'s record its documents are: its good consumed
+// rows but those the hold keeps (held[i]: the i-th good consumed row waits;
+// shorter: the rest do not), in order, then its rows of earlier steps.
+std::vector<uint32_t> delivered_rows(uint64_t step, std::span<const TraceSample> samples,
+                                     const std::vector<bool>& held);
+// The documents of those rows: doc i is row rows[i].
+std::vector<PlanDoc> plan_docs(std::span<const TraceSample> samples, const std::vector<uint32_t>& rows,
+                               const CostModel& cost);
 // The record of a step planned as `buckets` = distribute_and_pack(plan_docs(
-// samples, cost), ...): pieces' docs are mapped back to rows of `samples`.
+// samples, cost), ...): pieces' docs are mapped back to rows of `samples`
+// (doc i the i-th good row), or to row_of_doc[i].
 StepRecord make_step_record(uint64_t step, std::vector<TraceSample> samples, const std::vector<BucketPlan>& buckets,
                             const CostModel& cost);
+StepRecord make_step_record(uint64_t step, std::vector<TraceSample> samples, const std::vector<BucketPlan>& buckets,
+                            const CostModel& cost, const std::vector<uint32_t>& row_of_doc);
 
 // Appends steps to a trace. Serial HDF5, one writer (the planner); not
 // thread-safe.
 class TraceWriter {
  public:
-  // first_step 0: a new trace at `path` (an existing file is replaced).
+  // first_step 0: a new trace at `path` (an existing file is unlinked, never truncated in place).
   // first_step > 0 (a resume): the existing trace is reopened and every step
   // >= first_step dropped; its header must agree with `header` on the seed,
   // the sources and their sizes (else ConfigError). When the file is missing,

@@ -16,6 +16,7 @@ void check_failed(const char* expr, const char* file, int line, const std::strin
 int exit_status(const std::exception& cause) {
   if (dynamic_cast<const ConfigError*>(&cause)) return kExitConfig;
   if (dynamic_cast<const DataError*>(&cause)) return kExitData;
+  if (dynamic_cast<const TrainerError*>(&cause)) return kExitTrainer;
   return kExitAborted;
 }
 

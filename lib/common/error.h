@@ -39,6 +39,14 @@ class DataError : public Error {
   using Error::Error;
 };
 
+// The trainer's own failure: an exception in its code (Python or C++), or a
+// misuse of msd's API (one client finishing while the others go on). A
+// restart would fail the same way: never requeued (exit status kExitTrainer).
+class TrainerError : public Error {
+ public:
+  using Error::Error;
+};
+
 // An MPI call failed (transport/mpi.h builds the message).
 class MpiError : public Error {
  public:

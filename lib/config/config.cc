@@ -156,12 +156,27 @@ po::parsed_options parse_file(const std::string& text, const std::string& name,
   }
 }
 
+// A regular file of at most kMaxConfigBytes: a directory, a device
+// (/dev/zero) or a FIFO is refused before anything reads it.
+constexpr uint64_t kMaxConfigBytes = 1 << 20;
+
 std::string read_config_file(const std::string& path) {
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (error) throw ConfigError(str("--config: cannot open '", path, "': ", error.message()));
+  if (status.type() == std::filesystem::file_type::directory)
+    throw ConfigError(str("--config: '", path, "' is a directory, not an INI file"));
+  if (status.type() != std::filesystem::file_type::regular)
+    throw ConfigError(str("--config: '", path, "' is not a regular file (an INI file is)"));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(str("--config: cannot open '", path, "': ", std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::string text(kMaxConfigBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxConfigBytes)
+    throw ConfigError(str("--config: '", path, "' is larger than ", kMaxConfigBytes >> 20,
+                          " MiB; an INI file of options is a few KiB"));
+  return text;
 }
 
 std::vector<std::string> source_names(const std::string& text, const std::string& origin) {

@@ -186,6 +186,16 @@ OptionSpec count(std::string key, std::string value_name, std::string help, Memb
           [member](const Config& c) { return str(member(c)); }};
 }
 
+// A number >= 0 (a double), written back exactly.
+template <typename Member>
+OptionSpec number(std::string key, std::string value_name, std::string help, Member member) {
+  return {std::move(key), std::move(value_name), std::move(help),
+          [member](Config& c, const Setting& s, const ParseContext& x) {
+            if (!parse_double(s.text, member(c)) || member(c) < 0) bad_value(s, x, "a number >= 0");
+          },
+          [member](const Config& c) { return exact(member(c)); }};
+}
+
 template <typename Member>
 OptionSpec text(std::string key, std::string value_name, std::string help, Member member) {
   return {std::move(key), std::move(value_name), std::move(help),
@@ -256,6 +266,23 @@ std::vector<OptionSpec> job_options() {
       count("job.max_positions_per_micro_batch", "N",
             "most positions (tokens + patches) a micro-batch may hold; 0: seq_len x the sequences of an equal token split",
             [](auto& c) -> auto& { return c.job.max_positions_per_micro_batch; }),
+      choice("job.cuts", "C",
+           "whole | balance: documents cut only when longer than seq_len, or also where that evens out the DP "
+           "ranks, never into more pieces than Megatron's cut of the step (needs micro_batch_shape = varlen; "
+           "docs/cost-and-balance.md)",
+           [](auto& c) -> auto& { return c.job.cuts; }),
+      choice("job.micro_batch_count", "C",
+           "fixed | variable: job.micro_batches per DP rank, or as many as each rank's positions need under "
+           "max_positions_per_micro_batch, at least micro_batches (needs micro_batch_shape = varlen; "
+           "docs/batch.md)",
+           [](auto& c) -> auto& { return c.job.micro_batch_count; }),
+      number("job.hold_above", "X",
+             "the outlier hold: a document over X x seq_len positions waits for later steps until topology.dp of "
+             "them wait (one per rank) or it waited job.hold_steps; the last step places all; 0: no hold "
+             "(docs/cost-and-balance.md)",
+             [](auto& c) -> auto& { return c.job.hold_above; }),
+      count("job.hold_steps", "N", "the outlier hold: most steps a held document waits",
+            [](auto& c) -> auto& { return c.job.hold_steps; }),
       count("job.stall_timeout_s", "S",
             "a step unacknowledged this long ends the job naming the client; a client without a plan this long + 10 s "
             "ends it naming the planner; a rank missing at the end of the job this long after the last step ends it "
@@ -398,6 +425,10 @@ std::vector<OptionSpec> loader_and_model_options() {
            bad_value(s, x, "a number >= 0");
        },
        [](const Config& c) { return exact(c.model.cost_vision_scale); }},
+      number("model.cost_micro_batch", "C",
+             "cost model's cost of one micro-batch whatever it holds, in units of a*L + L^2 (the calibration's "
+             "constant; msd-plan calibrate fits it); the variable micro-batch count weighs it; 0: none",
+             [](auto& c) -> auto& { return c.model.cost_micro_batch; }),
       text("model.preset", "NAME", "llama3-8b | llama3-70b | vit-l (replaces hidden and layers); empty: hidden x layers",
            [](auto& c) -> auto& { return c.model.preset; }),
   };
@@ -462,6 +493,11 @@ std::vector<OptionSpec> checkpoint_options() {
        "(alias --resume-accept-changed-data)",
        [](Config& c, const Setting& s, const ParseContext& x) { c.checkpoint.accept_changed_data = to_bool(s, x); },
        [](const Config& c) { return std::string(c.checkpoint.accept_changed_data ? "true" : "false"); }},
+      {"checkpoint.start_over", "BOOL",
+       "start at step 0 over a checkpoint.dir that holds an earlier run's checkpoints (with --resume: only when none "
+       "reads back), moving them to DIR/replaced-<time>/; else such a start is refused",
+       [](Config& c, const Setting& s, const ParseContext& x) { c.checkpoint.start_over = to_bool(s, x); },
+       [](const Config& c) { return std::string(c.checkpoint.start_over ? "true" : "false"); }},
       name_list("checkpoint.snapshot_sources", "NAMES",
                 "sources whose transformed samples loader checkpoints keep (expensive transforms, e.g. images)",
                 [](auto& c) -> auto& { return c.checkpoint.snapshot_sources; }),

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "config/bounds.h"
 #include "config/option_table.h"
 #include "msd/config.h"
 
@@ -122,6 +123,31 @@ void validate_tokenizer(const TokenizerConfig& tokenizer, bool needed) {
 
 }  // namespace
 
+// msd's placement options (job.cuts, job.micro_batch_count, the hold): msd
+// modes only; the first two place variable-length rows.
+static void validate_placement(const JobConfig& job) {
+  const bool colocated =
+      job.mode == JobMode::colocated || job.mode == JobMode::colocated_samples || job.mode == JobMode::colocated_tokens;
+  const std::string mode = str("job.mode = ", option_name(job.mode));
+  const bool varlen = job.micro_batch_shape == RowShape::varlen;
+  if (job.cuts == Cuts::balance) {
+    require(!colocated, str("job.cuts: balance is msd's placement; ", mode, " keeps the baseline's cuts"));
+    require(varlen, "job.cuts: balance places variable-length rows; set job.micro_batch_shape = varlen (got fixed)");
+  }
+  if (job.micro_batch_count == MicroBatchCount::variable) {
+    require(!colocated, str("job.micro_batch_count: variable is msd's placement; ", mode,
+                            " keeps job.micro_batches per rank"));
+    require(varlen,
+            "job.micro_batch_count: variable places variable-length rows; set job.micro_batch_shape = varlen (got fixed)");
+  }
+  if (job.hold_above > 0) {
+    require(!colocated, str("job.hold_above: the outlier hold is msd's placement; ", mode, " places every step's own"));
+    require(job.hold_above * job.seq_len >= 1,
+            str("job.hold_above: ", job.hold_above, " x job.seq_len is under one position; give 0 (no hold) or more"));
+    require(job.hold_steps >= 1, "job.hold_steps: 0 holds nothing; give at least 1, or job.hold_above = 0 for no hold");
+  }
+}
+
 // topology.order names each axis once.
 static void validate_order(const std::string& order) {
   std::vector<std::string> sorted = split_list(order);
@@ -131,6 +157,7 @@ static void validate_order(const std::string& order) {
 }
 
 void validate(const Config& config) {
+  validate_bounds(config);  // first: no check below may overflow
   const auto& job = config.job;
   const auto& topo = config.topology;
   require(job.micro_batch_shape != RowShape::varlen || topo.cp <= 1,
@@ -145,7 +172,7 @@ void validate(const Config& config) {
   require_at_least(topo.loaders, 0, "topology.loaders");
   require_at_least(topo.shadow_loaders, 0, "topology.shadow_loaders");
   // The rank count is an int for MPI; a product that overflows is a typo.
-  const int64_t ranks = int64_t{topo.dp} * topo.pp * topo.cp * topo.tp + topo.loaders + topo.shadow_loaders + 1;
+  const double ranks = double{1.0} * topo.dp * topo.pp * topo.cp * topo.tp + topo.loaders + topo.shadow_loaders + 1;
   require(ranks <= std::numeric_limits<int>::max(),
           str("topology: dp*pp*cp*tp + loaders + 1 = ", ranks, " ranks is more than MPI can address"));
   require(job.global_batch >= static_cast<uint32_t>(topo.dp),
@@ -219,6 +246,7 @@ void validate(const Config& config) {
           str("loader.window_mb: ", config.loader.window_mb, " MiB cannot hold one sample of job.max_sample_bytes = ",
               job.max_sample_bytes, " bytes; raise loader.window_mb or lower job.max_sample_bytes"));
   validate_model_and_device(config);
+  validate_placement(job);
   require_one_of(config.output.log_level, {"debug", "info", "warn", "error", "quiet"}, "output.log_level");
   require_at_least(config.loader.deadline_ms, uint64_t{1}, "loader.deadline_ms");
   require_at_least(config.loader.threads, uint32_t{1}, "loader.threads");

@@ -314,6 +314,7 @@ BatchBuild begin_build(const StepPlan& plan, ByteFetcher& fetcher, const BuildOp
   // Laid out in the state itself: the edge tokens' reads land in its vector.
   Layout& layout = build.state_->layout;
   out.step = plan.step;
+  out.global_loss_tokens = plan.loss_tokens;
   out.micro_batches.resize(micro_batches);
   for (size_t m = 0; m < micro_batches; ++m) lay_out_micro_batch(layout, m, out.micro_batches[m]);
   layout.edge_tokens.assign(layout.edges, 0);

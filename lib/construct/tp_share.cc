@@ -71,6 +71,7 @@ class Reader {
 void encode_to(const Batch& batch, Writer& w) {
   w.value(batch.step);
   w.value(batch.digest);
+  w.value(batch.global_loss_tokens);
   w.value<uint64_t>(batch.micro_batches.size());
   for (const MicroBatch& mb : batch.micro_batches) {
     w.value(mb.sequences);
@@ -123,6 +124,7 @@ void decode_batch(const uint8_t* bytes, uint64_t size, Batch& out) {
   Reader r(bytes, size);
   out.step = r.value<uint64_t>();
   out.digest = r.value<uint64_t>();
+  out.global_loss_tokens = r.value<uint64_t>();
   const uint64_t count = r.value<uint64_t>();
   if (count > size) throw ProtocolError(str("a shared batch claims ", count, " micro-batches in ", size, " bytes"));
   out.micro_batches.resize(count);

@@ -24,6 +24,17 @@ void AckWatch::acked(int client, uint64_t step) {
 
 void AckWatch::completed(uint64_t step) { sent_.erase(step); }
 
+void AckWatch::stopped(int client) {
+  if (client >= 0 && static_cast<size_t>(client) < next_ack_.size()) next_ack_[static_cast<size_t>(client)] = kNotWatched;
+}
+
+std::optional<std::pair<int, uint64_t>> AckWatch::acknowledged_from(uint64_t step) const {
+  for (size_t rank = 0; rank < next_ack_.size(); ++rank)
+    if (next_ack_[rank] != kNotWatched && next_ack_[rank] > step)
+      return std::make_pair(static_cast<int>(rank), next_ack_[rank] - 1);
+  return std::nullopt;
+}
+
 void AckWatch::check(Clock::time_point now) const {
   if (timeout_.count() == 0 || sent_.empty()) return;
   const auto& [step, when] = *sent_.begin();

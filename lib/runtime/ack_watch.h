@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <utility>
 #include <vector>
 
 namespace msd {
@@ -21,6 +23,12 @@ class AckWatch {
   void sent(uint64_t step, Clock::time_point now);  // the step's plans went out
   void acked(int client, uint64_t step);
   void completed(uint64_t step);  // every client acknowledged it
+  // The client's trainer finished early (kTagStopping): it acknowledges no
+  // more steps and is never named.
+  void stopped(int client);
+  // A watched client that acknowledged `step` or a later one, and the last
+  // step it acknowledged; nullopt when none did.
+  std::optional<std::pair<int, uint64_t>> acknowledged_from(uint64_t step) const;
   // Throws Error naming the clients that have not acknowledged the oldest
   // outstanding step, once its plans are older than the bound.
   void check(Clock::time_point now) const;

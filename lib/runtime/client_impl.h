@@ -15,6 +15,9 @@ class ClientImpl {
   virtual ~ClientImpl() = default;
   virtual const Batch* next() = 0;
   virtual uint64_t steps() const = 0;
+  // The trainer finished before the stream's end (Job::finish): complete
+  // what is in flight and stop; no next() follows.
+  virtual void stop_early() = 0;
 };
 
 // What the client at `client_index` builds: its CP slice and its pipeline

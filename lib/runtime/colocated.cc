@@ -61,6 +61,18 @@ ColocatedClient::~ColocatedClient() {
   if (worker_.joinable()) worker_.join();
 }
 
+// The prefetch thread stops, and the step watchdog with it: the trainer asks
+// for no more steps.
+void ColocatedClient::stop_early() {
+  steps_.reset();
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  room_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
 void ColocatedClient::start(int32_t image_token_id) {
   // The baseline's trainer slices after loading: each rank keeps its CP
   // slice and stage fields of the whole samples it loaded.

@@ -32,6 +32,7 @@ class ColocatedClient : public ClientImpl {
 
   const Batch* next() override;
   uint64_t steps() const override { return job_.config.job.steps; }
+  void stop_early() override;
   int32_t vocab_size() const { return tokenizer_ ? tokenizer_->vocab_size() : -1; }
   void start(int32_t image_token_id);  // starts the prefetch thread
   uint64_t state_bytes() const { return state_bytes_; }

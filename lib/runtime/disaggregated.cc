@@ -7,6 +7,7 @@
 #include "common/memory.h"
 #include "plan/step/cost.h"
 #include "plan/step/pack.h"
+#include "runtime/fatal.h"
 
 namespace msd {
 
@@ -138,14 +139,30 @@ const Batch* DisaggregatedClient::next() {
   return &batch;
 }
 
+void DisaggregatedClient::stop_early() {
+  if (ahead_.pending()) {
+    reader_.finish();  // the replies land in batches_: never left in flight
+    (void)finish_build(ahead_);
+  }
+  if (job_.talks_to_planner(client_index_))
+    job_.send_to_planner(kTagStopping, encode(AckMessage{next_step_, 0.0, 0}), "telling the planner this client stops");
+}
+
 Client::Client(std::unique_ptr<ClientImpl> impl, const Config& config) : impl_(std::move(impl)), config_(config) {}
 Client::~Client() = default;
 uint64_t Client::steps() const { return impl_->steps(); }
 
 const Batch* Client::next() {
-  const Batch* batch = impl_->next();
+  const Batch* batch = nullptr;
+  try {
+    batch = impl_->next();
+  } catch (...) {
+    note_failure(std::current_exception());  // named if the trainer lets it unwind through the Job
+    throw;
+  }
   sample_anon_shmem();  // colocated, the loader state is here (docs/summary.md)
   if (batch == nullptr) return nullptr;
+  note_step(batch->step);
   const CostModel cost = make_cost_model(config_);
   double largest = 0.0;
   log_.step_digests.push_back(batch->digest);
@@ -155,6 +172,10 @@ const Batch* Client::next() {
   log_.steps_read_ahead += batch->read_ahead ? 1 : 0;
   log_.source_samples.resize(config_.sources.size());
   log_.source_tokens.resize(config_.sources.size());
+  // job.micro_batches costs a step: with job.micro_batch_count = variable the
+  // micro-batches beyond them add to the last (its rank's total is right).
+  const size_t slots = std::max<size_t>(1, config_.job.micro_batches);
+  const size_t first = log_.step_costs.size();
   for (const MicroBatch& mb : batch->micro_batches) {
     double units = 0.0;
     for (const DocSpan& doc : mb.docs) {
@@ -165,10 +186,12 @@ const Batch* Client::next() {
       log_.source_tokens.at(doc.source) += doc.length;
       if (doc.begin == 0) log_.source_samples.at(doc.source)++;
     }
-    log_.step_costs.push_back(units);
+    if (log_.step_costs.size() - first < slots)
+      log_.step_costs.push_back(units);
+    else
+      log_.step_costs.back() += units;
   }
-  // Plans always hold job.micro_batches micro-batches; keep the layout fixed.
-  for (size_t m = batch->micro_batches.size(); m < config_.job.micro_batches; ++m) log_.step_costs.push_back(0.0);
+  while (log_.step_costs.size() - first < slots) log_.step_costs.push_back(0.0);
   log_.step_costs.push_back(largest);
   return batch;
 }

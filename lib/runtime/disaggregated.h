@@ -37,6 +37,10 @@ class DisaggregatedClient : public ClientImpl {
   DisaggregatedClient& operator=(const DisaggregatedClient&) = delete;
   const Batch* next() override;
   uint64_t steps() const override { return job_.config.job.steps; }
+  // Completes reads requested ahead and tells the planner the step this
+  // client stops at (kTagStopping); the plans it sent beyond are dropped at
+  // the end of the job (Job::finish).
+  void stop_early() override;
 
  private:
   Message receive_plan(int planner);

@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "checkpoint/ownership.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "common/memory.h"
@@ -18,9 +19,11 @@
 #include "runtime/disaggregated.h"
 #include "runtime/colocated.h"
 #include "runtime/context.h"
+#include "runtime/fatal.h"
 #include "runtime/loader.h"
 #include "runtime/nodes.h"
 #include "runtime/planner.h"
+#include "runtime/preflight.h"
 #include "runtime/resume_step.h"
 #include "runtime/source_agreement.h"
 #include "runtime/summary.h"
@@ -43,24 +46,36 @@ class JobImpl {
     std::string error;  // the message, on the rank that reports it
   };
   void set_up_logging();
+  void preflight();
   void split_communicators();
   void settle_assignment();
   StartUp start_colocated();
   StartUp start_loader();
   StartUp start_planner();
   void agree_and_start(const StartUp& mine);
+  // Whether the Job is mid-stream: destroying it now would enter collective
+  // frees that peers still streaming (or waiting for this rank) never join.
+  bool mid_stream() const { return stage == Stage::starting || stage == Stage::started; }
 
   JobContext ctx;
   Role role = Role::client;
+  // The planner's, on checkpoint.dir and the trace: released after the
+  // planner (declared before it).
+  std::vector<std::unique_ptr<OwnerLock>> owner_locks;
   std::unique_ptr<LoaderRole> loader;
   std::unique_ptr<PlannerRole> planner;
   std::unique_ptr<Client> client;
+  ClientImpl* client_impl = nullptr;  // client's, for an early end (Job::finish)
   ColocatedClient* colocated = nullptr;
   Comm clients, dp, tp, cp, pp;
   int client_index = -1;
   RoleStats stats;
   PlannerReport report;
   bool started = false;
+  // How far the Job got: failed_everywhere is a start-up error every rank
+  // raised alike (after an agreement), so every rank frees alike.
+  enum class Stage { constructed, starting, started, failed_everywhere, finished };
+  Stage stage = Stage::constructed;
   std::chrono::steady_clock::time_point start;
 };
 
@@ -112,6 +127,8 @@ JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(c
 }
 
 void JobImpl::start_stream() {
+  stage = Stage::starting;
+  preflight();
   const Config& config = ctx.config;
   // Loaders (or, colocated, every client) open their sources; everyone agrees
   // whether start-up worked before any work begins, so a bad source fails the
@@ -128,13 +145,39 @@ void JobImpl::start_stream() {
   }
   agree_and_start(mine);
   started = true;
+  stage = Stage::started;
+}
+
+// Before any work (docs/errors.md "Checked before any work"): the paths the
+// job writes, the owner locks on its checkpoint directory and trace (the
+// planner's: a second job on them is refused naming the owner, before
+// anything there is opened), the loader windows' room on each node. Every
+// rank throws the same ConfigError when any check fails anywhere.
+void JobImpl::preflight() {
+  const uint64_t window_bytes = !ctx.layout.colocated && role == Role::loader ? ctx.config.loader.window_mb << 20 : 0;
+  std::string error = check_window_room(ctx.world.get(), window_bytes, ctx.config);
+  try {
+    if (ctx.rank == 0 || role == Role::planner) check_output_paths(ctx.config);
+    if (role == Role::planner && owner_locks.empty())
+      for (const auto& [path, option] : owner_lock_paths(ctx.config))
+        owner_locks.push_back(std::make_unique<OwnerLock>(path, option));
+  } catch (const std::exception& e) {
+    if (error.empty()) error = e.what();
+  }
+  error = agree_on_error(ctx.world.get(), error);
+  if (error.empty()) return;
+  owner_locks.clear();
+  stage = Stage::failed_everywhere;
+  throw ConfigError(error);
 }
 
 void JobImpl::set_up_logging() {
   set_log_level(parse_log_level(ctx.config.output.log_level));
-  set_log_prefix(role == Role::planner ? "planner"
-                 : role == Role::loader ? str("loader ", ctx.layout.loader_index(ctx.rank))
-                                        : str("client ", ctx.layout.client_index(ctx.rank)));
+  const std::string prefix = role == Role::planner ? "planner"
+                             : role == Role::loader ? str("loader ", ctx.layout.loader_index(ctx.rank))
+                                                    : str("client ", ctx.layout.client_index(ctx.rank));
+  set_log_prefix(prefix);
+  install_fail_fast(prefix, ctx.rank);
   log_debug("layout: ", format_layout_line(ctx.layout, ctx.tree, ctx.rank));
   if (ctx.rank == 0 && groups_split_across_nodes(ctx.layout, ctx.tree, false) > 0)
     log_warn(groups_split_across_nodes(ctx.layout, ctx.tree, false), " TP group(s) span more than one node; "
@@ -236,6 +279,7 @@ JobImpl::StartUp JobImpl::start_colocated() {
   try {
     auto impl = std::make_unique<ColocatedClient>(ctx, client_index);
     colocated = impl.get();
+    client_impl = impl.get();
     stats.state_bytes = impl->state_bytes();
     mine.vocab_size = impl->vocab_size();
     client = std::make_unique<Client>(std::move(impl), ctx.config);
@@ -321,6 +365,7 @@ void JobImpl::agree_and_start(const StartUp& mine) {
     throw Error(str("start-up: world rank ", ctx.rank, " (", role_name(role), ") waited job.startup_timeout_s + 10 = ",
                     bound_s + 10, " s for the start-up agreement: another rank did not arrive"));
   if (global[0] != 0) {
+    stage = Stage::failed_everywhere;
     // Rank 0 (the planner, or the first colocated client) has the message.
     throw ConfigError(ctx.rank == 0 ? mine.error : std::string("start-up failed on another rank"));
   }
@@ -334,8 +379,9 @@ void JobImpl::agree_and_start(const StartUp& mine) {
   if (colocated) {
     colocated->start(token_id);
   } else if (role == Role::client) {
-    client = std::make_unique<Client>(std::make_unique<DisaggregatedClient>(ctx, client_index, token_id, tp.get()),
-                                      ctx.config);
+    auto impl = std::make_unique<DisaggregatedClient>(ctx, client_index, token_id, tp.get());
+    client_impl = impl.get();
+    client = std::make_unique<Client>(std::move(impl), ctx.config);
   }
 }
 
@@ -354,6 +400,7 @@ std::unique_ptr<PlannerRole> JobImpl::make_planner(const std::vector<LoaderHello
                                fingerprint_digest(data) & kIdentityMask};
   std::optional<PlannerCheckpoint> resume;
   if (ckpt.resuming()) resume = find_resume_checkpoint(ctx.config, data);
+  if (!resume) prepare_fresh_start(ctx.config);  // never over an earlier run's checkpoints
   // The first step delivered: the trainer's step, or the checkpoint's.
   ctx.first_step = ckpt.resume_step.value_or(resume ? resume->step : 0);
   return std::make_unique<PlannerRole>(ctx, infos, resume, std::move(data));
@@ -366,11 +413,23 @@ Job::Job(const Config& config, MPI_Comm world, DeferStart) : impl_(std::make_uni
 
 void Job::start(std::optional<uint64_t> resume_step) {
   if (impl_->started) throw Error("Job::start() called twice (or on a Job constructed without DeferStart)");
-  apply_resume_step(impl_->ctx.world.get(), resume_step, impl_->ctx.config);
-  impl_->start_stream();
+  apply_resume_step(impl_->ctx.world.get(), resume_step, impl_->ctx.config);  // throws on every rank alike
+  try {
+    impl_->start_stream();
+  } catch (...) {
+    note_failure(std::current_exception());
+    throw;
+  }
 }
 bool Job::started() const { return impl_->started; }
-Job::~Job() = default;
+
+// On the orderly path (finish() done, or never started, or a start-up every
+// rank failed alike) the members free windows and communicators collectively.
+// Mid-stream that would hang: the peers never join. The job ends instead,
+// naming what msd saw fail, or saying how the Job was left.
+Job::~Job() {
+  if (impl_ && impl_->mid_stream()) abort_abandoned_job(std::uncaught_exceptions() > 0);
+}
 
 Role Job::role() const { return impl_->role; }
 int Job::world_rank() const { return impl_->ctx.rank; }
@@ -389,20 +448,32 @@ Client& Job::client() {
   return *impl_->client;
 }
 
-void Job::serve() {
-  if (!impl_->started) throw Error("Job::serve() called before Job::start()");
-  if (impl_->role == Role::planner) {
-    impl_->report = impl_->planner->serve();
-    impl_->stats.role = static_cast<int32_t>(Role::planner);
-    impl_->stats.steps = impl_->report.steps;
-    impl_->stats.tokens = impl_->report.tokens;
-    impl_->stats.wall_seconds = impl_->report.wall_seconds;
-  } else if (impl_->role == Role::loader) {
-    const uint64_t startup = impl_->stats.startup_rss_bytes;
-    impl_->stats = impl_->loader->serve();
-    impl_->stats.startup_rss_bytes = startup;
+namespace {
+// Job::serve: the planner's or a loader's loop until the job ends.
+void serve_role(JobImpl& job) {
+  if (job.role == Role::planner) {
+    job.report = job.planner->serve();
+    job.stats.role = static_cast<int32_t>(Role::planner);
+    job.stats.steps = job.report.steps;
+    job.stats.tokens = job.report.tokens;
+    job.stats.wall_seconds = job.report.wall_seconds;
+  } else if (job.role == Role::loader) {
+    const uint64_t startup = job.stats.startup_rss_bytes;
+    job.stats = job.loader->serve();
+    job.stats.startup_rss_bytes = startup;
   } else {
     throw Error("Job::serve() called on a client rank; clients call client().next()");
+  }
+}
+}  // namespace
+
+void Job::serve() {
+  if (!impl_->started) throw Error("Job::serve() called before Job::start()");
+  try {
+    serve_role(*impl_);
+  } catch (...) {
+    note_failure(std::current_exception());
+    throw;
   }
 }
 
@@ -432,17 +503,38 @@ void check_arrivals(JobImpl& job, const std::vector<int>& gone) {
                   job.ctx.config.job.stall_timeout_s, " s of the last step"));
 }
 
+// The planner's end of job on a live loader or client, within
+// job.stall_timeout_s + 10 s (the planner's own bounds fire first). A client
+// whose trainer stopped early drops the plans the planner had sent ahead.
+Message await_end_of_job(JobImpl& job) {
+  const char* hint = "waiting for the planner's end of job";
+  const uint64_t bound_s = job.ctx.config.job.stall_timeout_s;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(bound_s + 10);
+  const int planner = job.ctx.layout.planner_rank();
+  const int tag = job.role == Role::client ? MPI_ANY_TAG : kTagFinish;
+  while (true) {
+    std::optional<Message> message;
+    if (bound_s == 0) {
+      message = receive(job.ctx.world.get(), planner, tag, hint);
+    } else {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      message = receive_for(job.ctx.world.get(), planner, tag, static_cast<uint64_t>(std::max<int64_t>(left.count(), 1)), hint);
+    }
+    if (!message)
+      throw Error(str("the planner (world rank ", planner, ") sent no end of job within job.stall_timeout_s + 10 = ",
+                      bound_s + 10, " s: stuck or stopped"));
+    if (message->tag == kTagFinish) return std::move(*message);
+    if (message->tag != kTagPlan)
+      throw ProtocolError(str("world rank ", job.ctx.rank, " got tag ", message->tag, " from the planner at the end of the job"));
+  }
+}
+
 // The ranks alive at the end and their communicator: the planner decided who
 // is left out (PlannerRole::stop_loaders) and told every other live rank.
 void join_live_ranks(JobImpl& job) {
   if (job.ctx.layout.colocated) return;
   std::vector<int> gone = job.report.gone;
-  if (job.role != Role::planner) {
-    auto finish = receive_for(job.ctx.world.get(), job.ctx.layout.planner_rank(), kTagFinish, 60000,
-                              "waiting for the planner's end of job");
-    if (!finish) throw Error("the planner (world rank 0) sent no end of job within 60 s");
-    gone = decode_ranks(finish->bytes).ranks;
-  }
+  if (job.role != Role::planner) gone = decode_ranks(await_end_of_job(job).bytes).ranks;
   check_arrivals(job, gone);
   for (int rank = 0; rank < job.ctx.layout.world_size(); ++rank)
     if (std::find(gone.begin(), gone.end(), rank) == gone.end()) job.ctx.live_ranks.push_back(rank);
@@ -466,9 +558,21 @@ int Job::shutdown() {
   return kExitOk;
 }
 
-Summary Job::finish(const TrainerStats& trainer) {
-  if (!impl_->started) throw Error("Job::finish() called before Job::start()");
-  JobImpl& job = *impl_;
+namespace {
+// A client whose trainer finishes before the stream's end (an evaluation
+// loop, early stopping) ends its part of the stream here; the planner ends
+// the stream at that step for every rank, or names a client that went on.
+void end_client_early(JobImpl& job) {
+  if (job.role != Role::client || job.client_impl == nullptr) return;
+  const uint64_t end = job.ctx.first_step + job.client->log().step_digests.size();
+  if (end >= job.ctx.config.job.steps) return;
+  log_info("finish() at step ", end, ", before the stream's end (job.steps = ", job.ctx.config.job.steps,
+           "): the stream ends here");
+  job.client_impl->stop_early();
+}
+
+Summary finish_job(JobImpl& job, const TrainerStats& trainer) {
+  end_client_early(job);
   const FaultConfig& fault = job.ctx.config.fault;
   if (fault.kind == "finish_stall" && fault.rank == job.ctx.rank) {
     log_warn("fault injected: finish_stall for ", fault.stall_ms, " ms at the end of the job");
@@ -503,6 +607,7 @@ Summary Job::finish(const TrainerStats& trainer) {
     input.checkpoint_seconds = job.report.checkpoint_seconds;
     input.checkpoint_max_seconds = job.report.checkpoint_max_seconds;
     input.budget_binding_steps = job.report.budget_binding_steps;
+    input.placement = job.report.placement;
     input.budget_exceeded_steps = job.report.budget_exceeded_steps;
     input.planner_work_seconds = job.report.work_seconds;
     input.planner_work_cpu_seconds = job.report.work_cpu_seconds;
@@ -517,7 +622,28 @@ Summary Job::finish(const TrainerStats& trainer) {
   sample_anon_shmem(true);
   job.stats.peak_anon_shmem_bytes = peak_anon_shmem_bytes();
   input.stats = job.stats;
-  return gather_summary(job.ctx, input);
+  Summary summary = gather_summary(job.ctx, input);
+  // Here, not in msd-run: a trainer's job (msd.Job) writes it too.
+  const std::string& path = job.ctx.config.output.summary_json;
+  if (job.ctx.rank == 0 && !path.empty()) {
+    std::ofstream out(path);
+    out << summary.json << "\n";
+    if (!out) throw IoError(str("output.summary_json: cannot write ", path));
+  }
+  return summary;
+}
+}  // namespace
+
+Summary Job::finish(const TrainerStats& trainer) {
+  if (!impl_->started) throw Error("Job::finish() called before Job::start()");
+  try {
+    Summary summary = finish_job(*impl_, trainer);
+    impl_->stage = JobImpl::Stage::finished;
+    return summary;
+  } catch (...) {
+    note_failure(std::current_exception());
+    throw;
+  }
 }
 
 }  // namespace msd

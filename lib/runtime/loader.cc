@@ -10,6 +10,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/memory.h"
+#include "runtime/fatal.h"
 #include "runtime/metrics.h"
 #include "transport/progress.h"
 
@@ -361,6 +362,7 @@ ReadServer::Holds LoaderRole::live_slot() const {
 RoleStats LoaderRole::serve() {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
+  note_serving();
   slots_ = std::make_unique<SlotAllocator>(job_.windows.bytes());
   const int planner = job_.layout.planner_rank();
   std::deque<LoadItem> pending;

@@ -1,19 +1,36 @@
 #include "runtime/plan_encoder.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 
 namespace msd {
 
-void PlanEncoder::start(uint64_t step, uint32_t seq_len, const std::vector<SampleMeta>& samples) {
+uint64_t loss_tokens(const std::vector<BucketPlan>& buckets, const std::vector<SampleMeta>& samples) {
+  uint64_t labelled = 0;
+  for (const BucketPlan& bucket : buckets)
+    for (const MicroBatchPlan& mb : bucket.micro_batches)
+      for (const PackedSequence& sequence : mb.sequences)
+        for (const Piece& piece : sequence.pieces) {
+          // Labels at [max(begin, patches), begin + length - 1).
+          const uint64_t first = std::max<uint64_t>(piece.begin, samples.at(piece.doc).patches);
+          const uint64_t end = uint64_t{piece.begin} + piece.length - 1;
+          labelled += end > first ? end - first : 0;
+        }
+  return labelled;
+}
+
+void PlanEncoder::start(uint64_t step, uint32_t seq_len, const std::vector<SampleMeta>& samples, uint64_t loss_tokens) {
   step_ = step;
   seq_len_ = seq_len;
+  loss_tokens_ = loss_tokens;
   samples_ = &samples;
   local_.assign(samples.size(), kAbsent);
 }
 
 std::vector<uint8_t> PlanEncoder::encode(const BucketPlan& bucket, uint64_t& tokens) {
   used_.clear();
-  size_t bytes = 8 + 4 + 4 + 4;
+  size_t bytes = 8 + 4 + 8 + 4 + 4;
   for (const MicroBatchPlan& mb : bucket.micro_batches) {
     bytes += 4;
     for (const PackedSequence& sequence : mb.sequences) {
@@ -31,6 +48,7 @@ std::vector<uint8_t> PlanEncoder::encode(const BucketPlan& bucket, uint64_t& tok
   w.reserve(bytes + used_.size() * kSampleMetaBytes);
   w.u64(step_);
   w.u32(seq_len_);
+  w.u64(loss_tokens_);
   w.u32(checked_cast<uint32_t>(used_.size()));
   for (uint32_t doc : used_) write_wire(w, (*samples_)[doc]);
   w.u32(checked_cast<uint32_t>(bucket.micro_batches.size()));

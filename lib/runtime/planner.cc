@@ -8,6 +8,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/memory.h"
+#include "runtime/fatal.h"
 #include "source/source.h"
 
 namespace msd {
@@ -47,6 +48,7 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
       mode_(training_mode(job.config.job)),
       acks_(job.planner_peers(), job.config.job.stall_timeout_s),
       peer_count_(job.planner_peers().size()),
+      hold_(pack_.hold),
       data_(std::move(data)) {
   report_.bad_samples.assign(bad_kind_count, 0);
   if (resume) {
@@ -56,6 +58,7 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
     report_.bad_samples = resume->bad_samples;
     report_.bad_samples.resize(bad_kind_count, 0);
     scaler_.restore(*resume);
+    hold_.restore(resume->held);  // serve() loads its documents again before any step
   }
   deliver_from_ = std::max(job.first_step, first_step_);
   report_.first_step = deliver_from_;
@@ -73,29 +76,37 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
 // Plans step next_step_ once, for every source, the first quota good samples
 // after the consumed cursor have all been loaded.
 bool PlannerRole::try_plan_step() {
+  if (!streams_.reloaded(held_meta_)) return false;  // a resume's held documents come first
   const std::vector<uint64_t> bad_before = report_.bad_samples;
   std::optional<SampleStreams::Step> taken = streams_.take_step(report_.bad_samples, trace_ != nullptr);
   if (!taken) return false;
   const uint64_t step = next_step_;
   if (checkpoints_)  // kept until a checkpoint passes the step
-    starts_[step] = StepStart{std::move(taken->consumed_before), std::move(taken->realized_before), bad_before};
-  const std::vector<SampleMeta>& samples = taken->samples;
+    starts_[step] =
+        StepStart{std::move(taken->consumed_before), std::move(taken->realized_before), bad_before, hold_.held()};
   ++next_step_;
   inject_fault(step);
 
+  // The stream's documents of the step, before the hold: the same on every mesh.
+  const uint64_t documents = document_digest(step, taken->samples);
+  std::vector<bool> held;
+  const std::vector<SampleMeta> samples = apply_hold(step, *taken, held);
   std::vector<PlanDoc> docs(samples.size());
   for (size_t i = 0; i < samples.size(); ++i) {
     const auto& m = samples[i];
     docs[i] = PlanDoc{static_cast<uint32_t>(i), m.positions(), m.patches, cost_.document(m.positions(), m.patches)};
   }
   const std::vector<BucketPlan> buckets = place(step, docs);
-  if (trace_) trace_->append_step(make_step_record(step, std::move(taken->consumed), buckets, cost_));
+  if (trace_) {
+    const std::vector<uint32_t> rows = delivered_rows(step, taken->consumed, held);
+    trace_->append_step(make_step_record(step, std::move(taken->consumed), buckets, cost_, rows));
+  }
   if (metrics_ && step >= deliver_from_) metrics_->planned(step, buckets, docs);
 
   InFlightStep record;
   record.step = step;
   const bool delivered = step >= deliver_from_;  // else fast-forwarded: no client gets it
-  if (delivered) report_.document_digests.push_back(document_digest(step, samples));
+  if (delivered) report_.document_digests.push_back(documents);
   record.acks_missing = delivered ? static_cast<int>(peer_count_) : 0;
   record.samples.reserve(samples.size());
   for (const auto& m : samples) {
@@ -113,6 +124,41 @@ bool PlannerRole::try_plan_step() {
   return true;
 }
 
+// The step's documents after the outlier hold: those it took that do not
+// wait, in order, then the waiting ones of earlier steps it delivers, oldest
+// first (the trace's rows gain those, from the step that took them).
+// held[i]: the i-th good sample taken waits.
+std::vector<SampleMeta> PlannerRole::apply_hold(uint64_t step, SampleStreams::Step& taken, std::vector<bool>& held) {
+  for (TraceSample& row : taken.consumed) row.from_step = step;
+  if (!hold_.options().enabled() && hold_.held().empty()) return std::move(taken.samples);
+  std::vector<HeldDoc> arrivals;
+  arrivals.reserve(taken.samples.size());
+  for (const SampleMeta& m : taken.samples) arrivals.push_back({m.source, m.cursor, m.positions(), m.patches, step});
+  OutlierHold::Decision decision = hold_.step(step, arrivals);
+  std::vector<SampleMeta> samples;
+  samples.reserve(taken.samples.size() + decision.released.size());
+  for (size_t i = 0; i < taken.samples.size(); ++i) {
+    const SampleMeta& m = taken.samples[i];
+    if (decision.held[i])
+      held_meta_.emplace(std::make_pair(m.source, m.cursor), m);
+    else
+      samples.push_back(m);
+  }
+  for (const HeldDoc& doc : decision.released) {
+    auto it = held_meta_.find({doc.source, doc.cursor});
+    MSD_CHECK(it != held_meta_.end());
+    samples.push_back(it->second);
+    if (trace_) {
+      taken.consumed.push_back(trace_sample(it->second));
+      taken.consumed.back().from_step = doc.since;
+    }
+    held_meta_.erase(it);
+  }
+  if (step >= deliver_from_) report_.placement.hold.add(step, decision.released);
+  held = std::move(decision.held);
+  return samples;
+}
+
 // The step's documents over the data groups, as job.mode places them.
 std::vector<BucketPlan> PlannerRole::place(uint64_t step, const std::vector<PlanDoc>& docs) {
   std::vector<BucketPlan> buckets;
@@ -128,6 +174,12 @@ std::vector<BucketPlan> PlannerRole::place(uint64_t step, const std::vector<Plan
     PackedStep packed = pack_step(docs, pack_, cost_);
     report_.budget_binding_steps += packed.stats.budget_binding;
     report_.budget_exceeded_steps += packed.stats.budget_exceeded;
+    if (step >= deliver_from_) {
+      PlacementReport& placed = report_.placement;
+      placed.pieces += packed.stats.pieces;
+      placed.megatron_pieces += packed.stats.megatron_pieces;
+      placed.max_micro_batches = std::max(placed.max_micro_batches, packed.stats.max_micro_batches);
+    }
     buckets = std::move(packed.buckets);
   }
   report_.placement_cpu_seconds += thread_cpu_seconds() - placing_since;
@@ -141,7 +193,7 @@ std::vector<BucketPlan> PlannerRole::place(uint64_t step, const std::vector<Plan
 uint64_t PlannerRole::send_plans(uint64_t step, const std::vector<BucketPlan>& buckets,
                                  const std::vector<SampleMeta>& samples, bool delivered) {
   uint64_t tokens = 0;
-  plans_.start(step, pack_.seq_len, samples);
+  plans_.start(step, pack_.seq_len, samples, loss_tokens(buckets, samples));
   for (int group = 0; group < job_.tree.data_groups(); ++group) {
     std::vector<uint8_t> bytes = plans_.encode(buckets[static_cast<size_t>(group)], tokens);
     if (!delivered) continue;
@@ -176,7 +228,60 @@ void PlannerRole::on_ack(int client_rank, uint64_t step, double wait_seconds) {
   it->second.max_wait_seconds = std::max(it->second.max_wait_seconds, wait_seconds);
   it->second.wait_sum_seconds += wait_seconds;
   acks_.acked(client_rank, step);
+  if (!stopping_.empty()) check_stops();
   if (--it->second.acks_missing == 0) complete_step(step);
+}
+
+void PlannerRole::on_stopping(int client_rank, uint64_t step) {
+  stopping_[client_rank] = step;
+  acks_.stopped(client_rank);
+  check_stops();
+}
+
+// A trainer may finish before the stream's end, on every client at the same
+// step: the stream then ends there. A client that goes on past another's
+// stop, or stops at another step, is the trainer's misuse, named at once
+// (TrainerError) rather than when the stall bound runs out.
+void PlannerRole::check_stops() {
+  const auto first = std::min_element(stopping_.begin(), stopping_.end(),
+                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+  const auto [rank, step] = *first;
+  const std::string stopped = str("client world rank ", rank, " called finish() at step ", step,
+                                  ", before the stream's end (job.steps = ", job_.config.job.steps, ")");
+  for (const auto& [other, other_step] : stopping_)
+    if (other_step != step)
+      throw TrainerError(str(stopped, ", client world rank ", other, " at step ", other_step,
+                             ": every client must finish at the same step"));
+  if (const auto going = acks_.acknowledged_from(step))
+    throw TrainerError(str(stopped, " while client world rank ", going->first, " went on to step ", going->second,
+                           ": one client finishing while the others go on is a usage error; every client must "
+                           "finish at the same step"));
+  if (stopping_.size() == peer_count_) end_early_ = step;
+}
+
+// job.stall_timeout_s; after a client finished early, the clients that
+// neither acknowledge nor finish are the trainer's misuse (they may wait for
+// the finished one in a collective).
+void PlannerRole::check_acks() {
+  try {
+    acks_.check(std::chrono::steady_clock::now());
+  } catch (const Error& e) {
+    if (stopping_.empty()) throw;
+    throw TrainerError(str(e.what(), "; client world rank ", stopping_.begin()->first, " called finish() at step ",
+                           stopping_.begin()->second, ": every client must finish at the same step"));
+  }
+}
+
+// Every client finished at `end`: the steps planned beyond it are never
+// delivered (their tokens and document digests leave the report), and a
+// planner checkpoint of `end` lets --resume continue exactly there.
+void PlannerRole::end_stream_early(uint64_t end) {
+  log_info("every client finished at step ", end, ", before the stream's end (job.steps = ", job_.config.job.steps,
+           "): the stream ends there");
+  for (auto it = in_flight_.lower_bound(std::max(end, deliver_from_)); it != in_flight_.end(); ++it)
+    report_.tokens -= it->second.tokens;
+  if (report_.document_digests.size() > end - deliver_from_) report_.document_digests.resize(end - deliver_from_);
+  if (checkpoints_ && end % job_.config.checkpoint.planner_every != 0) checkpoint(end);
 }
 
 // Every client of every group has step `step` (or, fast-forwarded, none
@@ -189,6 +294,7 @@ void PlannerRole::complete_step(uint64_t step) {
   streams_.release(it->second.slots, "releasing slots");
   MSD_CHECK_EQ(step, acked_steps_);  // clients consume steps in order
   ++acked_steps_;
+  note_step(acked_steps_);
   if (checkpoints_ && acked_steps_ % job_.config.checkpoint.planner_every == 0) checkpoint(acked_steps_);
   const uint64_t loader_every = job_.config.checkpoint.loader_every;
   if (loader_every > 0 && acked_steps_ % loader_every == 0 && acked_steps_ < job_.config.job.steps)
@@ -215,11 +321,13 @@ PlannerCheckpoint PlannerRole::state_before(uint64_t step) const {
     cp.consumed = it->second.consumed;
     cp.mixer_realized = it->second.realized;
     cp.bad_samples = it->second.bad;
+    cp.held = it->second.held;
   } else {
     MSD_CHECK_EQ(step, next_step_);
     cp.consumed = streams_.consumed();
     cp.mixer_realized = streams_.realized_next();
     cp.bad_samples = report_.bad_samples;
+    cp.held = hold_.held();
   }
   for (const auto& [planned, record] : in_flight_)
     if (planned >= step) cp.in_flight.insert(cp.in_flight.end(), record.samples.begin(), record.samples.end());
@@ -307,6 +415,8 @@ void PlannerRole::handle(const Message& message) {
     scaler_.reassigned(message.source, decode_hello(message.bytes));
   } else if (message.tag == kTagCheckpoint) {
     loader_checkpoints_.written(message.source, message.bytes);
+  } else if (message.tag == kTagStopping) {
+    on_stopping(message.source, decode_ack(message.bytes).step);
   } else {
     throw ProtocolError(str("planner got unexpected tag ", message.tag, " from rank ", message.source));
   }
@@ -315,20 +425,20 @@ void PlannerRole::handle(const Message& message) {
 PlannerReport PlannerRole::serve() {
   progress_.start(std::chrono::steady_clock::now());
   if (metrics_) metrics_->start(progress_.started());
-  const uint64_t steps = job_.config.job.steps;
   scaler_.send_restores();
+  streams_.reload(hold_.held());  // a resume's held documents, to their loaders as restored
   // Requests for the steps up to prefetch_steps beyond the last acknowledged
   // one; a loader whose window is full gets room back as steps in flight
   // release their slots.
   const auto request_ahead = [&] {
-    const uint64_t limit = std::min<uint64_t>(steps, acked_steps_ + 1 + job_.config.job.prefetch_steps);
+    const uint64_t limit = std::min<uint64_t>(stream_end(), acked_steps_ + 1 + job_.config.job.prefetch_steps);
     streams_.request_ahead(next_step_, limit, [&](int loader) {
       return std::any_of(in_flight_.begin(), in_flight_.end(),
                          [&](const auto& step) { return step.second.slots.holds(loader); });
     });
   };
   Backoff backoff;
-  while (acked_steps_ < steps || loader_checkpoints_.round().open()) {
+  while (acked_steps_ < stream_end() || loader_checkpoints_.round().open()) {
     work_.begin();
     bool progressed = false;
     // Messages first, then whatever they made possible (requests into freed
@@ -340,12 +450,12 @@ PlannerReport PlannerRole::serve() {
       handle(*message);
     }
     request_ahead();
-    while (try_plan_step()) {
+    while (!end_early_ && try_plan_step()) {
       progressed = true;
       request_ahead();
     }
     fleet_.check_deadlines(next_step_, loader_checkpoints_.round());
-    acks_.check(std::chrono::steady_clock::now());
+    check_acks();
     scaler_.run(next_step_, streams_.schedule(), loader_profiles_);
     loader_checkpoints_.advance(next_step_);
     out_.progress();
@@ -358,6 +468,7 @@ PlannerReport PlannerRole::serve() {
       backoff.idle();
     }
   }
+  if (end_early_) end_stream_early(*end_early_);
   report_.work_seconds = work_.wall_seconds();
   report_.work_cpu_seconds = work_.cpu_seconds();
   report_.messages_sent = out_.sent();

@@ -15,6 +15,7 @@
 #include "checkpoint/trace.h"
 #include "plan/step/cost.h"
 #include "plan/step/modes.h"
+#include "plan/step/outlier_hold.h"
 #include "plan/step/pack.h"
 #include "plan/pool/profile.h"
 #include "runtime/ack_watch.h"
@@ -60,11 +61,17 @@ class PlannerRole {
   };
 
   bool try_plan_step();
+  std::vector<SampleMeta> apply_hold(uint64_t step, SampleStreams::Step& taken, std::vector<bool>& held);
   std::vector<BucketPlan> place(uint64_t step, const std::vector<PlanDoc>& docs);
   void handle(const Message& message);  // a loader's or client's message to the planner
   uint64_t send_plans(uint64_t step, const std::vector<BucketPlan>& buckets, const std::vector<SampleMeta>& samples,
                       bool delivered);
   void on_ack(int client_rank, uint64_t step, double wait_seconds);
+  void on_stopping(int client_rank, uint64_t step);
+  void check_stops();
+  void check_acks();
+  void end_stream_early(uint64_t end);
+  uint64_t stream_end() const { return end_early_.value_or(job_.config.job.steps); }
   void complete_step(uint64_t step);
   MetricsStep metrics_step(const InFlightStep& step) const;
   void checkpoint(uint64_t step);
@@ -87,10 +94,16 @@ class PlannerRole {
   AckWatch acks_;  // job.stall_timeout_s: a client that stops acknowledging
   size_t peer_count_;  // clients that get plans and acknowledge (JobContext::planner_peers)
   PlanEncoder plans_;  // send_plans': each group's plan into bytes
+  // The outlier hold (job.hold_above): which documents wait for later steps,
+  // and the metadata of those waiting (their slots stay taken until the step
+  // that delivers them is acknowledged).
+  OutlierHold hold_;
+  std::map<std::pair<uint32_t, uint64_t>, SampleMeta> held_meta_;  // by (source, cursor)
   // What a checkpoint of step t needs, taken when t is planned: consumed
   // cursors, mixer totals and bad counts before t.
   struct StepStart {
     std::vector<uint64_t> consumed, realized, bad;
+    std::vector<HeldDoc> held;  // the outlier hold's documents
   };
   std::map<uint64_t, StepStart> starts_;
   uint64_t first_step_ = 0;    // the first step planned (the checkpoint's)
@@ -102,6 +115,10 @@ class PlannerRole {
   uint64_t next_step_ = 0;   // next step to plan
   uint64_t acked_steps_ = 0;  // steps acknowledged by every client
   std::map<uint64_t, InFlightStep> in_flight_;
+  // Clients whose trainer finished early (world rank -> the step it stops
+  // at), and the step the stream ends at once every client stopped there.
+  std::map<int, uint64_t> stopping_;
+  std::optional<uint64_t> end_early_;
   PlannerReport report_;
   LoaderProfiles loader_profiles_;
   ProgressLine progress_{job_.config.output.progress_every, job_.config.job.steps};

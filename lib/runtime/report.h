@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "plan/pool/profile.h"
+#include "plan/step/outlier_hold.h"
 
 namespace msd {
 
@@ -49,6 +50,15 @@ struct SourceMove {
   std::string why;      // proactive | reactive
 };
 
+// What msd's placement options did over the delivered steps (summary's
+// "placement"): the outlier hold's delays (job.hold_above), the pieces
+// placed against Megatron's cut of the same documents (job.cuts = balance),
+// the most micro-batches a data group got in a step (micro_batch_count).
+struct PlacementReport {
+  HoldStats hold;
+  uint64_t pieces = 0, megatron_pieces = 0, max_micro_batches = 0;
+};
+
 // What the planner knows at the end (on rank 0 only).
 struct PlannerReport {
   std::vector<Takeover> takeovers;
@@ -75,6 +85,7 @@ struct PlannerReport {
   std::vector<uint64_t> bad_samples;  // per BadKind
   std::vector<int> gone;  // world ranks of loaders that did not confirm the stop (stopped or hung)
   std::vector<SourceProfile> profiles;  // per source, as the loaders last reported (PlannerRole::profiles)
+  PlacementReport placement;
 };
 
 }  // namespace msd

@@ -33,6 +33,43 @@ void SampleStreams::resume_at(const PlannerCheckpoint& resume) {
   mixer_.restore(resume.step, resume.mixer_realized);
 }
 
+void SampleStreams::reload(const std::vector<HeldDoc>& held) {
+  std::map<int, std::vector<LoadItem>> by_loader;
+  for (const HeldDoc& doc : held) {
+    if (!reloads_.emplace(std::make_pair(doc.source, doc.cursor), std::nullopt).second) continue;
+    const std::vector<int>& serving = fleet_.serving(doc.source);
+    by_loader[serving[doc.cursor % serving.size()]].push_back({doc.source, doc.cursor, file_index(doc.source, doc.cursor)});
+    ++reloads_missing_;
+  }
+  for (auto& [loader, items] : by_loader) fleet_.send_loads(loader, items);
+}
+
+bool SampleStreams::reloaded(std::map<std::pair<uint32_t, uint64_t>, SampleMeta>& out) {
+  if (reloads_missing_ > 0) return false;
+  for (auto& [key, meta] : reloads_) out.emplace(key, *meta);
+  reloads_.clear();
+  return true;
+}
+
+// An answer to reload(): kept for reloaded() (true), or not one (false).
+bool SampleStreams::take_reload(LoaderFleet::Track& track, int rank, const SampleMeta& meta, bool& read_failed) {
+  auto it = reloads_.find({meta.source, meta.cursor});
+  if (it == reloads_.end() || it->second) return false;
+  if (meta.bad == static_cast<uint8_t>(BadKind::read_error) && !track.shadow && job_.layout.shadows > 0) {
+    track.outstanding.add(LoadItem{meta.source, meta.cursor, meta.index});  // a shadow retries it
+    read_failed = true;
+    return true;
+  }
+  if (meta.bad != 0)
+    throw DataError(str("source '", job_.config.sources[meta.source].name, "': sample at cursor ", meta.cursor,
+                        " (index ", meta.index, "), held by the outlier hold when the checkpoint was taken, now fails (",
+                        bad_kind_name(static_cast<BadKind>(meta.bad)), "): the data changed under the checkpoint"));
+  window_.placed(rank, meta.slot_bytes);
+  it->second = meta;
+  --reloads_missing_;
+  return true;
+}
+
 // Requests go out in step order, and only while they fit the loader's window
 // for sure (WindowBudget); the first that does not holds back every later
 // one, so the earliest unplanned step is always served first.
@@ -105,7 +142,10 @@ void SampleStreams::make_room(int loader, uint64_t next_step, const std::functio
   throw ConfigError(str("loader.window_mb: loader ", job_.layout.loader_index(loader), "'s window (",
                         window_.capacity(), " bytes) cannot hold step ", next_step, ": its samples there take ",
                         window_.used(loader), " bytes and the next may take up to job.max_sample_bytes = ",
-                        job_.config.job.max_sample_bytes, "; raise loader.window_mb or lower job.max_sample_bytes"));
+                        job_.config.job.max_sample_bytes, "; raise loader.window_mb or lower job.max_sample_bytes",
+                        job_.config.job.hold_above > 0
+                            ? " (the outlier hold keeps up to topology.dp - 1 documents in the windows between steps)"
+                            : ""));
 }
 
 // The cursor of source `s` just past the earliest unplanned step's samples,
@@ -151,6 +191,7 @@ void SampleStreams::on_meta(int rank, const std::vector<SampleMeta>& metas, uint
   for (const auto& meta : metas) {
     auto& src = sources_.at(meta.source);
     const bool answered = track.outstanding.answer(meta.source, meta.cursor);
+    if (answered && !reloads_.empty() && take_reload(track, rank, meta, read_failed)) continue;
     // A late answer (from a loader that was handed over after a stall) for a
     // sample a shadow already loaded: free its slot, keep the shadow's.
     if (!answered || meta.cursor < src.consumed || src.resolved.contains(meta.cursor)) {

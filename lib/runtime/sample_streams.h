@@ -12,12 +12,14 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <optional>
 #include <vector>
 
 #include "checkpoint/planner_checkpoint.h"
 #include "checkpoint/trace.h"
 #include "plan/step/mix.h"
+#include "plan/step/outlier_hold.h"
 #include "runtime/context.h"
 #include "runtime/cursor_ring.h"
 #include "runtime/loader_fleet.h"
@@ -44,6 +46,16 @@ class SampleStreams {
   // Continues where the checkpoint's run stood before `resume.step`; a
   // source whose sample count changed is a ConfigError naming it.
   void resume_at(const PlannerCheckpoint& resume);
+
+  // Asks the loaders again for the documents a resumed run's outlier hold
+  // keeps (consumed before the checkpoint, so behind the streams' cursors):
+  // their answers go to reloaded(), never into a step.
+  void reload(const std::vector<HeldDoc>& held);
+  // Once every document reload() asked for is loaded, moves their metadata
+  // into `out` (by source and cursor) and returns true; false while some are
+  // still out. True at once without reloads. Throws DataError when one is no
+  // longer a good sample (the data changed under the checkpoint).
+  bool reloaded(std::map<std::pair<uint32_t, uint64_t>, SampleMeta>& out);
 
   // Keeps requests out for the steps from `next_step` up to `limit`.
   // `holds_slot(rank)`: whether a step in flight holds a slot of that
@@ -83,6 +95,7 @@ class SampleStreams {
   };
 
   uint64_t file_index(uint32_t source, uint64_t cursor);
+  bool take_reload(LoaderFleet::Track& track, int rank, const SampleMeta& meta, bool& read_failed);
   void make_room(int rank, uint64_t next_step, const std::function<bool(int)>& holds_slot);
   std::optional<uint64_t> step_end(size_t source) const;
   bool rewind(uint32_t source, uint64_t end, bool& freed);
@@ -99,6 +112,10 @@ class SampleStreams {
   std::deque<std::vector<uint64_t>> realized_before_;  // Mixer::realized() before each step in quotas_
   std::vector<uint64_t> need_;                 // request_ahead's scratch: samples per source
   std::vector<std::vector<LoadItem>> outbox_;  // request_ahead's scratch: requests per loader index
+  // reload(): the held documents asked for again, by (source, cursor), and
+  // how many have not answered.
+  std::map<std::pair<uint32_t, uint64_t>, std::optional<SampleMeta>> reloads_;
+  size_t reloads_missing_ = 0;
 };
 
 }  // namespace msd

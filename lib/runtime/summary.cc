@@ -363,6 +363,7 @@ void write_run_json(JsonWriter& w, const Report& r) {
       .end_object();
   w.value("steps", r.digests.steps);
   w.value("first_step", r.job.first_step);
+  w.value("stopped_early", r.job.first_step + r.digests.steps < config.job.steps);
   w.value("tokens", r.mix.tokens);
   w.value("wall_s", r.roles.client_wall);
   w.value("tokens_per_s", r.tokens_per_s());
@@ -405,6 +406,26 @@ void write_memory_budget_json(JsonWriter& w, const SummaryInput& in) {
       .end_object();
 }
 
+// msd's placement options and what they did (docs/summary.md "placement").
+void write_placement_json(JsonWriter& w, const Config& config, const PlacementReport& p) {
+  w.begin_object("placement")
+      .value("micro_batch_shape", option_name(config.job.micro_batch_shape))
+      .value("cuts", option_name(config.job.cuts))
+      .value("micro_batch_count", option_name(config.job.micro_batch_count))
+      .value("pieces", p.pieces)
+      .value("megatron_pieces", p.megatron_pieces)
+      .value("max_micro_batches", p.max_micro_batches);
+  w.begin_object("hold")
+      .value("above", config.job.hold_above)
+      .value("steps", config.job.hold_steps)
+      .value("held", p.hold.held)
+      .value("mean_delay", p.hold.mean_delay())
+      .value("max_delay", p.hold.max_delay);
+  w.begin_array("histogram");  // [d]: documents delivered d steps late
+  for (uint64_t n : p.hold.histogram) w.value("", n);
+  w.end_array().end_object().end_object();
+}
+
 // The planner's own work per delivered step (docs/summary.md, docs/planner-scaling.md).
 void write_planner_work_json(JsonWriter& w, const Report& r) {
   const SummaryInput& in = r.input;
@@ -444,6 +465,7 @@ void write_data_json(JsonWriter& w, const Report& r) {
   w.end_object();
   const SummaryInput& in = r.input;
   write_memory_budget_json(w, in);
+  if (!r.job.layout.colocated) write_placement_json(w, config, in.placement);
   write_planner_work_json(w, r);
   w.begin_object("planner_checkpoints")
       .value("written", in.checkpoints)
@@ -555,6 +577,28 @@ std::string line(const char* format, Args... args) {
 
 using ull = unsigned long long;
 
+// The same as text, for the options that are on.
+std::string placement_text(const Config& config, const PlacementReport& p) {
+  std::string text;
+  if (config.job.cuts == Cuts::balance)
+    text += line("  cuts balance: %llu pieces placed; Megatron's cut of the same documents makes %llu\n",
+                 static_cast<ull>(p.pieces), static_cast<ull>(p.megatron_pieces));
+  if (config.job.micro_batch_count == MicroBatchCount::variable)
+    text += line("  micro-batches per rank variable: at most %llu on a rank in a step\n",
+                 static_cast<ull>(p.max_micro_batches));
+  if (config.job.hold_above > 0) {
+    text += line("  outlier hold (above %.3g x seq_len, at most %u steps): %llu documents held, mean delay %.2f steps, "
+                 "max %llu; delays",
+                 config.job.hold_above, config.job.hold_steps, static_cast<ull>(p.hold.held), p.hold.mean_delay(),
+                 static_cast<ull>(p.hold.max_delay));
+    for (size_t d = 1; d < p.hold.histogram.size(); ++d)
+      if (p.hold.histogram[d] > 0) text += line(" %zu:%llu", d, static_cast<ull>(p.hold.histogram[d]));
+    text += "\n";
+  }
+  return text;
+}
+
+
 // The heading, throughput, checkpoints, waits and balance.
 std::string run_text(const Report& r) {
   const Config& config = r.job.config;
@@ -569,6 +613,9 @@ std::string run_text(const Report& r) {
                  option_name(config.job.mode), layout.world_size(), topology.loaders, layout.clients, topology.dp,
                  topology.pp, topology.cp, topology.tp);
   if (r.job.first_step > 0) text += line("  resumed at step %llu\n", static_cast<ull>(r.job.first_step));
+  if (r.job.first_step + r.digests.steps < config.job.steps)
+    text += line("  the trainer stopped early (finish() before the stream's end): after step %llu of job.steps = %llu\n",
+                 static_cast<ull>(r.job.first_step + r.digests.steps), static_cast<ull>(config.job.steps));
   const double wall = r.roles.client_wall;
   text += line("  steps %llu, tokens %llu in %.2f s: %.0f tokens/s\n", static_cast<ull>(r.digests.steps),
                static_cast<ull>(r.mix.tokens), wall, r.tokens_per_s());
@@ -590,6 +637,7 @@ std::string run_text(const Report& r) {
   const Balance& b = r.balance;
   text += line("  balance, max/mean cost over DP ranks per step: median %.3f, worst %.3f (lower bound median %.3f)\n",
                median(b.dp_ratio), max_of(b.dp_ratio), median(b.bound_ratio));
+  if (!r.job.layout.colocated) text += placement_text(config, in.placement);
   return text;
 }
 

@@ -27,6 +27,7 @@ struct SummaryInput {
   uint64_t planner_messages_received = 0, planner_messages_sent = 0, planner_busy_passes = 0;
   std::vector<SourceProfile> profiles;  // the planner's: per source (empty elsewhere, and colocated)
   std::vector<uint64_t> document_digests;  // the planner's, per delivered step (empty colocated)
+  PlacementReport placement;               // the planner's (empty colocated)
 };
 
 // Collective over the world. The returned Summary is complete on world rank 0

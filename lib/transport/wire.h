@@ -23,7 +23,7 @@
 
 namespace msd {
 
-inline constexpr uint8_t kWireVersion = 1;
+inline constexpr uint8_t kWireVersion = 2;  // 2: the plan's loss_tokens
 
 enum Tag : int {
   kTagHello = 1,    // loader -> planner: the sources it opened (or its error)
@@ -40,6 +40,7 @@ enum Tag : int {
   kTagProfile = 13,    // loader -> planner: its sources' profiles (moving averages), at most once a second
   kTagReassign = 14,   // planner -> loader: close these sources, open those; loader -> planner: what it opened (hello body)
   kTagArrived = 15,    // live loader or client -> planner (on the world): here for the end of the job (empty)
+  kTagStopping = 16,   // client -> planner: the trainer finished early; the step it stops at (AckMessage)
   kTagRead = 20,       // client -> loader, network path: the window pieces of one step (lib/transport/reads.h)
   kTagReadReply = 21,  // loader -> client: those pieces' bytes, one message into the client's buffers
 };
@@ -325,10 +326,13 @@ inline auto wire_fields(MicroBatchWire& m) { return std::tie(m.sequences); }
 struct StepPlan {
   uint64_t step = 0;
   uint32_t seq_len = 0;
+  // The step's labelled positions over every data group (Batch::
+  // global_loss_tokens); 0: not known (plans the colocated client makes).
+  uint64_t loss_tokens = 0;
   std::vector<SampleMeta> samples;
   std::vector<MicroBatchWire> micro_batches;
 };
-inline auto wire_fields(StepPlan& m) { return std::tie(m.step, m.seq_len, m.samples, m.micro_batches); }
+inline auto wire_fields(StepPlan& m) { return std::tie(m.step, m.seq_len, m.loss_tokens, m.samples, m.micro_batches); }
 
 struct AckMessage {
   uint64_t step = 0;

@@ -3,7 +3,11 @@
 import atexit
 import json
 import os
+import signal
+import sys
 import time
+import traceback
+import weakref
 
 from . import _msd
 from .tensors import Lease, leased_view
@@ -47,11 +51,18 @@ class MicroBatch:
 
 class Batch:
     """One step: ``step``, ``digest`` (msd's 64-bit digest of the step on this
-    rank) and ``micro_batches``; valid until the next step is requested."""
+    rank), ``micro_batches`` (``job.micro_batches`` of them, or with
+    ``job.micro_batch_count = variable`` as many as this rank's share needs)
+    and ``global_loss_tokens``: the step's labelled positions (loss_mask
+    ones) over every data-parallel rank, to normalize the loss by (divide
+    each rank's summed token losses by it, then sum the gradients); 0 when
+    not known (``job.mode = colocated_samples``). Valid until the next step
+    is requested."""
 
-    def __init__(self, step, digest, micro_batches, lease):
+    def __init__(self, step, digest, micro_batches, lease, global_loss_tokens=0):
         self.step = step
         self.digest = digest
+        self.global_loss_tokens = global_loss_tokens
         self._micro_batches = micro_batches
         self._lease = lease
 
@@ -75,6 +86,63 @@ def _mpi():
     return MPI
 
 
+# --- the trainer's faults (docs/python.md "Errors") ---------------------------
+# An exception the script does not catch, or one leaving `with msd.Job(...)`,
+# ends the whole job at once with one line naming this rank, its role and the
+# exception, before the interpreter's exit could enter a collective (freeing
+# msd's windows, MPI_Finalize) that peers still streaming never join. Exit
+# status: 2 for msd.ConfigError, 3 for another msd.Error, 5 for the
+# trainer's own exception (deterministic: never requeued), 130 for Ctrl-C.
+
+_open_jobs = weakref.WeakSet()  # constructed and not yet finished
+
+
+def _exception_text(error, where=""):
+    """'ValueError at step 5: the message', on one line."""
+    kind = type(error)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    message = "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
+    return f"{name}{where}: {message}" if message else f"{name}{where}"
+
+
+def _abort_for(error):
+    """Ends the whole job for `error`, if MPI is up and msd has something open
+    (or the error is msd's own); returns otherwise."""
+    MPI = sys.modules.get("mpi4py.MPI")
+    if MPI is None or not MPI.Is_initialized() or MPI.Is_finalized():
+        return
+    if isinstance(error, _msd.ConfigError):
+        _msd.abort("config", str(error))
+    if isinstance(error, _msd.Error):
+        _msd.abort("msd", str(error))
+    jobs = list(_open_jobs)
+    if not jobs:
+        return  # nothing of msd's is running: Python's own exit
+    if isinstance(error, KeyboardInterrupt):
+        _msd.end_by_signal(signal.SIGINT)
+    steps = [job._next_step - 1 for job in jobs if job._delivered > 0]
+    where = f" at step {steps[0]}" if steps else ""
+    _msd.abort("trainer", f"the trainer raised {_exception_text(error, where)}")
+
+
+def _excepthook(kind, error, tb, previous=sys.excepthook):
+    previous(kind, error, tb)  # the traceback first, so that the job's last lines hold it
+    _abort_for(error)
+
+
+def _finish_at_exit():
+    """A script that ends without finish() (every rank, or some): msd finishes
+    the job, so that it ends cleanly and its summary is written."""
+    for job in list(_open_jobs):
+        print(f"msd: world rank {job.world_rank} ({job.role}): finish() was not called before the interpreter "
+              f"exits; finishing the job now", file=sys.stderr, flush=True)
+        job.finish()
+
+
+sys.excepthook = _excepthook
+atexit.register(_finish_at_exit)
+
+
 class Job:
     """msd's job over an MPI communicator: planner, loader and client ranks.
 
@@ -83,6 +151,10 @@ class Job:
     (or None), ``overrides`` msd-run style options (``"--job.steps=40"``,
     ``"--seed=3"``). Throws msd.ConfigError on every rank for a bad
     configuration or a world of the wrong size.
+
+    Best used as a context manager: ``with msd.Job(...) as job:`` finishes
+    the job when the block ends (early too: every client then stops at the
+    same step) and ends the whole job at once when an exception leaves it.
 
     The stream starts late, at the first ``batches()``/``next()`` on client
     ranks and ``serve()`` on the others, so that ``load_state_dict`` can come
@@ -106,6 +178,22 @@ class Job:
         self._first_batch_time = None
         self._wait_seconds = 0.0
         self._summary = None
+        self._start_error = None  # a start-up every rank failed alike
+        _open_jobs.add(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, tb):
+        if error is None or (isinstance(error, SystemExit) and error.code in (None, 0)):
+            self.finish()
+            return False
+        if isinstance(error, SystemExit):  # the script's own status: kept
+            status = error.code if isinstance(error.code, int) else 1
+            _msd.abort("exit", f"the script exited with status {status} inside `with msd.Job(...)`", status)
+        traceback.print_exception(kind, error, tb)
+        _abort_for(error)
+        return False
 
     # --- who this rank is --------------------------------------------------
     @property
@@ -142,7 +230,13 @@ class Job:
     # --- the stream --------------------------------------------------------
     def _start(self):
         if not self._impl.started:
-            self._impl.start(self._resume_step)
+            try:
+                self._impl.start(self._resume_step)
+            except _msd.ConfigError as e:
+                # Raised on every rank alike (msd agreed on it): nothing runs.
+                self._start_error = e
+                _open_jobs.discard(self)
+                raise
             self._next_step = self._resume_step or 0
 
     def _require_client(self, what):
@@ -191,7 +285,7 @@ class Job:
         self._lease = lease
         self._delivered += 1
         self._next_step = impl.step + 1
-        return Batch(impl.step, impl.digest, micro_batches, lease)
+        return Batch(impl.step, impl.digest, micro_batches, lease, impl.global_loss_tokens)
 
     def batches(self):
         """An iterator over the remaining steps (client ranks)."""
@@ -236,6 +330,8 @@ class Job:
         rank. Ends the last step's tensors and frees msd's MPI resources."""
         if self._summary is not None:
             return self._summary
+        if self._start_error is not None:
+            raise UsageError(f"finish() after a start-up that failed on every rank: {self._start_error}")
         self._start()
         self._end_lease("finish()")
         wall = time.perf_counter() - self._first_batch_time if self._first_batch_time is not None else 0.0
@@ -246,4 +342,5 @@ class Job:
             # status 0 (as msd-run does); MPI_Finalize would wait for it.
             atexit.register(self._impl.end_after_takeover)
         self._summary = json.loads(text)
+        _open_jobs.discard(self)
         return self._summary

@@ -28,12 +28,19 @@ msd_add_script_test(bench_handoff SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/ben
 msd_add_script_test(bench_fanout SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_fanout.sh TIMEOUT 300)
 msd_add_script_test(bench_scaling SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_scaling.sh TIMEOUT 300)
 
+# A tiny C++ trainer that throws, unwinds or finishes early (tests/scripts/trainer_faults.sh).
+add_executable(fault_trainer mpi/fault_trainer.cc)
+target_link_libraries(fault_trainer PRIVATE msd::msd)
 foreach(script determinism layout megatron_paths world_size config_errors bench_throughput shadow resume resume_mesh resume_step
+        hold_resume
         bad_input window_backpressure stuck_loader checkpoint_join stuck_peer fail_fast startup_watchdog soak metrics
-        scaling_partition scaling)
+        scaling_partition scaling trainer_faults checkpoint_owner signals)
   msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 300)
   set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)
 endforeach()
+# A full file system: a small tmpfs under checkpoint.dir (skipped where mounting one is not allowed).
+msd_add_script_test(disk_full SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/disk_full.sh TIMEOUT 120 SKIPPABLE)
+set_tests_properties(disk_full PROPERTIES FIXTURES_REQUIRED tiny_data)
 msd_add_script_test(slurm SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/slurm.sh TIMEOUT 300 SKIPPABLE)
 set_tests_properties(slurm PROPERTIES FIXTURES_REQUIRED tiny_data)
 # Two Slurm nodes on this machine (tools/cluster-local.sh), UCX over TCP between them.
@@ -46,7 +53,7 @@ set_tests_properties(replay PROPERTIES FIXTURES_REQUIRED tiny_data)
 if(MSD_PYTHON)
   # configs_and_demos: every file in configs/, tools/demo.sh and tools/train-demo.sh;
   # bench_trainer: tools/bench-trainer.sh (the real trainer bench) at a tiny size.
-  foreach(script python_job train_gpt configs_and_demos bench_trainer)
+  foreach(script python_job python_faults train_gpt configs_and_demos bench_trainer)
     msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 600)
     set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)
   endforeach()

@@ -185,3 +185,42 @@ def test_metrics_option_writes_a_line_per_step():
     assert [line["step"] for line in lines] == list(range(REFERENCE["steps"]))
     assert sum(line["tokens"] for line in lines) == summary["tokens"] == REFERENCE["tokens"]
     assert summary["batch_digest"] == REFERENCE["batch_digest"]
+
+
+def test_global_loss_tokens_is_the_steps_labelled_positions():
+    """With msd's placement options (variable micro-batches, cut-aware cuts,
+    the outlier hold), every rank's batch carries the step's labelled
+    positions over all data-parallel ranks: the sum of their loss masks."""
+    options = ["--job.micro_batch_shape=varlen", "--job.cuts=balance", "--job.micro_batch_count=variable",
+               "--job.hold_above=0.5", "--job.max_positions_per_micro_batch=512"]
+    job = msd.Job(CONFIG, overrides=options)
+    claimed, summed, counts = [], [], []
+
+    def check(batch):
+        mine = sum(int(mb.loss_mask.sum()) for mb in batch.micro_batches if mb.has_targets)
+        summed.append(job.dp.allreduce(mine, op=MPI.SUM))
+        claimed.append(batch.global_loss_tokens)
+        counts.append(len(batch.micro_batches))
+
+    _, summary = run(job, check)
+    if job.role == "client":
+        assert claimed == summed and all(c > 0 for c in claimed)
+        assert min(counts) >= 2  # job.micro_batches is the least
+    placement = summary["placement"]
+    assert placement["cuts"] == "balance" and placement["micro_batch_count"] == "variable"
+    assert 0 < placement["pieces"] <= placement["megatron_pieces"]
+    assert placement["hold"]["held"] > 0 and placement["hold"]["max_delay"] <= 8
+
+
+def test_global_loss_tokens_with_the_options_off():
+    job = msd.Job(CONFIG)
+    claimed, summed = [], []
+
+    def check(batch):
+        summed.append(job.dp.allreduce(sum(int(mb.loss_mask.sum()) for mb in batch.micro_batches), op=MPI.SUM))
+        claimed.append(batch.global_loss_tokens)
+
+    _, summary = run(job, check)
+    if job.role == "client":
+        assert claimed == summed and all(c > 0 for c in claimed)
+    assert summary["batch_digest"] == REFERENCE["batch_digest"]

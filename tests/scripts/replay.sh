@@ -3,7 +3,9 @@
 # one piece's length or one sample's index changed it reports the first
 # divergence (step, data group, ranks) and exits 1; on a copy with one stored
 # value changed in place (a header's sample count, a sample's cursor) it
-# reports tampering with where and exits 4; query and export answer.
+# reports tampering with where and exits 4; query and export answer. A file
+# that is not a trace (or, for --checkpoint, not a planner checkpoint) is
+# named as what it is, status 2, never as tampered with.
 source "$(dirname "$0")/common.sh"
 REPLAY="$MSD_BUILD/app/msd-replay"
 TAMPER="$MSD_BUILD/tests/trace_tamper"
@@ -61,3 +63,24 @@ rows=$(($(wc -l <"$WORK/pieces.csv") - 1))
 objects=$(grep -c '^{' "$WORK/pieces.json")
 [ "$rows" -gt 0 ] && [ "$rows" = "$objects" ] || { echo "FAIL: export: $rows CSV rows, $objects JSON objects"; exit 1; }
 echo "replay: verify passes on the run's trace, finds both tampered steps; $rows pieces exported"
+
+# Files of another kind: status 2, each named as what it is.
+run_job "$WORK/job.ini" --checkpoint.dir "$WORK/parts" --checkpoint.planner_every=4 --checkpoint.loader_every=4 >/dev/null
+"$TAMPER" "$TRACE" "$WORK/foreign.h5" 0 foreign
+echo "not even HDF5" >"$WORK/text.h5"
+wrong_kind() {
+  local pattern=$1 rc=0
+  shift
+  "$REPLAY" "$@" >"$WORK/kind.out" 2>&1 || rc=$?
+  [ $rc = 2 ] && grep -qE -- "$pattern" "$WORK/kind.out" && ! grep -q TAMPERED "$WORK/kind.out" ||
+    { echo "FAIL: msd-replay $*: exit $rc, expected 2 and '$pattern'"; cat "$WORK/kind.out"; exit 1; }
+  echo "replay: $(cat "$WORK/kind.out")"
+}
+wrong_kind "TRACE: $WORK/foreign.h5 is an HDF5 file that msd did not write .*, not an msd trace" verify "$WORK/foreign.h5"
+wrong_kind "TRACE: $WORK/text.h5 is not an HDF5 file, not an msd trace" verify "$WORK/text.h5"
+wrong_kind "TRACE: .*planner-000000000004.h5 is an msd planner checkpoint, not an msd trace" \
+  query "$WORK/parts/planner-000000000004.h5" --mix
+wrong_kind "--checkpoint: .*loaders-000000000004-00000.h5 is a part of an msd loader checkpoint, not an msd planner checkpoint" \
+  verify "$TRACE" --checkpoint "$WORK/parts/loaders-000000000004-00000.h5"
+wrong_kind "--checkpoint: cannot open $WORK/missing.h5: No such file or directory" verify "$TRACE" --checkpoint "$WORK/missing.h5"
+echo "replay: files of another kind named as such, status 2"

@@ -43,3 +43,20 @@ assert train["steps"] == 10 and all(math.isfinite(x) for x in train["losses"]), 
 assert train["batch_digest"] == run["batch_digest"], "msd-run delivers other varlen batches than the Python job"
 assert train["batch_digest"] != fixed["batch_digest"]
 PY
+
+# msd's placement options (cut-aware cuts, variable micro-batch counts, the
+# outlier hold): the model trains on micro-batches whose count differs
+# between ranks, normalizing its loss by the batch's global_loss_tokens
+# (train_gpt checks it against the ranks' own counts every step).
+new=(--job.micro_batch_shape=varlen --job.cuts=balance --job.micro_batch_count=variable --job.hold_above=0.5)
+timeout 300 $MSD_MPIEXEC -n "$n" /usr/bin/python3 -m mpi4py "$MSD_SOURCE/examples/train_gpt.py" --config "$WORK/job.ini" \
+  --steps 8 --vocab 2049 --max-position 128 --summary-json "$WORK/new.json" "${new[@]}"
+run_job "$WORK/job.ini" --steps 8 --summary-json "$WORK/run-new.json" "${new[@]}" >/dev/null
+/usr/bin/python3 - "$WORK/new.json" "$WORK/run-new.json" <<'PY'
+import json, math, sys
+train, run = (json.load(open(p)) for p in sys.argv[1:3])
+print(f"cuts, variable micro-batches, hold: loss {train['loss_first']:.3f} -> {train['loss_last']:.3f}; "
+      f"{train['placement']['hold']['held']} documents held")
+assert train["steps"] == 8 and all(math.isfinite(x) for x in train["losses"]), train
+assert train["batch_digest"] == run["batch_digest"], "msd-run delivers other batches than the Python job"
+PY

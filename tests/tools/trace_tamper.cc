@@ -3,15 +3,18 @@
 // divergence in), or below it (raw-*: one stored value changed in place,
 // which verify must report as tampering).
 //
-// Usage: trace_tamper IN OUT STEP piece-length|sample-index|raw-source-samples|raw-sample-cursor
+// Usage: trace_tamper IN OUT STEP piece-length|sample-index|raw-source-samples|raw-sample-cursor|foreign
 //   piece-length: the step's middle piece one position shorter
 //   sample-index: the step's first sample's file-order index changed
 //   raw-source-samples: the header's first source's sample count + 1
 //   raw-sample-cursor: the stored cursor of the step's first sample + 1
+//   foreign: OUT is an HDF5 file of another program (one dataset /x); IN
+//            is not read
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "checkpoint/trace.h"
 #include "common/error.h"
@@ -39,11 +42,17 @@ void tamper_raw(const msd::TraceReader& in, const std::string& from, const std::
 
 int main(int argc, char** argv) {
   if (argc != 5) {
-    std::fprintf(stderr,
-                 "usage: trace_tamper IN OUT STEP piece-length|sample-index|raw-source-samples|raw-sample-cursor\n");
+    std::fprintf(stderr, "usage: trace_tamper IN OUT STEP "
+                         "piece-length|sample-index|raw-source-samples|raw-sample-cursor|foreign\n");
     return 2;
   }
   try {
+    if (std::string(argv[4]) == "foreign") {
+      msd::h5::File file = msd::h5::create_file(argv[2]);
+      const std::vector<uint64_t> values = {1, 2, 3};
+      msd::h5::write_array<uint64_t>(file.get(), "x", values);
+      return 0;
+    }
     const msd::TraceReader in(argv[1]);
     const uint64_t step = std::strtoull(argv[3], nullptr, 10);
     const std::string what = argv[4];

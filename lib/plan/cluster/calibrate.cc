@@ -218,7 +218,13 @@ Calibration calibrate_on_device(const DeviceModel& device, const Parallel& paral
 CostModel calibrated(CostModel cost, const Calibration& calibration) {
   cost.a = calibration.a;
   cost.vision_scale = calibration.vision_scale;
+  cost.micro_batch = micro_batch_units(calibration);
   return cost;
+}
+
+double micro_batch_units(const Calibration& calibration) {
+  if (calibration.seconds_per_unit <= 0.0 || calibration.overhead_seconds <= 0.0) return 0.0;
+  return calibration.overhead_seconds / calibration.seconds_per_unit;
 }
 
 }  // namespace msd

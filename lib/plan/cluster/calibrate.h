@@ -92,7 +92,11 @@ std::string probe_json(const MicroBatchShape& probe);
 Calibration calibrate_on_device(const DeviceModel& device, const Parallel& parallel, const CostModel& cost,
                                 uint32_t seq_len, uint32_t count = 256, uint64_t seed = 1);
 
-// `cost` with the calibration's a and vision_scale.
+// `cost` with the calibration's a, vision_scale and micro-batch cost.
 CostModel calibrated(CostModel cost, const Calibration& calibration);
+
+// The fit's constant in units of cost (model.cost_micro_batch):
+// overhead_seconds / seconds_per_unit, 0 when the constant comes out negative.
+double micro_batch_units(const Calibration& calibration);
 
 }  // namespace msd

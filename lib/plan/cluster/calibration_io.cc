@@ -104,9 +104,9 @@ void print_calibration(const Calibration& c, const HeldOutError& held, const std
                 "msd-plan calibrate: %llu probe micro-batches timed on %s\n"
                 "fit: seconds = %.4g + %.4g * (a*L + L^2 + vision_scale*V) per micro-batch; R^2 %.5f, largest "
                 "error %.2f%%\n"
-                "put in the configuration:\n[model]\ncost_a = %.6g\n",
+                "put in the configuration:\n[model]\ncost_a = %.6g\ncost_micro_batch = %.6g\n",
                 static_cast<unsigned long long>(c.probes), timed_on.c_str(), c.overhead_seconds, c.seconds_per_unit,
-                c.r_squared, 100 * c.max_relative_error, c.a);
+                c.r_squared, 100 * c.max_relative_error, c.a, micro_batch_units(c));
   out << line;
   // model.cost_vision_scale = 0 means "derive it", not "patches cost no more than text".
   if (c.vision_scale > 0.0)
@@ -124,6 +124,7 @@ std::string calibration_json(const Calibration& c, const HeldOutError& held) {
   JsonWriter w;
   w.begin_object().value("probes", c.probes).value("cost_a", c.a).value("cost_vision_scale", c.vision_scale);
   w.value("seconds_per_unit", c.seconds_per_unit).value("overhead_seconds", c.overhead_seconds);
+  w.value("cost_micro_batch", micro_batch_units(c));
   w.value("r_squared", c.r_squared).value("max_relative_error", c.max_relative_error);
   if (held.micro_batches > 0) {
     w.value("held_out_micro_batches", held.micro_batches);

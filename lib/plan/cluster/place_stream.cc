@@ -10,17 +10,39 @@
 namespace msd {
 namespace {
 
-// A placement name of msd-plan place: a mode, or an msd mode + "_varlen"
-// (its micro-batches in variable-length rows).
-std::pair<TrainingMode, bool> parse_placement(const std::string& name, const std::string& option) {
-  const std::string suffix = "_varlen";
-  const bool varlen = name.size() > suffix.size() && name.ends_with(suffix) && name.starts_with("msd_");
-  const TrainingMode mode =
-      parse_training_mode(varlen ? name.substr(0, name.size() - suffix.size()) : name, "greedy", option, true);
-  if (mode == TrainingMode::megatron_dynamic_cp)
+// A placement name of msd-plan place: a mode, or an msd mode with suffixes
+// that turn on its options: _varlen (variable-length rows), _cut (cuts =
+// balance), _vmb (variable micro-batches), _hold (the outlier hold); _cut and
+// _vmb place variable-length rows.
+struct Placement {
+  TrainingMode mode = TrainingMode::msd_greedy;
+  bool varlen = false, cut = false, vmb = false, hold = false;
+};
+
+Placement parse_placement(std::string name, const std::string& option) {
+  Placement p;
+  const std::string full = name;
+  const std::pair<const char*, bool Placement::*> suffixes[] = {
+      {"_varlen", &Placement::varlen}, {"_cut", &Placement::cut}, {"_vmb", &Placement::vmb}, {"_hold", &Placement::hold}};
+  for (bool found = name.starts_with("msd_"); found;) {
+    found = false;
+    for (const auto& [suffix, flag] : suffixes) {
+      const std::string s = suffix;
+      if (name.size() > s.size() && name.ends_with(s)) {
+        p.*flag = true;
+        name.resize(name.size() - s.size());
+        found = true;
+      }
+    }
+  }
+  p.mode = parse_training_mode(name, "greedy", option, true);
+  if (is_baseline(p.mode) && name != full)
+    throw ConfigError(str(option, ": '", full, "': the suffixes _varlen, _cut, _vmb and _hold are msd placements' options"));
+  if (p.mode == TrainingMode::megatron_dynamic_cp)
     throw ConfigError(str(option, ": megatron_dynamic_cp places samples on context-parallel ranks, and msd-plan "
                           "place places data-parallel ranks only (msd-plan simulate --compare --cp N models it)"));
-  return {mode, varlen};
+  p.varlen = p.varlen || p.cut || p.vmb;
+  return p;
 }
 
 // One placed run as "steps": [step][rank][micro-batch] = [sequence = [[doc, begin, length], ...], ...].
@@ -62,11 +84,9 @@ void write_document_order(JsonWriter& w, const ComparedRun& run) {
 
 std::string place_stream_json(const SimulateOptions& sim, const std::vector<std::string>& placements,
                               const std::string& option) {
-  const CostModel cost = CostModel::from(sim.model, sim.cost_a);
-  PackOptions pack;
-  pack.seq_len = sim.seq_len;
-  pack.dp = sim.dp;
-  pack.micro_batches = sim.micro_batches;
+  const CostModel cost = simulate_cost(sim);
+  PackOptions pack = simulate_pack_options(sim, sim.dp);
+  pack.cp = 1;
   std::vector<std::vector<PlanDoc>> steps;
   uint32_t next_id = 0;
   for (uint32_t s = 0; s < sim.steps; ++s) {
@@ -78,27 +98,41 @@ std::string place_stream_json(const SimulateOptions& sim, const std::vector<std:
     }
   }
   const ComparedRun run = whole_global_batches(steps, pack, sim.seed, "--steps");
+  const uint32_t hold_above = pack.hold.above;
   JsonWriter w;
   w.begin_object().value("seq_len", sim.seq_len).value("dp", sim.dp).value("micro_batches", sim.micro_batches);
   w.value("seed", sim.seed).value("lengths", sim.lengths).value("cost_a", cost.a).value("positions", run.positions);
   w.value("dropped_positions", run.dropped_positions);
   w.begin_object("megatron_batch").value("micro_batch_size", run.stream.micro_batch_size);
   w.value("micro_batches", run.stream.micro_batches).end_object();
+  w.value("cost_micro_batch", cost.micro_batch).value("hold_above", sim.hold_above).value("hold_steps", sim.hold_steps);
   w.begin_array("documents");
   for (const std::vector<PlanDoc>& step : run.steps)
     for (const PlanDoc& doc : step) w.value("", doc.positions);
   w.end_array().begin_object("placements");
   for (const std::string& name : placements) {
-    const auto [mode, varlen] = parse_placement(name, option);
-    pack.varlen = varlen;
-    const auto placed = place_run(mode, run.steps, pack, cost, run.stream);
-    uint64_t placed_positions = 0;
+    const Placement p = parse_placement(name, option);
+    pack.varlen = p.varlen && !is_baseline(p.mode);
+    pack.cuts = p.cut ? Cuts::balance : Cuts::whole;
+    pack.variable_micro_batches = p.vmb;
+    pack.hold.above = p.hold ? hold_above : 0;
+    HoldStats held;
+    if (pack.hold.enabled()) hold_run(run.steps, pack.hold, &held);  // the delays place_run's hold gives
+    const auto placed = place_run(p.mode, run.steps, pack, cost, run.stream);
+    uint64_t placed_positions = 0, pieces = 0;
     for (const auto& step : placed)
-      for (const BucketPlan& bucket : step) placed_positions += bucket.positions;
+      for (const BucketPlan& bucket : step) {
+        placed_positions += bucket.positions;
+        for (const MicroBatchPlan& mb : bucket.micro_batches)
+          for (const PackedSequence& sequence : mb.sequences) pieces += sequence.pieces.size();
+      }
     MSD_CHECK_EQ(placed_positions, run.positions);  // every placement trains the same tokens
-    w.begin_object(name).value("rows", varlen_rows(mode, varlen) ? "varlen" : "fixed");
-    w.value("attention", attention_name(mode)).value("positions", placed_positions);
-    if (is_stream_mode(mode)) write_document_order(w, run);
+    w.begin_object(name).value("rows", varlen_rows(p.mode, p.varlen) ? "varlen" : "fixed");
+    w.value("attention", attention_name(p.mode)).value("positions", placed_positions);
+    w.value("pieces", pieces).value("micro_batch_count", p.vmb ? "variable" : "fixed");
+    w.begin_object("hold").value("held", held.held).value("mean_delay", held.mean_delay());
+    w.value("max_delay", held.max_delay).end_object();
+    if (is_stream_mode(p.mode)) write_document_order(w, run);
     write_placed(w, placed);
     w.end_object();
   }

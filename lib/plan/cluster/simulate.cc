@@ -163,6 +163,65 @@ std::vector<PlanDoc> synthetic_step(const SimulateOptions& options, const CostMo
   return docs;
 }
 
+PackOptions simulate_pack_options(const SimulateOptions& options, uint32_t dp) {
+  PackOptions pack;
+  pack.seq_len = options.seq_len;
+  pack.dp = dp;
+  pack.micro_batches = options.micro_batches;
+  pack.long_docs = options.long_docs;
+  pack.cp = options.cp;
+  pack.pp = options.pp;
+  pack.cuts = options.cuts;
+  pack.variable_micro_batches = options.variable_micro_batches;
+  pack.varlen = options.varlen || spreads(pack);
+  pack.max_positions_per_micro_batch = options.max_positions_per_micro_batch;
+  pack.hold.above = static_cast<uint32_t>(options.hold_above * options.seq_len);
+  pack.hold.max_steps = options.hold_steps;
+  pack.hold.release = std::max(1u, dp);
+  pack.hold.last_step = options.steps > 0 ? options.steps - 1 : 0;
+  return pack;
+}
+
+CostModel simulate_cost(const SimulateOptions& options) {
+  CostModel cost = CostModel::from(options.model, options.cost_a);
+  if (!std::isfinite(options.cost_micro_batch) || options.cost_micro_batch < 0.0)
+    throw ConfigError("--cost-micro-batch: must be >= 0");
+  cost.micro_batch = options.cost_micro_batch;
+  return cost;
+}
+
+namespace {
+
+// One method's figures over the run's steps.
+struct MethodSteps {
+  std::vector<double> ms, cpu_ms, imbalance, bound, pigeonhole, over_bound, micro, positions, seconds;
+  uint64_t docs = 0, pieces = 0, megatron_pieces = 0;
+};
+
+void summarize(const MethodSteps& m, uint32_t steps, MethodReport& line) {
+  line.ms_median = median(m.ms);
+  line.ms_max = worst(m.ms);
+  line.cpu_ms_median = median(m.cpu_ms);
+  line.cpu_ms_max = worst(m.cpu_ms);
+  line.imbalance_median = median(m.imbalance);
+  line.imbalance_worst = worst(m.imbalance);
+  line.lower_bound_median = median(m.bound);
+  line.lower_bound_worst = worst(m.bound);
+  line.pigeonhole_median = median(m.pigeonhole);
+  line.pigeonhole_worst = worst(m.pigeonhole);
+  line.over_bound_median = median(m.over_bound);
+  line.over_bound_worst = worst(m.over_bound);
+  line.micro_batch_median = median(m.micro);
+  line.micro_batch_worst = worst(m.micro);
+  line.positions_median = median(m.positions);
+  line.positions_worst = worst(m.positions);
+  line.step_seconds_median = median(m.seconds);
+  line.pieces_per_step = static_cast<double>(m.pieces) / steps;
+  line.megatron_pieces_per_step = static_cast<double>(m.megatron_pieces) / steps;
+}
+
+}  // namespace
+
 SimulateReport simulate(const SimulateOptions& options) {
   using Clock = std::chrono::steady_clock;
   if (options.seq_len < 16) throw ConfigError("--seq-len must be at least 16");
@@ -171,66 +230,87 @@ SimulateReport simulate(const SimulateOptions& options) {
   SimulateReport report;
   report.options = options;
   report.dp = data_parallel(options);
-  const CostModel cost = CostModel::from(options.model, options.cost_a);
+  const CostModel cost = simulate_cost(options);
   std::vector<std::vector<PlanDoc>> steps;
   for (uint32_t s = 0; s < options.steps; ++s) steps.push_back(synthetic_step(options, cost, s));
-
+  PackOptions pack = simulate_pack_options(options, report.dp);
+  if (spreads(pack) && options.cp > 1)
+    throw ConfigError("--cuts balance and --micro-batch-count variable place variable-length rows: give --cp 1");
+  pack.cp = 1;  // the balance without context parallelism (--compare models CP)
+  if (pack.hold.enabled()) {
+    // Ids unique over the run (in order, so each step's placement is the same).
+    uint32_t next = 0;
+    for (std::vector<PlanDoc>& step : steps)
+      for (PlanDoc& doc : step) doc.id = next++;
+    steps = hold_run(steps, pack.hold, &report.hold);
+  }
   for (BalanceMethod method : options.methods) {
-    PackOptions pack;
-    pack.seq_len = options.seq_len;
-    pack.dp = report.dp;
-    pack.micro_batches = options.micro_batches;
-    pack.long_docs = options.long_docs;
-    pack.pp = options.pp;
-    pack.varlen = options.varlen;
     pack.balance = method;
-    std::vector<double> ms, cpu_ms, imbalance, bound, pigeonhole, over_bound, micro, positions, seconds;
+    MethodSteps m;
     MethodReport line;
     line.method = method;
-    uint64_t docs = 0, pieces = 0;
     for (const std::vector<PlanDoc>& step_docs : steps) {
       const auto start = Clock::now();
       const double cpu_start = thread_cpu_ms();
       const PackedStep step = pack_step(step_docs, pack, cost);
-      cpu_ms.push_back(thread_cpu_ms() - cpu_start);
-      ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+      m.cpu_ms.push_back(thread_cpu_ms() - cpu_start);
+      m.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
       const PlanStats& stats = step.stats;
-      imbalance.push_back(stats.imbalance);
-      bound.push_back(stats.lower_bound);
-      pigeonhole.push_back(stats.pigeonhole_bound);
-      micro.push_back(stats.worst_micro_batch_imbalance);
-      positions.push_back(stats.positions_imbalance);
-      seconds.push_back(cost.seconds(stats.max_cost, options.tflops));
-      over_bound.push_back(stats.max_over_bound);
-      if (over_bound.back() <= 1.01) ++line.steps_on_target;
-      docs += step_docs.size();
+      m.imbalance.push_back(stats.imbalance);
+      m.bound.push_back(stats.lower_bound);
+      m.pigeonhole.push_back(stats.pigeonhole_bound);
+      m.micro.push_back(stats.worst_micro_batch_imbalance);
+      m.positions.push_back(stats.positions_imbalance);
+      m.seconds.push_back(cost.seconds(stats.max_cost, options.tflops));
+      m.over_bound.push_back(stats.max_over_bound);
+      if (m.over_bound.back() <= 1.01) ++line.steps_on_target;
+      line.max_cost_sum += stats.max_cost;
+      line.max_micro_batches = std::max<uint64_t>(line.max_micro_batches, stats.max_micro_batches);
+      m.docs += step_docs.size();
+      m.megatron_pieces += stats.megatron_pieces;
       for (const BucketPlan& bucket : step.buckets)
         for (const MicroBatchPlan& mb : bucket.micro_batches)
-          for (const PackedSequence& sequence : mb.sequences) pieces += sequence.pieces.size();
+          for (const PackedSequence& sequence : mb.sequences) m.pieces += sequence.pieces.size();
     }
-    line.ms_median = median(ms);
-    line.ms_max = worst(ms);
-    line.cpu_ms_median = median(cpu_ms);
-    line.cpu_ms_max = worst(cpu_ms);
-    line.imbalance_median = median(imbalance);
-    line.imbalance_worst = worst(imbalance);
-    line.lower_bound_median = median(bound);
-    line.lower_bound_worst = worst(bound);
-    line.pigeonhole_median = median(pigeonhole);
-    line.pigeonhole_worst = worst(pigeonhole);
-    line.over_bound_median = median(over_bound);
-    line.over_bound_worst = worst(over_bound);
-    line.micro_batch_median = median(micro);
-    line.micro_batch_worst = worst(micro);
-    line.positions_median = median(positions);
-    line.positions_worst = worst(positions);
-    line.step_seconds_median = median(seconds);
-    report.docs_per_step = static_cast<double>(docs) / options.steps;
-    report.pieces_per_step = static_cast<double>(pieces) / options.steps;
+    summarize(m, options.steps, line);
+    report.docs_per_step = static_cast<double>(m.docs) / options.steps;
+    report.pieces_per_step = line.pieces_per_step;
     report.methods.push_back(line);
   }
   return report;
 }
+
+namespace {
+
+// What the placement options did (cuts, micro-batch counts, the hold), under the table.
+void print_placement_options(const SimulateReport& report, std::ostream& out) {
+  const SimulateOptions& o = report.options;
+  char line[512];
+  out << "sum of the heaviest rank's cost over the steps:";
+  for (const MethodReport& m : report.methods) out << ' ' << option_name(m.method) << ' ' << m.max_cost_sum;
+  out << '\n';
+  if (o.cuts == Cuts::balance)
+    for (const MethodReport& m : report.methods) {
+      std::snprintf(line, sizeof line, "cuts %s: %.1f pieces per step, Megatron's cut of the same documents %.1f\n",
+                    option_name(m.method), m.pieces_per_step, m.megatron_pieces_per_step);
+      out << line;
+    }
+  if (o.variable_micro_batches)
+    for (const MethodReport& m : report.methods)
+      out << "variable micro-batches " << option_name(m.method) << ": at most " << m.max_micro_batches
+          << " on a rank\n";
+  if (o.hold_above > 0.0) {
+    const HoldStats& h = report.hold;
+    std::snprintf(line, sizeof line,
+                  "outlier hold (above %.2f x seq_len, at most %u steps): %llu documents held, mean delay %.2f, "
+                  "max %llu steps\n",
+                  o.hold_above, o.hold_steps, static_cast<unsigned long long>(h.held), h.mean_delay(),
+                  static_cast<unsigned long long>(h.max_delay));
+    out << line;
+  }
+}
+
+}  // namespace
 
 void print_report(const SimulateReport& report, std::ostream& out) {
   const SimulateOptions& o = report.options;
@@ -261,6 +341,7 @@ void print_report(const SimulateReport& report, std::ostream& out) {
                   m.positions_median, m.positions_worst, m.step_seconds_median, m.steps_on_target, o.steps);
     out << line;
   }
+  print_placement_options(report, out);
 }
 
 std::string report_json(const SimulateReport& report) {
@@ -286,9 +367,15 @@ std::string report_json(const SimulateReport& report) {
     json.value("positions_imbalance_median", m.positions_median).value("positions_imbalance_worst", m.positions_worst);
     json.value("step_seconds_median", m.step_seconds_median);
     json.value("steps_on_target", m.steps_on_target);
+    json.value("max_cost_sum", m.max_cost_sum).value("max_micro_batches", m.max_micro_batches);
+    json.value("pieces_per_step", m.pieces_per_step).value("megatron_pieces_per_step", m.megatron_pieces_per_step);
     json.end_object();
   }
   json.end_array();
+  json.value("cuts", option_name(o.cuts)).value("variable_micro_batches", o.variable_micro_batches);
+  json.begin_object("hold").value("above", o.hold_above).value("steps", o.hold_steps);
+  json.value("held", report.hold.held).value("mean_delay", report.hold.mean_delay());
+  json.value("max_delay", report.hold.max_delay).end_object();
   json.end_object();
   return json.str();
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/step/outlier_hold.h"
 #include "plan/step/pack.h"
 
 namespace msd {
@@ -36,7 +37,24 @@ struct SimulateOptions {
   // (one a line, drawn uniformly; measured_lengths); long_share then unused.
   std::string lengths = "pareto";
   std::vector<BalanceMethod> methods = {BalanceMethod::tokens, BalanceMethod::greedy, BalanceMethod::karmarkar_karp};
+  // msd's placement options, as the job's (job.cuts, job.micro_batch_count,
+  // job.max_positions_per_micro_batch, model.cost_micro_batch, job.hold_above,
+  // job.hold_steps; docs/cost-and-balance.md). cuts = balance and variable
+  // micro-batches place variable-length rows.
+  Cuts cuts = Cuts::whole;
+  bool variable_micro_batches = false;
+  uint64_t max_positions_per_micro_batch = 0;
+  double cost_micro_batch = 0.0;
+  double hold_above = 0.0;  // x seq_len; 0: no hold
+  uint32_t hold_steps = 8;
 };
+
+// msd's packing options for `options` at `dp` ranks (the hold releasing dp
+// documents together, its last step options.steps - 1).
+PackOptions simulate_pack_options(const SimulateOptions& options, uint32_t dp);
+// The planner's analytic cost for `options`: CostModel::from(model, cost_a)
+// with cost_micro_batch.
+CostModel simulate_cost(const SimulateOptions& options);
 
 // One method over all steps. Medians and worsts are over steps; a step's
 // micro-batch figure is its worst micro-batch index.
@@ -55,6 +73,13 @@ struct MethodReport {
   double micro_batch_median = 0.0, micro_batch_worst = 0.0;  // per-index max/mean cost
   double positions_median = 0.0, positions_worst = 0.0;      // DP max/mean positions
   double step_seconds_median = 0.0;  // the slowest bucket's compute time at `tflops`
+  // Sum over steps of the heaviest bucket's cost (the run's compute time in
+  // units of cost), the pieces placed per step against Megatron's cut of the
+  // same documents (cuts = balance; else 0), and the most micro-batches a
+  // bucket had.
+  double max_cost_sum = 0.0;
+  double pieces_per_step = 0.0, megatron_pieces_per_step = 0.0;
+  uint64_t max_micro_batches = 0;
   // Steps whose heaviest bucket is within 1% of the lower bound.
   uint32_t steps_on_target = 0;
 };
@@ -64,6 +89,7 @@ struct SimulateReport {
   uint32_t dp = 0;
   double docs_per_step = 0.0, pieces_per_step = 0.0;
   std::vector<MethodReport> methods;
+  HoldStats hold;  // the outlier hold's delays (options.hold_above > 0)
 };
 
 // A corpus's documents as published: per component, the share of its tokens

@@ -89,7 +89,9 @@ CostModel make_cost_model(const Config& config) {
     model.hidden = spec.hidden;
     model.layers = spec.layers;
   }
-  return CostModel::from(model, config.model.cost_a, config.model.cost_vision_scale);
+  CostModel cost = CostModel::from(model, config.model.cost_a, config.model.cost_vision_scale);
+  cost.micro_batch = config.model.cost_micro_batch;
+  return cost;
 }
 
 }  // namespace msd

@@ -20,6 +20,13 @@ struct CostModel {
   double vision_a = 6.0 * 768;   // vision encoder's linear-term weight per patch. Default: 6 * vision_hidden
   double vision_scale = 0.0;     // a vision-encoder unit in LM units. Default: 0 (patches cost like text)
   double flops_per_unit = 0.0;   // FLOPs of one unit of cost (all layers, fwd + bwd). Default: 0 (unset)
+  // What one micro-batch costs whatever it holds (kernel launches, optimizer
+  // hooks, the pipeline's per-micro-batch sends), in units of cost: the
+  // constant term of a calibration (c0 / c2, msd-plan calibrate) or
+  // model.cost_micro_batch. The spread placement (spread.h) charges it per
+  // micro-batch so that it splits no work into needless micro-batches.
+  // Default: 0 (none).
+  double micro_batch = 0.0;
 
   // The model's cost: a = 6 * hidden, or `a_override` when it is > 0 (a
   // measured or fitted linear weight, e.g. for a model whose MLP is not 4x

@@ -330,8 +330,10 @@ std::vector<std::vector<BucketPlan>> place_run(TrainingMode mode, const std::vec
                                                const PackOptions& options, const CostModel& cost,
                                                const StreamOptions& stream) {
   if (is_stream_mode(mode)) return place_stream(mode, steps, options, cost, stream);
+  const bool holds = options.hold.enabled() && !is_baseline(mode);
+  const std::vector<std::vector<PlanDoc>> held = holds ? hold_run(steps, options.hold) : std::vector<std::vector<PlanDoc>>{};
   std::vector<std::vector<BucketPlan>> out;
-  for (const std::vector<PlanDoc>& step : steps) out.push_back(place_step(mode, step, options, cost));
+  for (const std::vector<PlanDoc>& step : holds ? held : steps) out.push_back(place_step(mode, step, options, cost));
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "plan/step/megatron.h"
+#include "plan/step/outlier_hold.h"
 #include "plan/step/pack.h"
 
 namespace msd {
@@ -181,7 +182,9 @@ std::vector<BucketPlan> place_step(TrainingMode mode, const std::vector<PlanDoc>
 // stream's batch), so the run has as many steps as whole global
 // batches it holds, and the positions after the last whole one are not
 // placed (whole_global_batches cuts a run so there are none). Plans'
-// positions and costs are filled. REQUIRES mode != megatron_dynamic_cp.
+// positions and costs are filled. With options.hold enabled the msd modes
+// place the steps as the outlier hold delivers them (hold_run); the
+// baselines ignore it. REQUIRES mode != megatron_dynamic_cp.
 std::vector<std::vector<BucketPlan>> place_run(TrainingMode mode, const std::vector<std::vector<PlanDoc>>& steps,
                                                const PackOptions& options, const CostModel& cost = CostModel{},
                                                const StreamOptions& stream = StreamOptions{});

@@ -8,8 +8,10 @@
 #include "plan/step/bound.h"
 #include "plan/step/budget_enforcer.h"
 #include "plan/step/modes.h"
+#include "plan/step/outlier_hold.h"
 #include "plan/step/packing.h"
 #include "plan/step/placements.h"
+#include "plan/step/spread.h"
 
 namespace msd {
 namespace {
@@ -35,9 +37,32 @@ void join_rows(std::vector<MicroBatchPlan>& micro_batches) {
   }
 }
 
+// pack_step by the spread placement (spread.h), with its statistics.
+PackedStep pack_spread(const std::vector<PlanDoc>& docs, const PackOptions& options, const CostModel& cost) {
+  SpreadPlan plan = place_spread(docs, options, cost);
+  PackedStep step;
+  step.buckets = std::move(plan.buckets);
+  if (options.pp > 1)
+    for (BucketPlan& bucket : step.buckets) order_for_pipeline(bucket.micro_batches);
+  step.stats = plan_stats(step.buckets, plan.piece_costs);
+  for (const BucketPlan& bucket : step.buckets) {
+    uint64_t with_work = 0;
+    for (const MicroBatchPlan& mb : bucket.micro_batches) with_work += mb.sequences.size();
+    step.stats.sequences += with_work;
+    step.stats.max_micro_batches = std::max(step.stats.max_micro_batches, with_work);
+  }
+  step.stats.positions_budget = plan.budget;
+  step.stats.budget_exceeded = plan.budget_exceeded;
+  step.stats.pieces = plan.pieces;
+  step.stats.megatron_pieces = plan.megatron_pieces;
+  if (step.stats.bound_cost > 0.0) step.stats.max_over_bound = step.stats.max_cost / step.stats.bound_cost;
+  return step;
+}
+
 }  // namespace
 
 PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& options, const CostModel& model) {
+  if (spreads(options)) return pack_spread(docs, options, model);
   const CostModel cost = options.varlen ? model.unpadded() : model;  // varlen rows compute no padding
   MSD_CHECK(!options.varlen || options.cp <= 1);
   MSD_CHECK_LE(1u, options.seq_len);
@@ -90,6 +115,7 @@ PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& option
   step.stats.positions_budget = budget;
   step.stats.budget_binding = binding;
   step.stats.budget_exceeded = exceeded;
+  step.stats.pieces = lengths.size();
   if (!options.lower_bound || options.varlen) {  // the piece bounds of plan_stats only
     if (step.stats.bound_cost > 0.0) step.stats.max_over_bound = step.stats.max_cost / step.stats.bound_cost;
     return step;
@@ -136,18 +162,18 @@ PlanStats plan_stats(const std::vector<BucketPlan>& buckets, std::span<const dou
   const double largest_piece_cost = piece_costs.empty() ? 0.0 : piece_costs.front();
   stats.largest_piece_cost = largest_piece_cost;
   if (buckets.empty()) return stats;
-  const size_t count = buckets.front().micro_batches.size();
+  size_t count = 0;  // a bucket with fewer micro-batches counts as 0 beyond them
+  for (const BucketPlan& bucket : buckets) count = std::max(count, bucket.micro_batches.size());
   const double dp = static_cast<double>(buckets.size());
   double total = 0.0, max_positions = 0.0, total_positions = 0.0;
   stats.micro_batch_mean_cost.assign(count, 0.0);
   stats.micro_batch_max_cost.assign(count, 0.0);
   for (const BucketPlan& bucket : buckets) {
-    MSD_CHECK_EQ(bucket.micro_batches.size(), count);
     total += bucket.cost;
     stats.max_cost = std::max(stats.max_cost, bucket.cost);
     total_positions += static_cast<double>(bucket.positions);
     max_positions = std::max(max_positions, static_cast<double>(bucket.positions));
-    for (size_t m = 0; m < count; ++m) {
+    for (size_t m = 0; m < bucket.micro_batches.size(); ++m) {
       stats.micro_batch_mean_cost[m] += bucket.micro_batches[m].cost;
       stats.micro_batch_max_cost[m] = std::max(stats.micro_batch_max_cost[m], bucket.micro_batches[m].cost);
     }
@@ -201,6 +227,13 @@ PackOptions make_pack_options(const Config& config) {
   // The colocated baselines keep Megatron's fixed rows.
   options.varlen = config.job.micro_batch_shape == RowShape::varlen && !is_baseline(mode);
   options.max_positions_per_micro_batch = config.job.max_positions_per_micro_batch;
+  // The baselines keep Megatron's cuts, micro-batch counts and steps
+  // (configuration validation refuses the options with them).
+  if (!is_baseline(mode)) {
+    options.cuts = config.job.cuts;
+    options.variable_micro_batches = config.job.micro_batch_count == MicroBatchCount::variable;
+    options.hold = make_hold_options(config);
+  }
   return options;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -50,6 +51,24 @@ struct BucketPlan {
   double cost = 0.0;       // sum of its micro-batches' costs
 };
 
+// The outlier hold (outlier_hold.h, job.hold_above, job.hold_steps): which
+// documents wait for later steps and for how long. Read by place_run (a
+// run's steps) and the planner, never by pack_step (one step).
+struct HoldOptions {
+  // A document of more positions waits. 0: none does (no hold).
+  uint32_t above = 0;
+  // K: a document is delivered at most this many steps after the step that
+  // took it. 0: none waits.
+  uint32_t max_steps = 8;
+  // Waiting documents are delivered together once this many wait, oldest
+  // first: one for each DP rank. At least 1.
+  uint32_t release = 1;
+  // This step delivers every waiting document (the run's last, job.steps - 1).
+  uint64_t last_step = std::numeric_limits<uint64_t>::max();
+
+  bool enabled() const { return above > 0 && max_steps > 0; }
+};
+
 struct PackOptions {
   uint32_t seq_len = 2048;                          // positions per packed sequence
   uint32_t dp = 1;                                  // DP buckets
@@ -90,7 +109,30 @@ struct PackOptions {
   // piece bounds (largest piece, mean, piece pigeonhole), min_sequences 0,
   // max_over_bound over those.
   bool lower_bound = true;
+  // Where documents may be cut (job.cuts). whole: a document longer than
+  // seq_len into seq_len pieces (long_docs), nothing else. balance: such a
+  // document into ceil(L / seq_len) near-equal pieces, and then more cuts
+  // where they lower the heaviest rank, never more pieces in all than
+  // Megatron's cut of the step's documents (megatron_piece_count, cuts.h)
+  // makes: the spread placement (spread.h). REQUIRES varlen. Default: whole.
+  Cuts cuts = Cuts::whole;
+  // Variable micro-batches per rank (job.micro_batch_count = variable): the
+  // spread placement (spread.h); a rank's positions may differ from the
+  // others' and take as many micro-batches (variable-length rows) as they
+  // need under the budget (max_positions_per_micro_batch, resolved as
+  // micro_batch_budget does), at least micro_batches. REQUIRES varlen.
+  // Default: false (micro_batches per rank).
+  bool variable_micro_batches = false;
+  // The outlier hold over a run's steps: place_run holds by it (the msd
+  // modes); pack_step, which places one step, ignores it. Default: none.
+  HoldOptions hold;
 };
+
+// Whether pack_step places by the spread placement (spread.h): cut-aware
+// cuts or variable micro-batches.
+inline bool spreads(const PackOptions& options) {
+  return options.cuts == Cuts::balance || options.variable_micro_batches;
+}
 
 // The two balance objectives of a step, measured on its plan. "Cost" is
 // CostModel::document summed over pieces. Ratios are 1 when there is no cost.
@@ -145,6 +187,12 @@ struct PlanStats {
   uint64_t max_micro_batch_positions = 0;
   bool budget_binding = false;
   bool budget_exceeded = false;
+  // Document pieces placed, and the pieces Megatron's cut of the step's
+  // documents makes (megatron_piece_count; 0 unless cuts = balance): with
+  // cuts = balance pieces <= megatron_pieces.
+  uint64_t pieces = 0;
+  uint64_t megatron_pieces = 0;
+  uint64_t max_micro_batches = 0;  // the most micro-batches a bucket has (with work)
 };
 
 // Positions a trainer computes for a row holding `used`: seq_len for fixed
@@ -259,7 +307,8 @@ std::vector<BucketPlan> distribute_and_pack(const std::vector<PlanDoc>& docs, co
                                             const CostModel& cost = CostModel{});
 
 // The statistics of a plan whose pieces cost `piece_costs` (heaviest first).
-// REQUIRES every bucket to have the same number of micro-batches.
+// Per micro-batch index, a bucket with fewer micro-batches counts as 0 there
+// (variable micro-batches).
 PlanStats plan_stats(const std::vector<BucketPlan>& buckets, std::span<const double> piece_costs);
 
 }  // namespace msd

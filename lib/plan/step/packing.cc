@@ -123,10 +123,15 @@ std::vector<PlacedPiece> cut_into_pieces(const std::vector<PlanDoc>& docs, const
     // patches plus the text that fits, whatever long_docs says.
     const bool split = options.long_docs == LongDocs::split && doc.fixed == 0;
     const uint32_t kept = split ? doc.positions : std::min(doc.positions, seq_len);
-    for (uint32_t begin = 0; begin < kept; begin += seq_len) {
-      const uint32_t length = std::min(seq_len, kept - begin);
+    // cuts = balance: ceil(kept / seq_len) pieces of floor or ceil(kept /
+    // count) positions, the longer first; else seq_len pieces and a rest.
+    const uint32_t count = (kept + seq_len - 1) / seq_len;
+    const bool even = options.cuts == Cuts::balance;
+    for (uint32_t k = 0, begin = 0; begin < kept; ++k) {
+      const uint32_t length = even ? kept / count + (k < kept % count ? 1 : 0) : std::min(seq_len, kept - begin);
       const uint32_t patches = begin < doc.fixed ? std::min(doc.fixed - begin, length) : 0;
       pieces.push_back({Piece{doc.id, begin, length}, patches, cost.document(length, patches)});
+      begin += length;
     }
   }
   return pieces;

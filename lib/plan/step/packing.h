@@ -35,6 +35,10 @@ void sort_longest_first(std::vector<PlacedPiece>& pieces, uint32_t seq_len);
 // whose bit patterns order like their values; complemented, descending.
 void sort_heaviest_first(std::vector<PlacedPiece>& pieces);
 
+// A step's documents as pieces of at most seq_len (long_docs); a text
+// document longer than seq_len in seq_len pieces and a rest, or with cuts =
+// balance in ceil(L / seq_len) near-equal pieces (the longer ones first),
+// which costs less attention.
 std::vector<PlacedPiece> cut_into_pieces(const std::vector<PlanDoc>& docs, const PackOptions& options,
                                          const CostModel& cost);
 

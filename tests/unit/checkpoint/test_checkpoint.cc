@@ -52,6 +52,7 @@ PlannerCheckpoint sample_checkpoint(uint64_t step) {
                  {1, SampleState::requested, 2, step * 6 + 1, 11},
                  {1, SampleState::failed, 2, step * 6 + 2, 30}};
   c.loader_sources = {{1}, {0}, {}, {0, 1}};  // online scaling's assignment; an idle shadow
+  if (step > 1) c.held = {{0, step * 18 - 5, 4000, 0, step - 2}, {1, step * 6 - 1, 3000, 64, step - 1}};  // the hold's
   return c;
 }
 
@@ -331,7 +332,9 @@ TEST_CASE("resume refuses changed data, naming what changed; the override accept
                           Catch::Contains("--resume-accept-changed-data"));
     Config accept = parse([&] {
       auto a = args;
-      a.push_back("--resume-accept-changed-data");
+      a.push_back("--resume-accept-changed-data");  // which does nothing without a resume
+      a.push_back("--resume");
+      a.push_back("--checkpoint.dir=" + dir);
       return a;
     }());
     CHECK(accept.checkpoint.accept_changed_data);

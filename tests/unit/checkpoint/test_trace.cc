@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "msd/config.h"
 #include "plan/step/cost.h"
 #include "plan/step/mix.h"
+#include "plan/step/outlier_hold.h"
 #include "plan/step/pack.h"
 #include "source/permutation.h"
 #include "tools/h5_poke.h"
@@ -68,6 +70,8 @@ PlannedRun plan_run(const Config& config, uint64_t steps) {
   const CostModel cost = make_cost_model(config);
   const PackOptions pack = make_pack_options(config);
   std::vector<uint64_t> cursor(kSourceSamples.size(), 0);
+  OutlierHold hold(pack.hold);  // as the planner holds (job.hold_above)
+  std::map<std::pair<uint32_t, uint64_t>, TraceSample> waiting;
   PlannedRun run;
   for (uint64_t step = 0; step < steps; ++step) {
     PlannerCheckpoint c;
@@ -77,6 +81,7 @@ PlannedRun plan_run(const Config& config, uint64_t steps) {
     c.source_samples = kSourceSamples;
     c.consumed = cursor;
     c.mixer_realized = mixer.realized();
+    c.held = hold.held();
     run.checkpoints.push_back(c);
     const auto quota = mixer.next();
     std::vector<TraceSample> samples;
@@ -84,11 +89,23 @@ PlannedRun plan_run(const Config& config, uint64_t steps) {
       for (uint32_t good = 0; good < quota[s];) {
         const auto pos = stream_position(config.job.seed, s, kSourceSamples[s], cursor[s]);
         samples.push_back(load(s, cursor[s]++, pos.index));
+        samples.back().from_step = step;
         if (samples.back().bad == 0) ++good;
       }
     }
-    const auto buckets = distribute_and_pack(plan_docs(samples, cost), pack, cost);
-    run.records.push_back(make_step_record(step, std::move(samples), buckets, cost));
+    std::vector<HeldDoc> arrivals;
+    for (const TraceSample& t : samples)
+      if (t.bad == 0) arrivals.push_back({t.source, t.cursor, t.positions, t.patches, step});
+    const OutlierHold::Decision decision = hold.step(step, arrivals);
+    for (size_t row = 0, i = 0; row < samples.size(); ++row)
+      if (samples[row].bad == 0 && decision.held[i++]) waiting[{samples[row].source, samples[row].cursor}] = samples[row];
+    for (const HeldDoc& doc : decision.released) {
+      samples.push_back(waiting.at({doc.source, doc.cursor}));
+      waiting.erase({doc.source, doc.cursor});
+    }
+    const std::vector<uint32_t> rows = delivered_rows(step, samples, decision.held);
+    const auto buckets = distribute_and_pack(plan_docs(samples, rows, cost), pack, cost);
+    run.records.push_back(make_step_record(step, std::move(samples), buckets, cost, rows));
   }
   return run;
 }
@@ -246,6 +263,44 @@ TEST_CASE("verify passes on the planned trace and finds the first tampered step"
     CHECK(report.divergence->step == 9);
     CHECK_THAT(report.divergence->what, Catch::Contains("cost"));
   }
+}
+
+TEST_CASE("verify re-derives the outlier hold: late documents, from a checkpoint, and a tampered one", "[trace][replay]") {
+  Config config = job_config();
+  config.job.micro_batch_shape = RowShape::varlen;
+  config.job.cuts = Cuts::balance;
+  config.job.micro_batch_count = MicroBatchCount::variable;
+  config.job.hold_above = 0.5;
+  config.job.hold_steps = 3;
+  config.job.steps = 12;
+  const PlannedRun run = plan_run(config, 12);
+  uint64_t late = 0;
+  for (const StepRecord& r : run.records)
+    for (const TraceSample& t : r.samples) late += t.from_step < r.step;
+  REQUIRE(late > 0);  // the run held documents
+  const std::string dir = scratch_dir("trace_hold");
+  write_trace(dir + "/trace.h5", config, run.records);
+  const VerifyReport whole = verify_trace(TraceReader(dir + "/trace.h5"));
+  CHECK_FALSE(whole.divergence.has_value());
+  CHECK(whole.steps_checked == 12);
+  // From a checkpoint whose hold is not empty.
+  uint64_t from = 1;
+  while (from < 11 && run.checkpoints[from].held.empty()) ++from;
+  REQUIRE_FALSE(run.checkpoints[from].held.empty());
+  write_trace(dir + "/resumed.h5", config, run.records, from);
+  const VerifyReport resumed = verify_trace(TraceReader(dir + "/resumed.h5"), run.checkpoints[from]);
+  CHECK_FALSE(resumed.divergence.has_value());
+  CHECK(resumed.steps_checked == 12 - from);
+  // Another document recorded where the hold delivers a late one.
+  std::vector<StepRecord> tampered = run.records;
+  size_t step = 0;
+  while (tampered[step].samples.back().from_step == step) ++step;
+  tampered[step].samples.back().cursor += 1;
+  write_trace(dir + "/tampered.h5", config, tampered);
+  const VerifyReport report = verify_trace(TraceReader(dir + "/tampered.h5"));
+  REQUIRE(report.divergence.has_value());
+  CHECK(report.divergence->step == step);
+  CHECK_THAT(report.divergence->what, Catch::Contains("held document"));
 }
 
 TEST_CASE("any single value changed in a trace is reported as tampering, with where", "[trace][integrity]") {

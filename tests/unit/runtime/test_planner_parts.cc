@@ -113,12 +113,19 @@ TEST_CASE("the plan encoder writes the bytes of encode(StepPlan) for the same pl
   buckets[0].micro_batches[1].sequences = {{{{0, 0, 10}}, 10}};
   buckets[1].micro_batches.resize(1);
   buckets[1].micro_batches[0].sequences = {{{{4, 0, 14}, {0, 0, 10}}, 24}, {{{2, 0, 12}}, 12}};
+  samples[2].patches = 4;  // an image-text sample: its patches have no labels
+  samples[2].text_tokens = 8;
+  // Labels: every piece's positions but its last, from its first text
+  // position: 7+10 (sample 3 split), 10, 9, 13, 9, and 12 - 4 - 1 for sample 2.
+  const uint64_t labelled = 7 + 4 + 10 + 9 + 13 + 9 + 7;
+  CHECK(loss_tokens(buckets, samples) == labelled);
   PlanEncoder encoder;
-  encoder.start(9, 32, samples);
+  encoder.start(9, 32, samples, labelled);
   for (const BucketPlan& bucket : buckets) {
     StepPlan expected;  // as the planner built it before: samples in the order the pieces first use them
     expected.step = 9;
     expected.seq_len = 32;
+    expected.loss_tokens = labelled;
     std::vector<int> local(samples.size(), -1);
     uint64_t expected_tokens = 0;
     for (const MicroBatchPlan& mb : bucket.micro_batches) {
