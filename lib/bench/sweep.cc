@@ -76,16 +76,19 @@ SimulateOptions row_options(const SweepOptions& options, const RowShape& shape, 
 // A mode's evaluation by key: a baseline's mode name, or a placement's name.
 using Evaluations = std::map<std::string, ModeEvaluation>;
 
-// Evaluates `modes` in one row shape and cost; `key_of` names each. Returns
-// the calibration it placed by (probes == 0: analytic); `fit`, when given,
-// is that calibration already made.
+// Evaluates `modes` (each with its key) under `placement`'s row shape, cost
+// and options. Returns the calibration it placed by (probes == 0: analytic);
+// `fit`, when given, is that calibration already made.
 Calibration add_evaluations(Evaluations& out, SimulateOptions sim, CompareOptions compare,
-                            const std::vector<std::pair<TrainingMode, std::string>>& modes, bool varlen,
-                            bool calibrated, std::optional<Calibration> fit = std::nullopt) {
-  sim.varlen = varlen;
+                            const std::vector<std::pair<TrainingMode, std::string>>& modes,
+                            const SweepPlacement& placement, std::optional<Calibration> fit = std::nullopt) {
+  sim.varlen = placement.varlen;
+  sim.cuts = placement.cuts;
+  sim.variable_micro_batches = placement.variable_micro_batches;
+  sim.hold_above = placement.hold_above;
   compare.modes.clear();
   for (const auto& [mode, key] : modes) compare.modes.push_back(mode);
-  compare.calibrate = calibrated;
+  compare.calibrate = placement.calibrated;
   compare.calibration = fit;
   compare.calibration_seed = sim.seed + 1000;  // fitted on other steps than those judged
   const CompareReport report = compare_modes(sim, compare);
@@ -93,31 +96,38 @@ Calibration add_evaluations(Evaluations& out, SimulateOptions sim, CompareOption
   return report.calibration;
 }
 
-// Every evaluation one row and seed needs: the baselines and the fixed-row
-// uncalibrated placements in one pass, then each (row shape, cost) of the
-// other placements (calibrated ones when asked, their fit in *calibration;
-// variable-length ones only where cp == 1).
+// The placements that are placed together: same row shape, cost and options.
+bool same_options(const SweepPlacement& a, const SweepPlacement& b) {
+  return a.varlen == b.varlen && a.calibrated == b.calibrated && a.cuts == b.cuts &&
+         a.variable_micro_batches == b.variable_micro_batches && a.hold_above == b.hold_above;
+}
+
+// Every evaluation one row and seed needs: the baselines with the placements
+// of the default options (fixed rows, analytic cost) in one pass, then each
+// other set of options (calibrated ones when asked, the first fit reused and
+// returned in *calibration; variable-length ones only where cp == 1).
 Evaluations evaluate_cell(const SimulateOptions& sim, const CompareOptions& compare, bool calibrated,
                           Calibration* calibration = nullptr) {
   Evaluations out;
-  std::vector<std::pair<TrainingMode, std::string>> first = {
-      {TrainingMode::colocated_samples, training_mode_name(TrainingMode::colocated_samples)}};
-  for (TrainingMode mode : sweep_megatron_baselines())
-    if (mode != TrainingMode::megatron_dynamic_cp || sim.cp > 1) first.push_back({mode, training_mode_name(mode)});
+  const SweepPlacement plain{"", TrainingMode::msd_greedy, false, false};
+  std::vector<const SweepPlacement*> groups = {&plain};
   for (const SweepPlacement& p : sweep_placements())
-    if (!p.varlen && !p.calibrated) first.push_back({p.mode, p.name});
-  add_evaluations(out, sim, compare, first, false, false);
+    if (std::none_of(groups.begin(), groups.end(), [&](const SweepPlacement* g) { return same_options(*g, p); }))
+      groups.push_back(&p);
   std::optional<Calibration> fit;
-  for (const bool with_fit : {false, true})
-    for (const bool varlen : {false, true}) {
-      if ((with_fit && !calibrated) || (varlen && sim.cp > 1) || (!with_fit && !varlen)) continue;
-      std::vector<std::pair<TrainingMode, std::string>> modes;
-      for (const SweepPlacement& p : sweep_placements())
-        if (p.varlen == varlen && p.calibrated == with_fit) modes.push_back({p.mode, p.name});
-      if (modes.empty()) continue;
-      const Calibration used = add_evaluations(out, sim, compare, modes, varlen, with_fit, fit);
-      if (with_fit) fit = used;
+  for (const SweepPlacement* group : groups) {
+    if ((group->calibrated && !calibrated) || (group->needs_cp1() && sim.cp > 1)) continue;
+    std::vector<std::pair<TrainingMode, std::string>> modes;
+    if (group == &plain) {
+      modes.push_back({TrainingMode::colocated_samples, training_mode_name(TrainingMode::colocated_samples)});
+      for (TrainingMode mode : sweep_megatron_baselines())
+        if (mode != TrainingMode::megatron_dynamic_cp || sim.cp > 1) modes.push_back({mode, training_mode_name(mode)});
     }
+    for (const SweepPlacement& p : sweep_placements())
+      if (same_options(*group, p)) modes.push_back({p.mode, p.name});
+    const Calibration used = add_evaluations(out, sim, compare, modes, *group, group->calibrated ? fit : std::nullopt);
+    if (group->calibrated && !fit) fit = used;
+  }
   if (calibration && fit) *calibration = *fit;
   return out;
 }

@@ -40,8 +40,17 @@ std::vector<SweepMix> sweep_mixes(const std::string& lengths_file = "");
 struct SweepPlacement {
   std::string name;  // its key: e.g. msd_greedy_varlen, calibrated_msd_greedy
   TrainingMode mode;
-  bool varlen;      // variable-length rows (placed only where cp == 1)
+  bool varlen;      // variable-length rows
   bool calibrated;  // placed by the calibrated cost
+  // msd's placement options (SimulateOptions'): cuts = balance and variable
+  // micro-batches place variable-length rows; the outlier hold's threshold
+  // (x seq_len, 0: none). A placement in variable-length rows is placed only
+  // where cp == 1.
+  Cuts cuts = Cuts::whole;
+  bool variable_micro_batches = false;
+  double hold_above = 0.0;
+
+  bool needs_cp1() const { return varlen || cuts == Cuts::balance || variable_micro_batches; }
 };
 // msd_tokens and msd_greedy (fixed rows), msd_greedy_varlen, and msd_greedy
 // placed by the calibrated cost in both row shapes.
