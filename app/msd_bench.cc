@@ -186,31 +186,40 @@ int memory_main(int argc, char** argv) {
 int sweep_main(int argc, char** argv) {
   msd::bench::SweepOptions options;
   bool json = false, no_sensitivity = false;
-  std::string seq_lens = "4096,16384,32768,65536", dps = "16,128", pps = "1,4";
+  std::string seq_lens = "4096,16384,32768,65536", dps = "16,128", pps = "1,4", cps = "2,4,8",
+              cp_seq_lens = "65536,131072";
   std::string mixes = "longtail_text,text_image,demo,pile,llama", csv, plot;
   po::options_description described(
       "Usage: msd-bench sweep [options]\n\n"
       "The gain at scale on the device model, without MPI (docs/evaluation.md). For every\n"
-      "seq_len x dp x mix x pp row and seeds 1..N, the same synthetic steps are placed by\n"
-      "megatron (Megatron-LM's GPTDataset: the stream cut into seq_len sequences, an equal\n"
-      "count per DP rank), megatron_varlen (the same stream in packed-sequence rows),\n"
-      "colocated_samples (the published system's baseline), msd_tokens and msd_greedy\n"
-      "(fixed and variable-length rows), and timed on the device model; every comparison\n"
-      "is the time to train the same tokens. Per row: the geometric mean over seeds; over\n"
-      "rows and seeds, and at seq_len >= 32k: geometric means with 95% bootstrap intervals.\n"
-      "The planner's cost is analytic; calibrated_* comparisons place by a cost fitted on\n"
-      "another seed's steps. Sensitivity rows (the longest seq_len, the first dp and pp,\n"
-      "longtail_text): GEMM efficiency x0.8 and x1.2, FlashAttention-2 tables, 5% and 30%\n"
-      "long documents. Mixes: longtail_text (15% long documents), text_image (15% long,\n"
-      "40% image-text), demo (the demo dataset's shares: 30% long, 20% image-text), pile\n"
-      "and llama (text lengths from the Pile's and LLaMA's published statistics), and\n"
-      "measured (the lengths in --lengths-file, drawn uniformly).\n\n"
+      "seq_len x dp x mix x pp row, and the context-parallel rows (cp x --cp-seq-lens x mix\n"
+      "at the first dp, pp 1), and seeds 1..N, the same synthetic steps are placed by\n"
+      "Megatron-LM as it runs: megatron (GPTDataset and MegatronPretrainingSampler: full\n"
+      "causal attention over each row), megatron_docmask (the same rows, attention per\n"
+      "document), megatron_dp_balanced (DpBalancedScheduler: variable-length rows) and, in\n"
+      "the CP rows, megatron_dynamic_cp (hybrid CP: a CP size per sample); by\n"
+      "colocated_samples (the published system's baseline); and by msd's placements:\n"
+      "msd_tokens and msd_greedy (fixed rows), msd_greedy_varlen (cp 1 rows), and\n"
+      "msd_greedy by a calibrated cost (calibrated_*: fitted on another seed's steps).\n"
+      "Each is timed on the device model; every comparison is the time to train the same\n"
+      "tokens (the steps cut at Megatron's last whole global batch). Per row: the\n"
+      "geometric mean over seeds; over the cp 1 rows and seeds, those at seq_len >= 32k,\n"
+      "and the CP rows: geometric means with 95% bootstrap intervals. Sensitivity rows\n"
+      "(the longest seq_len, the first dp and pp, longtail_text): GEMM efficiency x0.8\n"
+      "and x1.2, FlashAttention-2 tables, 5% and 30% long documents. Mixes:\n"
+      "longtail_text (15% long documents), text_image (15% long, 40% image-text), demo\n"
+      "(the demo dataset's shares: 30% long, 20% image-text), pile and llama (text\n"
+      "lengths from the Pile's and LLaMA's published statistics), and measured (the\n"
+      "lengths in --lengths-file, drawn uniformly).\n\n"
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")
       ("seq-lens", po::value(&seq_lens)->default_value(seq_lens), "positions per sequence, comma-separated")
       ("dps", po::value(&dps)->default_value(dps), "data-parallel sizes, comma-separated")
       ("pps", po::value(&pps)->default_value(pps), "pipeline-parallel sizes, comma-separated")
+      ("cps", po::value(&cps)->default_value(cps),
+       "context-parallel sizes of the CP rows, comma-separated (powers of two; 'none': no CP rows)")
+      ("cp-seq-lens", po::value(&cp_seq_lens)->default_value(cp_seq_lens), "the CP rows' seq_lens, comma-separated")
       ("mixes", po::value(&mixes)->default_value(mixes), "document mixes, comma-separated")
       ("lengths-file", po::value(&options.lengths_file),
        "the 'measured' mix's document lengths, one a line (e.g. a dataset's, as tools/demo-lengths.py writes the demo "
@@ -218,7 +227,7 @@ int sweep_main(int argc, char** argv) {
       ("tp", po::value(&options.tp)->default_value(options.tp), "tensor-parallel size")
       ("sequences-per-rank", po::value(&options.sequences_per_rank)->default_value(options.sequences_per_rank),
        "a step's documents per DP rank hold about this many seq_len sequences of tokens (the mix's mean length), so "
-       "Megatron's whole sequences per rank hold as many tokens a step; 0: --samples-per-gpu")
+       "Megatron's global batch (about a step's samples) holds as many tokens a step; 0: --samples-per-gpu")
       ("samples-per-gpu", po::value(&options.samples_per_gpu)->default_value(options.samples_per_gpu),
        "documents per DP rank and step, with --sequences-per-rank 0")
       ("micro-batches-per-stage", po::value(&options.micro_batches_per_stage)->default_value(options.micro_batches_per_stage),
@@ -239,6 +248,8 @@ int sweep_main(int argc, char** argv) {
   options.seq_lens = number_list<uint32_t>(seq_lens, "--seq-lens");
   options.dps = number_list<uint32_t>(dps, "--dps");
   options.pps = number_list<uint32_t>(pps, "--pps");
+  options.cps = cps == "none" ? std::vector<uint32_t>{} : number_list<uint32_t>(cps, "--cps");
+  options.cp_seq_lens = number_list<uint32_t>(cp_seq_lens, "--cp-seq-lens");
   options.mixes = msd::cli::split_list(mixes, "--mixes");
   options.sensitivity = !no_sensitivity;
   const msd::bench::SweepReport report = msd::bench::run_sweep(options);
@@ -478,7 +489,7 @@ constexpr Subcommand subcommands[] = {
     {"transforms", "tokenizer and JPEG speed against tiktoken and TurboJPEG", transforms_main},
     {"throughput", "every training mode on one configuration: msd against the baselines", throughput_main},
     {"memory", "loader memory and fetched bytes, colocated vs disaggregated, over sources x ranks", memory_main},
-    {"sweep", "msd over Megatron's placements on the device model, seq_len x dp x mix x pp x seeds", sweep_main},
+    {"sweep", "msd over Megatron's placements on the device model, seq_len x dp x mix x pp (x cp) x seeds", sweep_main},
     {"handoff", "client reads of loader windows vs memcpy and two-sided MPI, shared memory and network path", handoff_main},
     {"fanout", "the planner's work and messages per step over client ranks and data groups", fanout_main},
     {"handoff-worker", "(started by handoff under mpirun)", handoff_worker_main},

@@ -249,25 +249,40 @@ int place_main(int argc, char** argv) {
   sim.lengths = "pile";
   sim.image_share = 0.0;
   sim.hold_above = 0.5;  // for the _hold placements
-  std::string modes = "megatron,megatron_varlen,msd_tokens,msd_greedy";
+  std::string modes = "megatron,megatron_docmask,megatron_dp_balanced,msd_tokens,msd_greedy";
   po::options_description described(
       "Usage: msd-plan place [options]\n\n"
       "Places one token stream under several placements, for a trainer to time them on\n"
       "the same tokens (tools/bench-trainer.sh, examples/bench_trainer.py). --steps steps\n"
       "of --dp x --samples-per-gpu text documents (lengths from --lengths: pareto, pile or\n"
       "llama, as msd-bench sweep draws them), in each step's arrival order, make the\n"
-      "stream; every placement places all of it: megatron and megatron_varlen over the\n"
-      "whole stream (an equal sequence count per rank and step), the msd modes step by\n"
-      "step with the planner's analytic cost (a = 6 x --hidden, or --cost-a). An msd mode\n"
-      "with _varlen (msd_greedy_varlen) places variable-length rows; _cut cuts documents\n"
-      "to balance (job.cuts = balance), _vmb gives each rank its own micro-batch count\n"
+      "stream, cut at the last whole global batch of Megatron's (its last document\n"
+      "shortened) so that every placement places all of it. Placements: megatron\n"
+      "(GPTDataset and MegatronPretrainingSampler over the stream: documents and samples\n"
+      "shuffled, samples of seq_len inputs dealt in blocks of micro-batch size x dp, full\n"
+      "causal attention over each row), megatron_docmask (the same rows, attention per\n"
+      "document piece), megatron_dp_balanced (Megatron core's DpBalancedScheduler per\n"
+      "step: variable-length rows), and the msd modes step by step with the planner's\n"
+      "analytic cost (a = 6 x --hidden, or --cost-a). An msd mode with _varlen\n"
+      "(msd_greedy_varlen) places variable-length rows; _cut cuts documents to balance\n"
+      "(job.cuts = balance), _vmb gives each rank its own micro-batch count\n"
       "(job.micro_batch_count = variable), _hold holds outlier documents (job.hold_above),\n"
       "in any combination (msd_greedy_cut_vmb_hold; _cut and _vmb place variable-length\n"
-      "rows). Prints one JSON object: documents (lengths in stream order; a piece's doc\n"
-      "indexes it), positions, and per placement its rows (fixed or varlen), positions,\n"
-      "pieces, micro-batch count, the hold's delays and steps[step][rank][micro-batch] =\n"
-      "sequences of [doc, begin, length] pieces (a rank's micro-batches: its own count\n"
-      "with _vmb). docs/cost-and-balance.md.\n\n"
+      "rows). docs/evaluation.md, docs/cost-and-balance.md.\n\n"
+      "Prints one JSON object: documents (lengths in stream order; a piece's doc indexes\n"
+      "it; the cut one shortened), positions (every placement's), dropped_positions (cut\n"
+      "off the end), megatron_batch (micro_batch_size, micro_batches: Megatron's batch\n"
+      "per DP rank and step, a global batch of about a step), and per placement: rows\n"
+      "(fixed: each sequence a seq_len row, its tail padding; varlen: a micro-batch one\n"
+      "row of its pieces), attention (row: one causal span over each row, positions\n"
+      "counting on across its documents and each label the stream's next token;\n"
+      "document: each piece attends and is labelled on its own), positions, pieces,\n"
+      "micro-batch count, the hold's delays, document_order (megatron and\n"
+      "megatron_docmask: the documents in GPTDataset's order, so a row's next token is\n"
+      "known; after the last one comes the corpus token after the stream's last\n"
+      "document, the first the cut removed: Megatron's one extra label token), and\n"
+      "steps[step][rank][micro-batch] = sequences of [doc, begin, length] pieces (a\n"
+      "rank's micro-batches: its own count with _vmb).\n\n"
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")
@@ -277,7 +292,8 @@ int place_main(int argc, char** argv) {
       ("samples-per-gpu", po::value(&sim.samples_per_gpu)->default_value(sim.samples_per_gpu),
        "documents per DP rank and step")
       ("steps", po::value(&sim.steps)->default_value(sim.steps), "steps of the stream")
-      ("seed", po::value(&sim.seed)->default_value(sim.seed), "seed of the lengths and arrival orders")
+      ("seed", po::value(&sim.seed)->default_value(sim.seed),
+       "seed of the lengths, the arrival orders and GPTDataset's shuffles")
       ("lengths", po::value(&sim.lengths)->default_value(sim.lengths), "pareto | pile | llama")
       ("long-share", po::value(&sim.long_share)->default_value(sim.long_share), "pareto: share of long documents")
       ("hidden", po::value(&sim.model.hidden)->default_value(sim.model.hidden), "the trainer's hidden size (a = 6*hidden)")
@@ -313,9 +329,11 @@ int simulate_main(int argc, char** argv) {
       "micro-batch max/mean and DP max/mean positions (median and worst over steps).\n"
       "docs/cost-and-balance.md.\n"
       "With --compare: every training mode (colocated_samples, colocated_tokens, megatron,\n"
-      "megatron_varlen, msd_tokens, msd_greedy, msd_kk) places the same steps and the device model\n"
-      "(--model, --vision, --device) times them: tokens/s, padding, DP and micro-batch\n"
-      "max/mean, bubbles, and msd's speedups over the baselines. The planner's cost\n"
+      "megatron_docmask, megatron_dp_balanced, megatron_dynamic_cp where --cp > 1 and --pp 1,\n"
+      "msd_tokens, msd_greedy, msd_kk) places the same steps, cut at Megatron's last whole\n"
+      "global batch, and the device model (--model, --vision, --device) times them:\n"
+      "tokens/s, padding, DP and micro-batch max/mean, bubbles, and msd's speedups over\n"
+      "the baselines. The planner's cost\n"
       "model is calibrated first (--cost-model): its a and vision_scale are fitted to\n"
       "probe micro-batches timed on the device model, as one profiles a GPU before a\n"
       "run. docs/evaluation.md.\n\n"

@@ -67,8 +67,8 @@ import torch.nn.functional as F
 PROG = "bench_trainer"
 MAGIC = b"MMIDIDX\x00\x00"
 DTYPES = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 8: np.uint16}
-BASELINES = ("megatron", "megatron_varlen")
-RECORD_ONLY = ("megatron", "msd_greedy")
+BASELINES = ("megatron", "megatron_docmask", "megatron_dp_balanced")
+RECORD_ONLY = ("megatron_docmask", "msd_greedy")
 # Scores of a batch of equal-length segments: at most this many L*L elements
 # per head (one 4096 segment, or e.g. 16 of 512) in one matmul.
 GROUP_ELEMENTS = 1 << 24

@@ -2,7 +2,8 @@
 # Times a real PyTorch trainer (examples/bench_trainer.py: a small GPT on CPU,
 # 2-way data-parallel, per-document attention) on one token stream of the
 # demo corpus under the placements of `msd-plan place`: megatron,
-# megatron_varlen, msd_tokens and msd_greedy, each trained --repeats times
+# megatron_docmask, megatron_dp_balanced, msd_tokens, msd_greedy and
+# msd_greedy_varlen, each trained --repeats times
 # from the same initial model. Then fits the planner's cost model to the
 # micro-batch times (msd-plan calibrate) and checks the fit on the
 # micro-batches of a second stream (seed 2).
@@ -118,7 +119,7 @@ fi
 place() {
   if ! "$build/app/msd-plan" place --json --lengths pile --dp 2 --seq-len "$seq_len" --micro-batches 2 \
       --samples-per-gpu "$samples" --steps "$steps" --seed "$1" \
-      --hidden "$width" --modes megatron,megatron_varlen,msd_tokens,msd_greedy,msd_greedy_varlen \
+      --hidden "$width" --modes megatron,megatron_docmask,megatron_dp_balanced,msd_tokens,msd_greedy,msd_greedy_varlen \
       ${place_extra[@]+"${place_extra[@]}"} \
       >"$2" 2>"$work/place-seed$1.log"; then
     cat "$work/place-seed$1.log" >&2
@@ -133,7 +134,7 @@ echo "$name: seq_len $seq_len, $samples documents per rank and step, $steps step
 trainer=("$python" "$root/examples/bench_trainer.py" --corpus "$corpus" "${model[@]}" --timeout "$timeout")
 "${trainer[@]}" --placements "$work/placements.json" --repeats "$repeats" --json "$work/trainer.json" \
   --shapes-out "$work/shapes-seed1.jsonl"
-echo "$name: recording the held-out micro-batches (seed 2: megatron and msd_greedy, once)"
+echo "$name: recording the held-out micro-batches (seed 2: megatron_docmask and msd_greedy, once)"
 "${trainer[@]}" --placements "$work/placements-seed2.json" --record-only --json "$work/trainer-seed2.json" \
   --shapes-out "$work/shapes-seed2.jsonl" >"$work/trainer-seed2.log"
 

@@ -4,9 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <numeric>
-#include <random>
 #include <fstream>
+#include <numeric>
+#include <optional>
+#include <random>
 #include <sstream>
 
 #include "bench/launch.h"
@@ -48,16 +49,22 @@ uint32_t samples_per_gpu(const SweepOptions& options, uint32_t seq_len, const Sw
   return static_cast<uint32_t>(std::max(1.0, std::round(options.sequences_per_rank * seq_len / mean)));
 }
 
+// The shape of a row.
+struct RowShape {
+  uint32_t seq_len = 0, dp = 0, pp = 1, cp = 1;
+};
+
 // A row's options for one seed; `samples` from samples_per_gpu.
-SimulateOptions row_options(const SweepOptions& options, uint32_t seq_len, uint32_t dp, uint32_t pp,
-                            const SweepMix& mix, uint32_t samples, uint64_t seed) {
+SimulateOptions row_options(const SweepOptions& options, const RowShape& shape, const SweepMix& mix, uint32_t samples,
+                            uint64_t seed) {
   SimulateOptions sim;
-  sim.dp = dp;
+  sim.dp = shape.dp;
   sim.tp = options.tp;
-  sim.pp = pp;
-  sim.seq_len = seq_len;
+  sim.pp = shape.pp;
+  sim.cp = shape.cp;
+  sim.seq_len = shape.seq_len;
   sim.samples_per_gpu = samples;
-  sim.micro_batches = options.micro_batches_per_stage * pp;
+  sim.micro_batches = options.micro_batches_per_stage * shape.pp;
   sim.steps = options.steps;
   sim.seed = seed;
   sim.lengths = mix.lengths;
@@ -66,69 +73,94 @@ SimulateOptions row_options(const SweepOptions& options, uint32_t seq_len, uint3
   return sim;
 }
 
-// A mode's evaluation by key: its name, + "_varlen" for variable-length
-// rows of an msd mode, "calibrated_" + that when placed by the calibrated cost.
+// A mode's evaluation by key: a baseline's mode name, or a placement's name.
 using Evaluations = std::map<std::string, ModeEvaluation>;
 
-std::string evaluation_key(TrainingMode mode, bool varlen, bool calibrated) {
-  std::string key = training_mode_name(mode);
-  if (varlen && !is_baseline(mode)) key += "_varlen";
-  return calibrated ? "calibrated_" + key : key;
-}
-
-// Returns the calibration it placed by (probes == 0: analytic); `fit`, when
-// given, is that calibration already made.
+// Evaluates `modes` (each with its key) under `placement`'s row shape, cost
+// and options. Returns the calibration it placed by (probes == 0: analytic);
+// `fit`, when given, is that calibration already made.
 Calibration add_evaluations(Evaluations& out, SimulateOptions sim, CompareOptions compare,
-                            std::vector<TrainingMode> modes, bool varlen, bool calibrated,
-                            std::optional<Calibration> fit = std::nullopt) {
-  sim.varlen = varlen;
-  compare.modes = std::move(modes);
-  compare.calibrate = calibrated;
+                            const std::vector<std::pair<TrainingMode, std::string>>& modes,
+                            const SweepPlacement& placement, std::optional<Calibration> fit = std::nullopt) {
+  sim.varlen = placement.varlen;
+  sim.cuts = placement.cuts;
+  sim.variable_micro_batches = placement.variable_micro_batches;
+  sim.hold_above = placement.hold_above;
+  compare.modes.clear();
+  for (const auto& [mode, key] : modes) compare.modes.push_back(mode);
+  compare.calibrate = placement.calibrated;
   compare.calibration = fit;
   compare.calibration_seed = sim.seed + 1000;  // fitted on other steps than those judged
   const CompareReport report = compare_modes(sim, compare);
-  for (const ModeEvaluation& e : report.modes) out[evaluation_key(e.mode, varlen, calibrated)] = e;
+  for (size_t i = 0; i < modes.size(); ++i) out[modes[i].second] = report.modes.at(i);
   return report.calibration;
 }
 
-// Every evaluation one row and seed needs (calibrated ones when asked, their
-// fit in *calibration).
+// The placements that are placed together: same row shape, cost and options.
+bool same_options(const SweepPlacement& a, const SweepPlacement& b) {
+  return a.varlen == b.varlen && a.calibrated == b.calibrated && a.cuts == b.cuts &&
+         a.variable_micro_batches == b.variable_micro_batches && a.hold_above == b.hold_above;
+}
+
+// Every evaluation one row and seed needs: the baselines with the placements
+// of the default options (fixed rows, analytic cost) in one pass, then each
+// other set of options (calibrated ones when asked, the first fit reused and
+// returned in *calibration; variable-length ones only where cp == 1).
 Evaluations evaluate_cell(const SimulateOptions& sim, const CompareOptions& compare, bool calibrated,
                           Calibration* calibration = nullptr) {
   Evaluations out;
-  add_evaluations(out, sim, compare,
-                  {TrainingMode::colocated_samples, TrainingMode::megatron, TrainingMode::megatron_varlen,
-                   TrainingMode::msd_tokens, TrainingMode::msd_greedy},
-                  false, false);
-  add_evaluations(out, sim, compare, {TrainingMode::msd_greedy}, true, false);
-  if (calibrated) {
-    const Calibration fit = add_evaluations(out, sim, compare, {TrainingMode::msd_greedy}, false, true);
-    add_evaluations(out, sim, compare, {TrainingMode::msd_greedy}, true, true, fit);
-    if (calibration) *calibration = fit;
+  const SweepPlacement plain{"", TrainingMode::msd_greedy, false, false};
+  std::vector<const SweepPlacement*> groups = {&plain};
+  for (const SweepPlacement& p : sweep_placements())
+    if (std::none_of(groups.begin(), groups.end(), [&](const SweepPlacement* g) { return same_options(*g, p); }))
+      groups.push_back(&p);
+  std::optional<Calibration> fit;
+  for (const SweepPlacement* group : groups) {
+    if ((group->calibrated && !calibrated) || (group->needs_cp1() && sim.cp > 1)) continue;
+    std::vector<std::pair<TrainingMode, std::string>> modes;
+    if (group == &plain) {
+      modes.push_back({TrainingMode::colocated_samples, training_mode_name(TrainingMode::colocated_samples)});
+      for (TrainingMode mode : sweep_megatron_baselines())
+        if (mode != TrainingMode::megatron_dynamic_cp || sim.cp > 1) modes.push_back({mode, training_mode_name(mode)});
+    }
+    for (const SweepPlacement& p : sweep_placements())
+      if (same_options(*group, p)) modes.push_back({p.mode, p.name});
+    const Calibration used = add_evaluations(out, sim, compare, modes, *group, group->calibrated ? fit : std::nullopt);
+    if (group->calibrated && !fit) fit = used;
   }
+  if (calibration && fit) *calibration = *fit;
   return out;
 }
 
-double ratio(const Evaluations& cell, const SweepComparison& c) {
-  const ModeEvaluation& mine = cell.at(evaluation_key(c.mode, c.mode_varlen, c.calibrated));
-  const ModeEvaluation& theirs = cell.at(evaluation_key(c.baseline, c.baseline_varlen, false));
+// The comparison's ratio in `cell`, when the cell has both sides.
+std::optional<double> ratio(const Evaluations& cell, const SweepComparison& c) {
+  if (!cell.count(c.mine) || !cell.count(c.theirs)) return std::nullopt;
+  const ModeEvaluation& mine = cell.at(c.mine);
+  const ModeEvaluation& theirs = cell.at(c.theirs);
   MSD_CHECK_EQ(mine.real_positions, theirs.real_positions);  // the same tokens
   return theirs.tokens_per_s > 0 ? mine.tokens_per_s / theirs.tokens_per_s : 0.0;
 }
 
-SweepRow run_row(const SweepOptions& options, uint32_t seq_len, uint32_t dp, uint32_t pp, const SweepMix& mix) {
+void add_ratios(std::map<std::string, std::vector<double>>& ratios, const Evaluations& cell, bool calibrated) {
+  for (const SweepComparison& c : sweep_comparisons()) {
+    if (!calibrated && c.mine.starts_with("calibrated_")) continue;
+    if (const std::optional<double> r = ratio(cell, c)) ratios[c.name].push_back(*r);
+  }
+}
+
+SweepRow run_row(const SweepOptions& options, const RowShape& shape, const SweepMix& mix) {
   SweepRow row;
-  row.seq_len = seq_len;
-  row.dp = dp;
-  row.pp = pp;
+  row.seq_len = shape.seq_len;
+  row.dp = shape.dp;
+  row.pp = shape.pp;
+  row.cp = shape.cp;
   row.mix = mix.name;
-  row.samples_per_gpu = samples_per_gpu(options, seq_len, mix);
+  row.samples_per_gpu = samples_per_gpu(options, shape.seq_len, mix);
   for (uint64_t seed = 1; seed <= options.seeds; ++seed) {
     Calibration fit;
     const Evaluations cell =
-        evaluate_cell(row_options(options, seq_len, dp, pp, mix, row.samples_per_gpu, seed), options.compare, true,
-                      &fit);
-    for (const SweepComparison& c : sweep_comparisons()) row.ratios[c.name].push_back(ratio(cell, c));
+        evaluate_cell(row_options(options, shape, mix, row.samples_per_gpu, seed), options.compare, true, &fit);
+    add_ratios(row.ratios, cell, true);
     if (seed != 1) continue;
     for (const auto& [key, e] : cell) {
       row.dp_max_over_mean[key] = e.dp_max_over_mean;
@@ -165,13 +197,10 @@ std::vector<SensitivityRow> run_sensitivity(const SweepOptions& options) {
     SweepMix mix = reference;
     mix.long_share = v.long_share;
     std::map<std::string, std::vector<double>> ratios;
+    const RowShape shape{seq_len, options.dps.front(), options.pps.front(), 1};
     const uint32_t samples = samples_per_gpu(options, seq_len, mix);
-    for (uint64_t seed = 1; seed <= options.seeds; ++seed) {
-      const Evaluations cell = evaluate_cell(
-          row_options(options, seq_len, options.dps.front(), options.pps.front(), mix, samples, seed), compare, false);
-      for (const SweepComparison& c : sweep_comparisons())
-        if (!c.calibrated) ratios[c.name].push_back(ratio(cell, c));
-    }
+    for (uint64_t seed = 1; seed <= options.seeds; ++seed)
+      add_ratios(ratios, evaluate_cell(row_options(options, shape, mix, samples, seed), compare, false), false);
     SensitivityRow row{v.name, {}};
     for (const auto& [name, values] : ratios) row.summary[name] = summarize(values, options.resamples);
     out.push_back(std::move(row));
@@ -182,7 +211,7 @@ std::vector<SensitivityRow> run_sensitivity(const SweepOptions& options) {
 const char* shape_name(bool varlen) { return varlen ? "varlen" : "fixed"; }
 
 std::string rows_of(const SweepComparison& c) {
-  return str(shape_name(c.mode_varlen), " over ", shape_name(c.baseline_varlen));
+  return str(shape_name(c.mine_varlen), " over ", shape_name(c.theirs_varlen));
 }
 
 void write_summary(JsonWriter& w, const std::string& key, const Summary& s) {
@@ -203,18 +232,45 @@ std::vector<SweepMix> sweep_mixes(const std::string& lengths_file) {
   return mixes;
 }
 
-const std::vector<SweepComparison>& sweep_comparisons() {
+const std::vector<SweepPlacement>& sweep_placements() {
   using M = TrainingMode;
-  static const std::vector<SweepComparison> comparisons = {
-      {"msd_greedy_over_megatron", M::msd_greedy, M::megatron, false, false, false},
-      {"msd_tokens_over_megatron", M::msd_tokens, M::megatron, false, false, false},
-      {"msd_greedy_varlen_over_megatron_varlen", M::msd_greedy, M::megatron_varlen, true, true, false},
-      {"msd_greedy_varlen_over_megatron", M::msd_greedy, M::megatron, true, false, false},
-      {"megatron_varlen_over_megatron", M::megatron_varlen, M::megatron, true, false, false},
-      {"msd_greedy_over_colocated_samples", M::msd_greedy, M::colocated_samples, false, false, false},
-      {"calibrated_msd_greedy_over_megatron", M::msd_greedy, M::megatron, false, false, true},
-      {"calibrated_msd_greedy_varlen_over_megatron_varlen", M::msd_greedy, M::megatron_varlen, true, true, true},
+  static const std::vector<SweepPlacement> placements = {
+      {"msd_greedy", M::msd_greedy, false, false},
+      {"msd_tokens", M::msd_tokens, false, false},
+      {"msd_greedy_varlen", M::msd_greedy, true, false},
+      {"calibrated_msd_greedy", M::msd_greedy, false, true},
+      {"calibrated_msd_greedy_varlen", M::msd_greedy, true, true},
   };
+  return placements;
+}
+
+const std::vector<TrainingMode>& sweep_megatron_baselines() {
+  static const std::vector<TrainingMode> baselines = {TrainingMode::megatron_docmask, TrainingMode::megatron,
+                                                      TrainingMode::megatron_dp_balanced,
+                                                      TrainingMode::megatron_dynamic_cp};
+  return baselines;
+}
+
+const std::vector<SweepComparison>& sweep_comparisons() {
+  static const std::vector<SweepComparison> comparisons = [] {
+    std::vector<SweepComparison> out;
+    auto baseline = [](TrainingMode mode) { return std::pair{std::string(training_mode_name(mode)), varlen_rows(mode, false)}; };
+    for (const SweepPlacement& p : sweep_placements())
+      for (TrainingMode mode : sweep_megatron_baselines()) {
+        const auto [theirs, varlen] = baseline(mode);
+        out.push_back({p.name + "_over_" + theirs, p.name, theirs, p.varlen, varlen});
+      }
+    using M = TrainingMode;
+    for (const auto& [mine, theirs] : {std::pair{M::megatron_docmask, M::megatron},
+                                       std::pair{M::megatron_dp_balanced, M::megatron_docmask},
+                                       std::pair{M::megatron_dynamic_cp, M::megatron_dp_balanced}}) {
+      const auto [a, a_varlen] = baseline(mine);
+      const auto [b, b_varlen] = baseline(theirs);
+      out.push_back({a + "_over_" + b, a, b, a_varlen, b_varlen});
+    }
+    out.push_back({"msd_greedy_over_colocated_samples", "msd_greedy", "colocated_samples", false, false});
+    return out;
+  }();
   return comparisons;
 }
 
@@ -250,39 +306,99 @@ Summary summarize(const std::vector<double>& ratios, uint32_t resamples) {
   return s;
 }
 
-SweepReport run_sweep(const SweepOptions& options) {
+namespace {
+
+// Every row's shape: seq_len x dp x mix x pp, then the CP rows (cp x
+// cp_seq_len x mix at the first dp, pp 1), with its mix.
+std::vector<std::pair<RowShape, SweepMix>> row_shapes(const SweepOptions& options, const std::vector<SweepMix>& mixes) {
+  std::vector<std::pair<RowShape, SweepMix>> rows;
+  for (uint32_t seq_len : options.seq_lens)
+    for (uint32_t dp : options.dps)
+      for (const SweepMix& mix : mixes)
+        for (uint32_t pp : options.pps) rows.push_back({{seq_len, dp, pp, 1}, mix});
+  for (uint32_t cp : options.cps)
+    for (uint32_t seq_len : options.cp_seq_lens)
+      for (const SweepMix& mix : mixes) rows.push_back({{seq_len, options.dps.front(), 1, cp}, mix});
+  return rows;
+}
+
+void check_options(const SweepOptions& options) {
   if (options.seq_lens.empty() || options.dps.empty() || options.pps.empty() || options.mixes.empty())
     throw ConfigError("--seq-lens, --dps, --pps and --mixes need a value each");
   if (options.steps == 0 || options.seeds == 0 || options.samples_per_gpu == 0 || options.micro_batches_per_stage == 0)
     throw ConfigError("--steps, --seeds, --samples-per-gpu and --micro-batches-per-stage must be at least 1");
+  for (uint32_t cp : options.cps) {
+    PackOptions pack;
+    pack.dp = options.dps.front();
+    pack.cp = cp;
+    check_mode(TrainingMode::megatron_dynamic_cp, pack, "--cps");
+    for (uint32_t seq_len : options.cp_seq_lens)
+      if (seq_len % (2 * cp) != 0) throw ConfigError(str("--cp-seq-lens: ", seq_len, " is not divisible by 2 x ", cp));
+  }
+}
+
+}  // namespace
+
+SweepReport run_sweep(const SweepOptions& options) {
+  check_options(options);
   std::vector<SweepMix> mixes;
   for (const std::string& name : options.mixes) mixes.push_back(find_mix(name, options.lengths_file));
   if (!options.lengths_file.empty()) measured_lengths(options.lengths_file);  // its errors, before any work
   compare_device_model(options.compare);  // its checks, before any work
   SweepReport report;
   report.options = options;
-  std::map<std::string, std::vector<double>> all, long_context;
-  const size_t total = options.seq_lens.size() * options.dps.size() * mixes.size() * options.pps.size();
+  std::map<std::string, std::vector<double>> all, long_context, context_parallel;
+  const std::vector<std::pair<RowShape, SweepMix>> shapes = row_shapes(options, mixes);
   const auto start = std::chrono::steady_clock::now();
-  for (uint32_t seq_len : options.seq_lens)
-    for (uint32_t dp : options.dps)
-      for (const SweepMix& mix : mixes)
-        for (uint32_t pp : options.pps) {
-          report.rows.push_back(run_row(options, seq_len, dp, pp, mix));
-          if (options.progress)
-            std::fprintf(stderr, "msd-bench sweep: row %zu/%zu (seq_len %u, dp %u, pp %u, %s) done at %.0f s\n",
-                         report.rows.size(), total, seq_len, dp, pp, mix.name.c_str(),
-                         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-          for (const auto& [name, values] : report.rows.back().ratios) {
-            all[name].insert(all[name].end(), values.begin(), values.end());
-            if (seq_len >= 32768) long_context[name].insert(long_context[name].end(), values.begin(), values.end());
-          }
-        }
+  for (const auto& [shape, mix] : shapes) {
+    report.rows.push_back(run_row(options, shape, mix));
+    if (options.progress)
+      std::fprintf(stderr, "msd-bench sweep: row %zu/%zu (seq_len %u, dp %u, pp %u, cp %u, %s) done at %.0f s\n",
+                   report.rows.size(), shapes.size(), shape.seq_len, shape.dp, shape.pp, shape.cp, mix.name.c_str(),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    for (const auto& [name, values] : report.rows.back().ratios) {
+      auto& into = shape.cp > 1 ? context_parallel[name] : all[name];
+      into.insert(into.end(), values.begin(), values.end());
+      if (shape.cp == 1 && shape.seq_len >= 32768)
+        long_context[name].insert(long_context[name].end(), values.begin(), values.end());
+    }
+  }
   for (const auto& [name, values] : all) report.overall[name] = summarize(values, options.resamples);
   for (const auto& [name, values] : long_context) report.long_context[name] = summarize(values, options.resamples);
+  for (const auto& [name, values] : context_parallel)
+    report.context_parallel[name] = summarize(values, options.resamples);
   if (options.sensitivity) report.sensitivity = run_sensitivity(options);
   return report;
 }
+
+namespace {
+
+void write_row(JsonWriter& w, const SweepRow& row) {
+  w.begin_object();
+  w.value("seq_len", row.seq_len).value("dp", row.dp).value("pp", row.pp).value("cp", row.cp).value("mix", row.mix);
+  w.value("samples_per_gpu", row.samples_per_gpu);
+  w.begin_object("comparisons");
+  for (const auto& [name, values] : row.ratios) {
+    w.begin_object(name).value("geomean", geomean(values));
+    w.value("min", *std::min_element(values.begin(), values.end()));
+    w.value("max", *std::max_element(values.begin(), values.end())).end_object();
+  }
+  w.end_object();
+  for (const auto& [key, values] : {std::pair{"dp_max_over_mean", &row.dp_max_over_mean},
+                                    std::pair{"padding_fraction", &row.padding_fraction}}) {
+    w.begin_object(key);
+    for (const auto& [mode, x] : *values) w.value(mode, x);
+    w.end_object();
+  }
+  w.begin_object("sequences_per_rank");
+  for (const auto& [mode, range] : row.sequences_per_rank)
+    w.begin_object(mode).value("min", range.first).value("max", range.second).end_object();
+  w.end_object();
+  write_cost_model(w, calibrated(CostModel{}, row.calibration), row.calibration);
+  w.end_object();
+}
+
+}  // namespace
 
 std::string sweep_json(const SweepReport& report) {
   const SweepOptions& o = report.options;
@@ -293,39 +409,19 @@ std::string sweep_json(const SweepReport& report) {
   w.value("seeds", o.seeds).value("steps_per_row", o.steps).value("bootstrap_resamples", o.resamples);
   w.value("planner_cost", "analytic (headline); calibrated_*: fitted per row on another seed's steps");
   w.begin_array("rows");
-  for (const SweepRow& row : report.rows) {
-    w.begin_object();
-    w.value("seq_len", row.seq_len).value("dp", row.dp).value("pp", row.pp).value("mix", row.mix);
-    w.value("samples_per_gpu", row.samples_per_gpu);
-    w.begin_object("comparisons");
-    for (const auto& [name, values] : row.ratios) {
-      w.begin_object(name).value("geomean", geomean(values));
-      w.value("min", *std::min_element(values.begin(), values.end()));
-      w.value("max", *std::max_element(values.begin(), values.end())).end_object();
-    }
-    w.end_object();
-    for (const auto& [key, values] : {std::pair{"dp_max_over_mean", &row.dp_max_over_mean},
-                                      std::pair{"padding_fraction", &row.padding_fraction}}) {
-      w.begin_object(key);
-      for (const auto& [mode, x] : *values) w.value(mode, x);
-      w.end_object();
-    }
-    w.begin_object("sequences_per_rank");
-    for (const auto& [mode, range] : row.sequences_per_rank)
-      w.begin_object(mode).value("min", range.first).value("max", range.second).end_object();
-    w.end_object();
-    write_cost_model(w, calibrated(CostModel{}, row.calibration), row.calibration);
-    w.end_object();
-  }
+  for (const SweepRow& row : report.rows) write_row(w, row);
   w.end_array();
   w.begin_object("comparisons");
   for (const SweepComparison& c : sweep_comparisons()) {
-    if (!report.overall.count(c.name)) continue;
+    if (!report.overall.count(c.name) && !report.context_parallel.count(c.name)) continue;
     w.begin_object(c.name).value("rows", rows_of(c));
-    const Summary& s = report.overall.at(c.name);
-    w.value("geomean", s.geomean).value("n", s.n);
-    w.begin_array("ci95").value("", s.low).value("", s.high).end_array();
+    if (report.overall.count(c.name)) {
+      const Summary& s = report.overall.at(c.name);
+      w.value("geomean", s.geomean).value("n", s.n);
+      w.begin_array("ci95").value("", s.low).value("", s.high).end_array();
+    }
     if (report.long_context.count(c.name)) write_summary(w, "seq_len_32k_and_above", report.long_context.at(c.name));
+    if (report.context_parallel.count(c.name)) write_summary(w, "context_parallel", report.context_parallel.at(c.name));
     w.end_object();
   }
   w.end_object();
@@ -342,12 +438,15 @@ std::string sweep_json(const SweepReport& report) {
 
 std::string sweep_csv(const SweepReport& report) {
   std::ostringstream out;
-  out << "seq_len,dp,pp,mix";
+  out << "seq_len,dp,pp,cp,mix";
   for (const SweepComparison& c : sweep_comparisons()) out << ',' << c.name;
   out << '\n';
   for (const SweepRow& row : report.rows) {
-    out << row.seq_len << ',' << row.dp << ',' << row.pp << ',' << row.mix;
-    for (const SweepComparison& c : sweep_comparisons()) out << ',' << geomean(row.ratios.at(c.name));
+    out << row.seq_len << ',' << row.dp << ',' << row.pp << ',' << row.cp << ',' << row.mix;
+    for (const SweepComparison& c : sweep_comparisons()) {
+      out << ',';
+      if (row.ratios.count(c.name)) out << geomean(row.ratios.at(c.name));
+    }
     out << '\n';
   }
   return out.str();
@@ -357,18 +456,23 @@ namespace {
 
 // The text table's columns: the headline comparisons, short.
 const std::pair<const char*, const char*> kColumns[] = {
-    {"msd_greedy_over_megatron", "greedy/meg"},
-    {"msd_tokens_over_megatron", "tokens/meg"},
-    {"msd_greedy_varlen_over_megatron_varlen", "grV/megV"},
-    {"msd_greedy_varlen_over_megatron", "grV/meg"},
-    {"msd_greedy_over_colocated_samples", "greedy/col"},
-    {"calibrated_msd_greedy_over_megatron", "cal gr/meg"},
+    {"msd_greedy_over_megatron_docmask", "gr/docm"},
+    {"msd_greedy_over_megatron", "gr/meg"},
+    {"msd_greedy_over_megatron_dp_balanced", "gr/dpbal"},
+    {"msd_greedy_varlen_over_megatron_dp_balanced", "grV/dpbal"},
+    {"msd_greedy_over_megatron_dynamic_cp", "gr/dyncp"},
+    {"msd_tokens_over_megatron_docmask", "tok/docm"},
+    {"msd_greedy_over_colocated_samples", "gr/col"},
+    {"calibrated_msd_greedy_over_megatron_docmask", "cal/docm"},
 };
 
-void write_summaries(const std::map<std::string, Summary>& summaries, std::ostream& out) {
+// The summaries of `names` (every comparison when empty) that `summaries` holds.
+void write_summaries(const std::map<std::string, Summary>& summaries, std::ostream& out,
+                     const std::vector<std::string>& names = {}) {
   char line[256];
   for (const SweepComparison& c : sweep_comparisons()) {
     if (!summaries.count(c.name)) continue;
+    if (!names.empty() && std::find(names.begin(), names.end(), c.name) == names.end()) continue;
     const Summary& s = summaries.at(c.name);
     std::snprintf(line, sizeof line, "    %-50s %-16s %6.3fx  [%.3f, %.3f]  n=%llu\n", c.name.c_str(),
                   rows_of(c).c_str(), s.geomean, s.low, s.high, static_cast<unsigned long long>(s.n));
@@ -376,19 +480,9 @@ void write_summaries(const std::map<std::string, Summary>& summaries, std::ostre
   }
 }
 
-}  // namespace
-
-void write_sweep_text(const SweepReport& report, std::ostream& out) {
-  const SweepOptions& o = report.options;
+void write_rows(const SweepReport& report, std::ostream& out) {
   char line[256];
-  out << "msd-bench sweep: tokens/s ratios on the device model (" << o.compare.model_preset << " on "
-      << o.compare.device_preset << ", tp " << o.tp << ", steps of about " << o.sequences_per_rank
-      << " sequences of tokens per DP rank: docs/rank below), " << o.seeds << " seeds x " << o.steps
-      << " steps per row; geometric means over seeds\n"
-      << "  planner cost: analytic; cal: calibrated per row on another seed's steps timed on the device model\n"
-      << "  rows: meg = megatron (fixed rows), megV = megatron_varlen, grV = msd_greedy in varlen rows, col = "
-         "colocated_samples (the published system's baseline)\n";
-  std::snprintf(line, sizeof line, "  %7s %4s %2s %-13s %9s", "seq_len", "dp", "pp", "mix", "docs/rank");
+  std::snprintf(line, sizeof line, "  %7s %4s %2s %2s %-13s %9s", "seq_len", "dp", "pp", "cp", "mix", "docs/rank");
   out << line;
   for (const auto& [name, title] : kColumns) {
     std::snprintf(line, sizeof line, " %10s", title);
@@ -396,26 +490,52 @@ void write_sweep_text(const SweepReport& report, std::ostream& out) {
   }
   out << '\n';
   for (const SweepRow& row : report.rows) {
-    std::snprintf(line, sizeof line, "  %7u %4u %2u %-13s %9u", row.seq_len, row.dp, row.pp, row.mix.c_str(),
-                  row.samples_per_gpu);
+    std::snprintf(line, sizeof line, "  %7u %4u %2u %2u %-13s %9u", row.seq_len, row.dp, row.pp, row.cp,
+                  row.mix.c_str(), row.samples_per_gpu);
     out << line;
     for (const auto& [name, title] : kColumns) {
-      std::snprintf(line, sizeof line, " %9.3fx", geomean(row.ratios.at(name)));
+      if (row.ratios.count(name))
+        std::snprintf(line, sizeof line, " %9.3fx", geomean(row.ratios.at(name)));
+      else
+        std::snprintf(line, sizeof line, " %10s", "-");
       out << line;
     }
     out << '\n';
   }
-  out << "  over all rows and seeds (geometric mean [95% bootstrap interval]):\n";
+}
+
+}  // namespace
+
+void write_sweep_text(const SweepReport& report, std::ostream& out) {
+  const SweepOptions& o = report.options;
+  out << "msd-bench sweep: tokens/s ratios on the device model (" << o.compare.model_preset << " on "
+      << o.compare.device_preset << ", tp " << o.tp << ", steps of about " << o.sequences_per_rank
+      << " sequences of tokens per DP rank: docs/rank below), " << o.seeds << " seeds x " << o.steps
+      << " steps per row; geometric means over seeds\n"
+      << "  planner cost: analytic; cal: calibrated per row on another seed's steps timed on the device model\n"
+      << "  baselines: docm = megatron_docmask (fixed rows, attention per document), meg = megatron (fixed rows, "
+         "causal over each row), dpbal = megatron_dp_balanced (varlen), dyncp = megatron_dynamic_cp (varlen, CP "
+         "rows), col = colocated_samples (the published system's baseline); gr = msd_greedy, grV = in varlen rows, "
+         "tok = msd_tokens\n";
+  write_rows(report, out);
+  out << "  cp 1 rows, all seeds (geometric mean [95% bootstrap interval]):\n";
   write_summaries(report.overall, out);
   if (!report.long_context.empty()) {
-    out << "  seq_len >= 32k:\n";
+    out << "  cp 1 rows, seq_len >= 32k:\n";
     write_summaries(report.long_context, out);
   }
+  if (!report.context_parallel.empty()) {
+    out << "  context-parallel rows (cp > 1):\n";
+    write_summaries(report.context_parallel, out);
+  }
+  std::vector<std::string> headline;
+  for (const auto& [name, title] : kColumns) headline.push_back(name);
   for (const SensitivityRow& row : report.sensitivity) {
     out << "  sensitivity, " << row.name << ":\n";
-    write_summaries(row.summary, out);
+    write_summaries(row.summary, out, headline);
   }
-  out << "  published (docs/evaluation.md): WLB-LLM 1.23x over Megatron-style fixed-length packing\n";
+  out << "  published (docs/evaluation.md): WLB-LLM 1.23x over Megatron-style fixed-length packing; Megatron's "
+         "dynamic CP 1.21-1.50x over its dp_balanced\n";
 }
 
 }  // namespace msd::bench

@@ -1,13 +1,15 @@
 // msd-bench sweep: the gain at scale on the device model, without MPI. For
-// every seq_len x dp x mix x pp row and every seed, the same synthetic steps
-// are placed by the baselines (Megatron's GPTDataset in fixed and in
-// packed-sequence rows, and the published system's colocated_samples) and by
-// msd_tokens and msd_greedy (fixed and variable-length rows), and each
-// comparison's tokens/s ratio is summarised as a geometric mean over rows and
-// seeds with a 95% bootstrap interval. The planner's cost is analytic for the
-// headline; a calibrated cost, fitted on another seed's steps, is shown beside
-// it. Sensitivity rows vary the device model (GEMM efficiency, FlashAttention
-// 2 against 3) and the share of long documents. Text, JSON, CSV and a PNG.
+// every seq_len x dp x mix x pp row (and the context-parallel rows: cp x
+// seq_len x mix at the first dp, pp 1) and every seed, the same synthetic
+// steps are placed by Megatron-LM as it runs (megatron, megatron_docmask,
+// megatron_dp_balanced; megatron_dynamic_cp in the CP rows), by the published
+// system's colocated_samples, and by msd's placements (sweep_placements), and
+// each comparison's tokens/s ratio is summarised as a geometric mean over
+// rows and seeds with a 95% bootstrap interval. The planner's cost is
+// analytic for the headline; a calibrated cost, fitted on another seed's
+// steps, is shown beside it. Sensitivity rows vary the device model (GEMM
+// efficiency, FlashAttention 2 against 3) and the share of long documents.
+// Text, JSON, CSV and a PNG.
 #pragma once
 
 #include <cstdint>
@@ -33,16 +35,43 @@ struct SweepMix {
 // and "measured" (the lengths in `lengths_file`, SweepOptions; none without one).
 std::vector<SweepMix> sweep_mixes(const std::string& lengths_file = "");
 
-// One comparison: `mode` over `baseline`, each in its row shape.
-struct SweepComparison {
-  std::string name;  // e.g. msd_greedy_over_megatron
-  TrainingMode mode, baseline;
-  bool mode_varlen, baseline_varlen;
-  bool calibrated;  // the msd mode placed by the calibrated cost
+// One of msd's placements in the sweep, compared with every baseline. Adding
+// a placement to the sweep is one line in sweep_placements().
+struct SweepPlacement {
+  std::string name;  // its key: e.g. msd_greedy_varlen, calibrated_msd_greedy
+  TrainingMode mode;
+  bool varlen;      // variable-length rows
+  bool calibrated;  // placed by the calibrated cost
+  // msd's placement options (SimulateOptions'): cuts = balance and variable
+  // micro-batches place variable-length rows; the outlier hold's threshold
+  // (x seq_len, 0: none). A placement in variable-length rows is placed only
+  // where cp == 1.
+  Cuts cuts = Cuts::whole;
+  bool variable_micro_batches = false;
+  double hold_above = 0.0;
+
+  bool needs_cp1() const { return varlen || cuts == Cuts::balance || variable_micro_batches; }
 };
-// msd_greedy, msd_tokens and msd_greedy_varlen over megatron and
-// megatron_varlen, over colocated_samples, megatron_varlen over megatron,
-// and the calibrated msd_greedy's.
+// msd_tokens and msd_greedy (fixed rows), msd_greedy_varlen, and msd_greedy
+// placed by the calibrated cost in both row shapes.
+const std::vector<SweepPlacement>& sweep_placements();
+// The Megatron baselines every placement is compared with: megatron,
+// megatron_docmask, megatron_dp_balanced, megatron_dynamic_cp (cp > 1 rows).
+const std::vector<TrainingMode>& sweep_megatron_baselines();
+
+// One comparison: the evaluation `mine` over `theirs` (keys: a placement's
+// name or a baseline mode's), each in its row shape. A row has it when it
+// has both (megatron_dynamic_cp only in CP rows, varlen placements only in
+// the others).
+struct SweepComparison {
+  std::string name;  // e.g. msd_greedy_over_megatron_docmask
+  std::string mine, theirs;
+  bool mine_varlen, theirs_varlen;
+};
+// Every placement over every Megatron baseline, msd_greedy over
+// colocated_samples, and Megatron's among themselves (megatron_docmask over
+// megatron, megatron_dp_balanced over megatron_docmask, megatron_dynamic_cp
+// over megatron_dp_balanced).
 const std::vector<SweepComparison>& sweep_comparisons();
 
 // The geometric mean of ratios > 0 (0 for none).
@@ -61,14 +90,19 @@ struct SweepOptions {
   std::vector<uint32_t> seq_lens = {4096, 16384, 32768, 65536};
   std::vector<uint32_t> dps = {16, 128};
   std::vector<uint32_t> pps = {1, 4};
+  // The context-parallel rows: every cp x cp_seq_len x mix, at dps.front()
+  // and pp 1 (Megatron's hybrid CP runs without pipeline stages). Empty cps: none.
+  std::vector<uint32_t> cps = {2, 4, 8};
+  std::vector<uint32_t> cp_seq_lens = {65536, 131072};
   std::vector<std::string> mixes = {"longtail_text", "text_image", "demo", "pile", "llama"};
   std::string lengths_file;  // the "measured" mix's document lengths, one a line (e.g. a dataset's)
   uint32_t tp = 8;
   // A step's size: documents per DP rank such that a rank holds about this
   // many seq_len sequences of tokens on average (the mix's mean length
-  // measured on a pilot step), so that Megatron's step of a whole number of
-  // sequences per rank holds as many tokens as the others' (and as many
-  // gradient all-reduces train the stream). 0: samples_per_gpu as given.
+  // measured on a pilot step), so that Megatron's global batch (megatron_batch:
+  // about a step's samples; fewer micro-batches of one sample than the row's
+  // when a step holds fewer) holds as many tokens as the others' steps, and
+  // as many gradient all-reduces train the stream. 0: samples_per_gpu as given.
   double sequences_per_rank = 2.0;
   uint32_t samples_per_gpu = 16;         // documents per DP rank and step when sequences_per_rank is 0
   uint32_t micro_batches_per_stage = 2;  // micro-batches = this x pp (at least pp, for 1F1B)
@@ -81,10 +115,10 @@ struct SweepOptions {
 };
 
 struct SweepRow {
-  uint32_t seq_len = 0, dp = 0, pp = 0, samples_per_gpu = 0;
+  uint32_t seq_len = 0, dp = 0, pp = 0, cp = 1, samples_per_gpu = 0;
   std::string mix;
-  std::map<std::string, std::vector<double>> ratios;  // by comparison, one per seed
-  // Of the first seed, by mode name (msd_greedy_varlen for the varlen one):
+  std::map<std::string, std::vector<double>> ratios;  // by comparison (those the row has), one per seed
+  // Of the first seed, by evaluation key (a mode's name, a placement's):
   // device-time DP max/mean, padding fraction, fewest and most sequences a
   // DP rank got in a step.
   std::map<std::string, double> dp_max_over_mean, padding_fraction;
@@ -100,7 +134,8 @@ struct SensitivityRow {
 struct SweepReport {
   SweepOptions options;
   std::vector<SweepRow> rows;
-  std::map<std::string, Summary> overall, long_context;  // by comparison; long: seq_len >= 32768
+  // By comparison: over the cp 1 rows, those of seq_len >= 32768, and the CP rows.
+  std::map<std::string, Summary> overall, long_context, context_parallel;
   std::vector<SensitivityRow> sensitivity;
 };
 

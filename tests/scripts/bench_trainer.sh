@@ -14,7 +14,7 @@ timeout 500 "$MSD_SOURCE/tools/bench-trainer.sh" --build "$MSD_BUILD" --tiny --c
 import json, statistics, sys
 r = json.load(open(sys.argv[1]))
 stderr = open(sys.argv[2]).read()
-names = ["megatron", "megatron_varlen", "msd_tokens", "msd_greedy", "msd_greedy_varlen"]
+names = ["megatron", "megatron_docmask", "megatron_dp_balanced", "msd_tokens", "msd_greedy", "msd_greedy_varlen"]
 assert sorted(r["placements"]) == sorted(names), sorted(r["placements"])
 assert r["dp"] == 2 and r["repeats"] == 3 and r["threads_per_rank"] == 1 and r["seq_len"] == 256, r
 tokens = {n: p["tokens"] for n, p in r["placements"].items()}
@@ -25,10 +25,9 @@ for n, p in r["placements"].items():
     assert p["seconds_median"] == statistics.median(runs), (n, p)
     assert abs(p["tokens_per_s"] - p["tokens"] / p["seconds_median"]) < 1e-6 * p["tokens_per_s"], (n, p)
     assert 0 <= p["straggler_fraction"] < 1, (n, p)
-    assert p["rows"] == ("varlen" if n.endswith("varlen") else "fixed"), (n, p["rows"])
+    assert p["rows"] == ("varlen" if n.endswith("varlen") or n == "megatron_dp_balanced" else "fixed"), (n, p["rows"])
 sp = r["speedup"]
 for key, (base, mine) in {"msd_greedy_over_megatron": ("megatron", "msd_greedy"),
-                          "msd_greedy_over_megatron_varlen": ("megatron_varlen", "msd_greedy"),
                           "msd_tokens_over_megatron": ("megatron", "msd_tokens")}.items():
     want = r["placements"][base]["seconds_median"] / r["placements"][mine]["seconds_median"]
     assert abs(sp[key] - want) < 1e-9, (key, sp[key], want)

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <numeric>
 
 #include "common/error.h"
 
@@ -25,11 +24,12 @@ std::vector<PlanDoc> by_id(const std::vector<PlanDoc>& docs) {
 }
 
 StepTime step_time_of(const std::vector<BucketPlan>& buckets, const std::vector<PlanDoc>& docs_by_id,
-                      uint32_t seq_len, const DeviceModel& device, const Parallel& parallel, bool varlen) {
+                      uint32_t seq_len, const DeviceModel& device, const Parallel& parallel, bool varlen,
+                      RowAttention attention) {
   std::vector<std::vector<MicroBatchShape>> shapes(buckets.size());
   for (size_t r = 0; r < buckets.size(); ++r)
     for (const MicroBatchPlan& mb : buckets[r].micro_batches)
-      shapes[r].push_back(shape_of(mb, seq_len, docs_by_id, varlen));
+      shapes[r].push_back(shape_of(mb, seq_len, docs_by_id, varlen, attention));
   return step_time(device, parallel, shapes);
 }
 
@@ -66,7 +66,8 @@ void add_step(ModeEvaluation& e, const std::vector<BucketPlan>& buckets, const s
       for (const PackedSequence& sequence : mb.sequences)
         e.computed_positions += row_positions(sequence.used, options.seq_len, e.varlen);
       if (mb.positions == 0) continue;
-      const MicroBatchShape shape = shape_of(mb, options.seq_len, docs, e.varlen);
+      const MicroBatchShape shape =
+          shape_of(mb, options.seq_len, docs, e.varlen, row_attention(e.mode, options.varlen));
       predicted.push_back(planner_cost(e.varlen ? cost.unpadded() : cost, shape, options.cp));
       actual.push_back(micro_batch_seconds(device, parallel, shape));
     }
@@ -80,49 +81,21 @@ uint64_t sequences_of(const BucketPlan& bucket) {
   return n;
 }
 
-// sequences_per_rank_min / max over the steps (a stream mode's last one
-// aside when it holds fewer sequences than the first).
+// sequences_per_rank_min / max over the steps.
 void count_sequences(ModeEvaluation& e, const std::vector<std::vector<BucketPlan>>& placed) {
-  std::vector<std::vector<uint64_t>> counts;  // per step, per rank
-  for (const std::vector<BucketPlan>& step : placed) {
-    counts.emplace_back();
-    for (const BucketPlan& bucket : step) counts.back().push_back(sequences_of(bucket));
-  }
-  auto total = [](const std::vector<uint64_t>& c) { return std::accumulate(c.begin(), c.end(), uint64_t{0}); };
-  if (is_stream_mode(e.mode) && counts.size() > 1 && total(counts.back()) < total(counts.front())) counts.pop_back();
   e.sequences_per_rank_min = UINT64_MAX;
-  for (const std::vector<uint64_t>& c : counts)
-    for (uint64_t n : c) {
+  for (const std::vector<BucketPlan>& step : placed)
+    for (const BucketPlan& bucket : step) {
+      const uint64_t n = sequences_of(bucket);
       e.sequences_per_rank_min = std::min(e.sequences_per_rank_min, n);
       e.sequences_per_rank_max = std::max(e.sequences_per_rank_max, n);
     }
   if (e.sequences_per_rank_min == UINT64_MAX) e.sequences_per_rank_min = 0;
 }
 
-}  // namespace
-
-ModeEvaluation evaluate_mode(TrainingMode mode, const std::vector<std::vector<PlanDoc>>& steps,
-                             const PackOptions& options, const CostModel& cost, const DeviceModel& device,
-                             const Parallel& parallel) {
-  MSD_CHECK_EQ(options.dp, parallel.dp);
-  MSD_CHECK_EQ(options.cp, parallel.cp);
-  ModeEvaluation e;
-  e.mode = mode;
-  e.varlen = varlen_rows(mode, options.varlen);
-  const RunDocs run = number_run(steps);
-  const std::vector<std::vector<BucketPlan>> placed = place_run(mode, run.steps, options, cost);
-  e.steps = placed.size();
-  std::vector<double> dp_ratio, mb_ratio, fit;
-  double bubble = 0.0;
-  for (const std::vector<BucketPlan>& buckets : placed) {
-    const StepTime t = step_time_of(buckets, run.by_id, options.seq_len, device, parallel, e.varlen);
-    add_step(e, buckets, run.by_id, options, cost, device, parallel, fit);
-    e.seconds += t.step_seconds;
-    bubble += t.bubble_fraction;
-    dp_ratio.push_back(t.dp_max_over_mean);
-    mb_ratio.push_back(t.microbatch_max_over_mean);
-  }
-  count_sequences(e, placed);
+// The ratios of `e` from the per-step figures.
+void finish(ModeEvaluation& e, const std::vector<double>& dp_ratio, const std::vector<double>& mb_ratio,
+            const std::vector<double>& fit, double bubble) {
   e.tokens_per_s = e.seconds > 0 ? static_cast<double>(e.real_positions) / e.seconds : 0.0;
   e.padding_fraction = e.computed_positions > 0
                            ? 1.0 - static_cast<double>(e.real_positions) / static_cast<double>(e.computed_positions)
@@ -130,8 +103,85 @@ ModeEvaluation evaluate_mode(TrainingMode mode, const std::vector<std::vector<Pl
   e.dp_max_over_mean = median(dp_ratio);
   e.dp_max_over_mean_worst = dp_ratio.empty() ? 1.0 : *std::max_element(dp_ratio.begin(), dp_ratio.end());
   e.microbatch_max_over_mean = median(mb_ratio);
-  e.bubble_fraction = placed.empty() ? 0.0 : bubble / static_cast<double>(placed.size());
+  e.bubble_fraction = e.steps == 0 ? 0.0 : bubble / static_cast<double>(e.steps);
   e.cost_model_fit = median(fit);
+}
+
+// megatron_dynamic_cp: each step's groups timed as dynamic_cp_step_time does.
+ModeEvaluation evaluate_dynamic_cp(const RunDocs& run, const PackOptions& options, const CostModel& cost,
+                                   const DeviceModel& device, const Parallel& parallel) {
+  ModeEvaluation e;
+  e.mode = TrainingMode::megatron_dynamic_cp;
+  e.varlen = true;
+  e.sequences_per_rank_min = UINT64_MAX;
+  std::vector<double> dp_ratio, mb_ratio, fit;
+  for (const std::vector<PlanDoc>& step : run.steps) {
+    std::vector<CpGroupShape> shapes;
+    std::vector<uint64_t> samples_of_rank(uint64_t{options.dp} * options.cp, 0);
+    std::vector<double> predicted, actual;
+    for (const CpGroup& group : place_dynamic_cp(step, options)) {
+      CpGroupShape& shape = shapes.emplace_back();
+      for (const CpTeam& team : group) {
+        CpTeamShape& t = shape.emplace_back();
+        t.first_rank = team.first_rank;
+        t.ranks = team.ranks;
+        for (const Piece& p : team.samples) {
+          const uint32_t fixed = run.by_id.at(p.doc).fixed;
+          t.samples.push_back(cp_sample_shape(p.length, p.begin < fixed ? std::min(fixed - p.begin, p.length) : 0,
+                                              team.ranks));
+          e.real_positions += p.length;
+          e.computed_positions += t.samples.back().positions();
+          predicted.push_back(planner_cost(cost.unpadded(), {t.samples.back()}, team.ranks));
+          actual.push_back(micro_batch_seconds(device, {parallel.dp, 1, team.ranks, parallel.tp}, {t.samples.back()}));
+        }
+        for (uint32_t r = team.first_rank; r < team.first_rank + team.ranks; ++r)
+          samples_of_rank[r] += team.samples.size();
+      }
+    }
+    const StepTime t = dynamic_cp_step_time(device, parallel, shapes);
+    ++e.steps;
+    e.seconds += t.step_seconds;
+    dp_ratio.push_back(t.dp_max_over_mean);
+    mb_ratio.push_back(t.microbatch_max_over_mean);
+    fit.push_back(cost_model_fit(predicted, actual).spearman);
+    for (uint64_t n : samples_of_rank) {
+      e.sequences_per_rank_min = std::min(e.sequences_per_rank_min, n);
+      e.sequences_per_rank_max = std::max(e.sequences_per_rank_max, n);
+    }
+  }
+  if (e.sequences_per_rank_min == UINT64_MAX) e.sequences_per_rank_min = 0;
+  finish(e, dp_ratio, mb_ratio, fit, 0.0);
+  return e;
+}
+
+}  // namespace
+
+ModeEvaluation evaluate_mode(TrainingMode mode, const std::vector<std::vector<PlanDoc>>& steps,
+                             const PackOptions& options, const CostModel& cost, const DeviceModel& device,
+                             const Parallel& parallel, const StreamOptions& stream) {
+  MSD_CHECK_EQ(options.dp, parallel.dp);
+  MSD_CHECK_EQ(options.cp, parallel.cp);
+  check_mode(mode, options, "mode");
+  const RunDocs run = number_run(steps);
+  if (mode == TrainingMode::megatron_dynamic_cp) return evaluate_dynamic_cp(run, options, cost, device, parallel);
+  ModeEvaluation e;
+  e.mode = mode;
+  e.varlen = varlen_rows(mode, options.varlen);
+  const RowAttention attention = row_attention(mode, options.varlen);
+  const std::vector<std::vector<BucketPlan>> placed = place_run(mode, run.steps, options, cost, stream);
+  e.steps = placed.size();
+  std::vector<double> dp_ratio, mb_ratio, fit;
+  double bubble = 0.0;
+  for (const std::vector<BucketPlan>& buckets : placed) {
+    const StepTime t = step_time_of(buckets, run.by_id, options.seq_len, device, parallel, e.varlen, attention);
+    add_step(e, buckets, run.by_id, options, cost, device, parallel, fit);
+    e.seconds += t.step_seconds;
+    bubble += t.bubble_fraction;
+    dp_ratio.push_back(t.dp_max_over_mean);
+    mb_ratio.push_back(t.microbatch_max_over_mean);
+  }
+  count_sequences(e, placed);
+  finish(e, dp_ratio, mb_ratio, fit, bubble);
   return e;
 }
 

@@ -33,25 +33,31 @@ struct ModeEvaluation {
   // a step has fewer than 3 micro-batches with work).
   double cost_model_fit = 1.0;
   // The fewest and most sequences (rows) a DP rank got in a step: equal for
-  // the megatron modes (a stream's last, partial step aside).
+  // the megatron modes (megatron_dynamic_cp: samples a rank of the dp x cp
+  // domain computed in a step).
   uint64_t sequences_per_rank_min = 0, sequences_per_rank_max = 0;
 };
 
 // `steps[t]` holds step t's documents in arrival order, with ids 0..n-1
-// (any order), placed by place_run (ids made unique over the run). The
-// tokens/s is the run's positions over its time: every mode places the
-// same documents, so it compares the time to train the same tokens.
-// options.dp and options.cp must equal parallel.dp and .cp.
+// (any order), placed by place_run (ids made unique over the run; `stream`
+// for the stream modes) or, for megatron_dynamic_cp, place_dynamic_cp per
+// step. The tokens/s is the run's positions over its time: every mode places
+// the same documents (for megatron, a run cut by whole_global_batches), so
+// it compares the time to train the same tokens. options.dp and options.cp
+// must equal parallel.dp and .cp. Throws ConfigError (check_mode) for a mode
+// that cannot place under `options`.
 ModeEvaluation evaluate_mode(TrainingMode mode, const std::vector<std::vector<PlanDoc>>& steps,
                              const PackOptions& options, const CostModel& cost, const DeviceModel& device,
-                             const Parallel& parallel);
+                             const Parallel& parallel, const StreamOptions& stream = StreamOptions{});
 
 // A step's documents (ids 0..n-1, any order) indexed by id, as shape_of and
 // step_time_of want them.
 std::vector<PlanDoc> by_id(const std::vector<PlanDoc>& docs);
 
-// One step placed by `mode`, on the device model.
+// One step placed by `mode`, on the device model: rows `varlen` or fixed,
+// attending as `attention` says (row_attention of the mode).
 StepTime step_time_of(const std::vector<BucketPlan>& buckets, const std::vector<PlanDoc>& docs_by_id,
-                      uint32_t seq_len, const DeviceModel& device, const Parallel& parallel, bool varlen = false);
+                      uint32_t seq_len, const DeviceModel& device, const Parallel& parallel, bool varlen = false,
+                      RowAttention attention = RowAttention::segments);
 
 }  // namespace msd

@@ -72,11 +72,11 @@ double pairs_of(uint64_t x, uint64_t y, uint64_t length, bool causal) {
   return causal ? (dy * (dy + 1) - dx * (dx + 1)) / 2 : (dy - dx) * static_cast<double>(length);
 }
 
-// The seconds of attention each CP rank spends on one sequence's segments
-// (added to `per_rank`): rank r holds chunks r and 2cp-1-r.
-void add_attention(const DeviceModel& model, const SequenceShape& sequence, uint32_t cp,
-                   std::vector<double>& per_rank) {
-  const uint64_t total = sequence.positions();
+// The seconds of attention each CP rank spends on `segments` of a row of
+// `total` positions (added to `per_rank`): rank r holds chunks r and
+// 2cp-1-r of the row.
+void add_row_attention(const DeviceModel& model, std::span<const uint32_t> segments, uint64_t total, uint32_t cp,
+                       std::vector<double>& per_rank) {
   const uint64_t chunk = total / (2 * cp);
   const ModelSpec& spec = model.model;
   for (uint32_t r = 0; r < cp; ++r)
@@ -84,7 +84,7 @@ void add_attention(const DeviceModel& model, const SequenceShape& sequence, uint
       if (cp == 1 && k == 1) break;  // one chunk: the whole sequence
       const uint64_t lo_chunk = cp == 1 ? 0 : k * chunk, hi_chunk = cp == 1 ? total : (k + 1) * chunk;
       uint64_t offset = 0;
-      for (const uint32_t length : sequence.segments) {
+      for (const uint32_t length : segments) {
         const uint64_t lo = std::max(offset, lo_chunk), hi = std::min(offset + length, hi_chunk);
         if (lo < hi) {
           const double tile = cp == 1 ? length : std::min<double>(length, static_cast<double>(chunk));
@@ -94,6 +94,33 @@ void add_attention(const DeviceModel& model, const SequenceShape& sequence, uint
         offset += length;
       }
     }
+}
+
+// The seconds of attention each CP rank spends on one sequence (added to
+// `per_rank`), as its RowAttention lays it out.
+void add_attention(const DeviceModel& model, const SequenceShape& sequence, uint32_t cp,
+                   std::vector<double>& per_rank) {
+  const uint64_t total = sequence.positions();
+  if (sequence.attention == RowAttention::row) {
+    const uint32_t used = static_cast<uint32_t>(total - sequence.padding);
+    add_row_attention(model, std::span<const uint32_t>(&used, 1), total, cp, per_rank);
+    return;
+  }
+  if (sequence.attention == RowAttention::segments || cp == 1) {
+    add_row_attention(model, sequence.segments, total, cp, per_rank);
+    return;
+  }
+  // THD: each segment cut into 2cp chunks of its own, rank r holding r and 2cp-1-r.
+  const ModelSpec& spec = model.model;
+  for (const uint32_t length : sequence.segments) {
+    auto edge = [&](uint64_t k) { return k * length / (2 * cp); };
+    const double tile = std::max(1.0, static_cast<double>(length) / (2 * cp));
+    for (uint32_t r = 0; r < cp; ++r)
+      for (const uint64_t k : {uint64_t{r}, uint64_t{2 * cp - 1 - r}})
+        if (edge(k) < edge(k + 1))
+          per_rank[r] += attention_seconds(spec, model.device, pairs_of(edge(k), edge(k + 1), length, spec.causal),
+                                           tile, spec.causal);
+  }
 }
 
 bool inside_node(const DeviceSpec& device, uint64_t span) { return span <= device.gpus_per_node; }
@@ -305,7 +332,7 @@ MicroBatchShape shape_of(const MicroBatch& micro_batch) {
 }
 
 MicroBatchShape shape_of(const MicroBatchPlan& plan, uint32_t seq_len, const std::vector<PlanDoc>& docs,
-                         bool varlen) {
+                         bool varlen, RowAttention attention) {
   MicroBatchShape shape;
   for (const PackedSequence& packed : plan.sequences) {
     SequenceShape sequence;
@@ -319,6 +346,7 @@ MicroBatchShape shape_of(const MicroBatchPlan& plan, uint32_t seq_len, const std
     const uint64_t row = row_positions(packed.used, seq_len, varlen);
     MSD_CHECK_LE(packed.used, row);
     sequence.padding = static_cast<uint32_t>(row - packed.used);
+    sequence.attention = attention;
     shape.push_back(std::move(sequence));
   }
   return shape;
@@ -377,10 +405,54 @@ double planner_cost(const CostModel& cost, const MicroBatchShape& micro_batch, u
   for (const SequenceShape& sequence : micro_batch) {
     patches = sequence.patches;
     patches.resize(sequence.segments.size(), 0);
-    total += cost.zigzag_sequence(sequence.segments, patches, static_cast<uint32_t>(sequence.positions()), cp);
+    total += row_cost(cost, sequence.segments, patches, static_cast<uint32_t>(sequence.positions()), cp,
+                      sequence.attention);
     total += cost.padding(sequence.padding);
   }
   return total;
+}
+
+SequenceShape cp_sample_shape(uint32_t length, uint32_t patches, uint32_t ranks) {
+  const uint64_t align = std::max<uint64_t>(kVarlenAlign, 2 * uint64_t{ranks});
+  SequenceShape shape;
+  shape.segments = {length};
+  shape.patches = {patches};
+  shape.padding = static_cast<uint32_t>((length + align - 1) / align * align - length);
+  shape.attention = RowAttention::thd;
+  return shape;
+}
+
+StepTime dynamic_cp_step_time(const DeviceModel& model, const Parallel& parallel,
+                              const std::vector<CpGroupShape>& groups) {
+  const uint32_t domain = std::max(1u, parallel.dp) * std::max(1u, parallel.cp);
+  StepTime result;
+  std::vector<double>& finish = result.per_dp_rank_seconds;
+  finish.assign(domain, 0.0);
+  double padding = 0.0, positions = 0.0, mb_max = 0.0, mb_sum = 0.0;
+  size_t mb_count = 0;
+  for (const CpGroupShape& group : groups)
+    for (const CpTeamShape& team : group) {
+      MSD_CHECK_LE(uint64_t{team.first_rank} + team.ranks, domain);
+      const auto first = finish.begin() + team.first_rank, last = first + team.ranks;
+      double at = *std::max_element(first, last);
+      const Parallel on_team{parallel.dp, 1, team.ranks, parallel.tp};
+      for (const SequenceShape& sample : team.samples) {
+        const double t = micro_batch_seconds(model, on_team, {sample});
+        at += t;
+        mb_max = std::max(mb_max, t), mb_sum += t, ++mb_count;
+        padding += sample.padding;
+        positions += static_cast<double>(sample.positions());
+      }
+      std::fill(first, last, at);
+    }
+  const double max = *std::max_element(finish.begin(), finish.end());
+  const double mean = std::accumulate(finish.begin(), finish.end(), 0.0) / domain;
+  result.allreduce_seconds = gradient_allreduce_seconds(model, parallel);
+  result.step_seconds = max + result.allreduce_seconds;
+  result.dp_max_over_mean = mean > 0 ? max / mean : 1.0;
+  result.microbatch_max_over_mean = mb_sum > 0 ? mb_max / (mb_sum / mb_count) : 1.0;
+  result.padding_fraction = positions > 0 ? padding / positions : 0.0;
+  return result;
 }
 
 }  // namespace msd

@@ -18,6 +18,7 @@
 #include "msd/config.h"
 #include "plan/step/cost.h"
 #include "plan/step/model_spec.h"
+#include "plan/step/modes.h"
 #include "plan/step/pack.h"
 
 namespace msd {
@@ -67,10 +68,15 @@ struct Parallel {
 // padding positions after them. seq_len = sum(segments) + padding.
 // `patches[i]`, when given, is how many leading positions of segment i are
 // image patches (encoded by the vision tower first); empty: none.
+// `attention` says what attention spans (RowAttention, plan/step/modes.h):
+// each segment (the default), the whole row's used positions as one causal
+// span (Megatron's default rows), or each segment split over CP ranks on its
+// own (THD).
 struct SequenceShape {
   std::vector<uint32_t> segments;
   uint32_t padding = 0;
   std::vector<uint32_t> patches;
+  RowAttention attention = RowAttention::segments;
 
   uint64_t positions() const;  // segments + padding
 };
@@ -78,8 +84,9 @@ using MicroBatchShape = std::vector<SequenceShape>;
 
 // Seconds one rank of one pipeline stage spends on a micro-batch, forward
 // plus backward: GEMMs over every position (padding included) / tp, causal
-// attention per segment at its length's efficiency / tp (under CP: the
-// busiest rank's zigzag share, chunks r and 2cp-1-r), the TP activation
+// attention per segment at its length's efficiency / tp (or over the whole
+// row, RowAttention::row; under CP: the busiest rank's zigzag share, chunks r
+// and 2cp-1-r of the row, or of each segment with RowAttention::thd), the TP activation
 // all-reduces and CP KV ring exchange, elementwise HBM traffic, and
 // micro_batch_overhead_s. The stage holds layers / pp of the layers (and of
 // the embedding/output projection and vision tower). An empty micro-batch
@@ -139,8 +146,34 @@ double one_f_one_b_seconds(std::span<const double> seconds, std::span<const doub
 MicroBatchShape shape_of(const MicroBatch& micro_batch);
 // `varlen`: each packed sequence is a variable-length row padded only to
 // row_positions (plan/step/pack.h), as PackOptions::varlen plans are computed.
+// `attention`: every sequence's (row_attention of the placement's mode).
 MicroBatchShape shape_of(const MicroBatchPlan& plan, uint32_t seq_len, const std::vector<PlanDoc>& docs,
-                         bool varlen = false);
+                         bool varlen = false, RowAttention attention = RowAttention::segments);
+
+// Megatron's hybrid (dynamic) context parallelism (megatron_dynamic_cp,
+// plan/step/megatron.h): ranks [first_rank, first_rank + ranks) of the dp x cp
+// domain compute `samples` one after another, each a micro-batch of one row
+// split over those ranks (CP size `ranks`). A group is teams over disjoint
+// ranks covering the domain.
+struct CpTeamShape {
+  uint32_t first_rank = 0, ranks = 1;
+  std::vector<SequenceShape> samples;
+};
+using CpGroupShape = std::vector<CpTeamShape>;
+
+// A dynamic-CP sample of `length` positions (`patches` of them image
+// patches) on `ranks` ranks: one THD row, rounded up to kVarlenAlign and to
+// a multiple of 2 x ranks.
+SequenceShape cp_sample_shape(uint32_t length, uint32_t patches, uint32_t ranks);
+
+// One dynamic-CP step: every rank runs its groups in order; a team starts
+// when all its ranks have finished their previous team's work and takes the
+// sum of micro_batch_seconds of its samples at CP size `ranks` (pp 1); the
+// step is the last rank's finish plus the gradient all-reduce of `parallel`
+// (as for every placement). per_dp_rank_seconds holds each rank of the
+// domain's finish (dp x cp entries); micro-batch max/mean is over samples.
+StepTime dynamic_cp_step_time(const DeviceModel& model, const Parallel& parallel,
+                              const std::vector<CpGroupShape>& groups);
 
 // How well one cost ranks another over the same items (e.g. the planner's
 // cost against device seconds over a step's micro-batches): Spearman's rank
@@ -154,9 +187,9 @@ struct CostModelFit {
 };
 CostModelFit cost_model_fit(std::span<const double> predicted, std::span<const double> actual);
 
-// The planner's cost of a micro-batch shape: CostModel::zigzag_sequence over
-// its sequences plus CostModel::padding over their padding (the planner's
-// own view: padding costs the linear term).
+// The planner's cost of a micro-batch shape: row_cost (plan/step/modes.h) of
+// each sequence under its attention plus CostModel::padding over their
+// padding (the planner's own view: padding costs the linear term).
 double planner_cost(const CostModel& cost, const MicroBatchShape& micro_batch, uint32_t cp);
 
 }  // namespace msd

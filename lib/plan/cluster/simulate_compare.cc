@@ -53,15 +53,16 @@ std::vector<std::vector<PlanDoc>> held_out_steps(SimulateOptions options, const 
   return arrived_steps(options, cost, seed);
 }
 
-// The held-out fit: the sequences of `steps` placed by megatron and
-// msd_tokens in fixed rows, each alone and each with the next as one
-// micro-batch (the sequence count must vary for the fit to tell positions
-// from per-micro-batch overhead), timed on the device model.
+// The held-out fit: the sequences of `steps` placed by colocated_tokens
+// (documents cut at sequence edges, as Megatron cuts them) and msd_tokens in
+// fixed rows, each alone and each with the next as one micro-batch (the
+// sequence count must vary for the fit to tell positions from
+// per-micro-batch overhead), timed on the device model.
 Calibration calibrate_on_steps(const DeviceModel& device, const Parallel& parallel, const CostModel& cost,
                                const std::vector<std::vector<PlanDoc>>& steps, PackOptions pack) {
   pack.varlen = false;
   std::vector<SequenceShape> sequences;
-  for (TrainingMode mode : {TrainingMode::megatron, TrainingMode::msd_tokens}) {
+  for (TrainingMode mode : {TrainingMode::colocated_tokens, TrainingMode::msd_tokens}) {
     for (const std::vector<PlanDoc>& step : steps) {
       const std::vector<PlanDoc> docs = by_id(step);
       for (const BucketPlan& bucket : place_step(mode, step, pack, cost))
@@ -77,6 +78,37 @@ Calibration calibrate_on_steps(const DeviceModel& device, const Parallel& parall
   std::vector<double> seconds;
   for (const MicroBatchShape& shape : shapes) seconds.push_back(micro_batch_seconds(device, parallel, shape));
   return calibrate(shapes, seconds, cost, pack.cp);
+}
+
+// The run cut at Megatron's whole global batches (whole_global_batches),
+// each step's ids made dense again (0..n-1 in their old order) where the cut
+// removed documents.
+ComparedRun compared_run(const std::vector<std::vector<PlanDoc>>& steps, const PackOptions& pack, uint64_t seed) {
+  ComparedRun run = whole_global_batches(steps, pack, seed, "--steps");
+  for (std::vector<PlanDoc>& step : run.steps) {
+    std::vector<uint32_t> ids;
+    for (const PlanDoc& doc : step) ids.push_back(doc.id);
+    std::sort(ids.begin(), ids.end());
+    for (PlanDoc& doc : step)
+      doc.id = static_cast<uint32_t>(std::lower_bound(ids.begin(), ids.end(), doc.id) - ids.begin());
+  }
+  return run;
+}
+
+// The modes to evaluate: compare.modes, each checked (naming --cp), or when
+// empty every evaluation mode that places under `pack`.
+std::vector<TrainingMode> modes_of(const CompareOptions& compare, const PackOptions& pack) {
+  std::vector<TrainingMode> modes;
+  for (TrainingMode mode : kEvaluationModes) {
+    try {
+      check_mode(mode, pack, "--cp");
+      modes.push_back(mode);
+    } catch (const ConfigError&) {
+    }
+  }
+  if (compare.modes.empty()) return modes;
+  for (TrainingMode mode : compare.modes) check_mode(mode, pack, "--cp");
+  return compare.modes;
 }
 
 }  // namespace
@@ -107,8 +139,13 @@ CompareReport compare_modes(const SimulateOptions& options, const CompareOptions
     report.cost = calibrated(report.cost, report.calibration);
   }
   const CostModel& cost = report.cost;
-  const std::vector<std::vector<PlanDoc>> steps = arrived_steps(options, cost, options.seed);
-  for (TrainingMode mode : compare.modes) report.modes.push_back(evaluate_mode(mode, steps, pack, cost, device, parallel));
+  const std::vector<TrainingMode> modes = modes_of(compare, pack);
+  const ComparedRun run = compared_run(arrived_steps(options, cost, options.seed), pack, options.seed);
+  report.positions = run.positions;
+  report.dropped_positions = run.dropped_positions;
+  report.megatron = run.stream;
+  for (TrainingMode mode : modes)
+    report.modes.push_back(evaluate_mode(mode, run.steps, pack, cost, device, parallel, run.stream));
   return report;
 }
 
@@ -157,20 +194,28 @@ void print_compare(const CompareReport& report, std::ostream& out) {
                 report.compare.model_preset.c_str(), report.compare.device_preset.c_str(),
                 report.compare.vision_preset.c_str(), o.varlen ? "variable-length rows" : "fixed rows");
   out << line << cost_model_line(report) << '\n';
-  std::snprintf(line, sizeof line, "%-18s %6s %12s %6s %9s %9s %10s %10s %9s %9s\n", "mode", "rows", "tokens/s",
-                "steps", "step s", "padding", "DP max/mn", "mb max/mn", "bubble", "seq/rank");
+  std::snprintf(line, sizeof line,
+                "every mode places the same %llu positions: the steps cut at Megatron's last whole global batch "
+                "(%llu positions dropped; megatron: %u micro-batches of %u samples a DP rank and step)\n",
+                static_cast<unsigned long long>(report.positions),
+                static_cast<unsigned long long>(report.dropped_positions), report.megatron.micro_batches,
+                report.megatron.micro_batch_size);
+  out << line;
+  std::snprintf(line, sizeof line, "%-21s %6s %8s %12s %6s %9s %9s %10s %10s %9s %9s\n", "mode", "rows", "attends",
+                "tokens/s", "steps", "step s", "padding", "DP max/mn", "mb max/mn", "bubble", "seq/rank");
   out << line;
   for (const ModeEvaluation& e : report.modes) {
     const std::string per_rank = str(e.sequences_per_rank_min, "-", e.sequences_per_rank_max);
-    std::snprintf(line, sizeof line, "%-18s %6s %12.0f %6llu %9.4f %8.1f%% %10.3f %10.3f %8.1f%% %9s\n",
-                  training_mode_name(e.mode), e.varlen ? "varlen" : "fixed", e.tokens_per_s,
+    std::snprintf(line, sizeof line, "%-21s %6s %8s %12.0f %6llu %9.4f %8.1f%% %10.3f %10.3f %8.1f%% %9s\n",
+                  training_mode_name(e.mode), e.varlen ? "varlen" : "fixed", attention_name(e.mode), e.tokens_per_s,
                   static_cast<unsigned long long>(e.steps), e.steps ? e.seconds / e.steps : 0.0,
                   100 * e.padding_fraction, e.dp_max_over_mean, e.microbatch_max_over_mean, 100 * e.bubble_fraction,
                   per_rank.c_str());
     out << line;
   }
-  out << "(tokens/s: the same documents over each mode's time to train them; seq/rank: fewest-most sequences a DP "
-         "rank got in a step)\n";
+  out << "(tokens/s: the same documents over each mode's time to train them; attends: each row as one causal span "
+         "(row) or each document piece (document); seq/rank: fewest-most sequences a DP rank got in a step, for "
+         "megatron_dynamic_cp samples a rank of the dp x cp domain computed)\n";
   for (const ModeEvaluation& e : report.modes) {
     if (is_baseline(e.mode)) continue;
     out << "speedup of " << training_mode_name(e.mode) << ":";
@@ -192,6 +237,9 @@ std::string compare_json(const CompareReport& report) {
   json.value("micro_batches", o.micro_batches).value("steps", o.steps);
   json.value("micro_batch_shape", o.varlen ? "varlen" : "fixed");
   json.value("model", report.compare.model_preset).value("device", report.compare.device_preset);
+  json.value("positions", report.positions).value("dropped_positions", report.dropped_positions);
+  json.begin_object("megatron_batch").value("micro_batch_size", report.megatron.micro_batch_size);
+  json.value("micro_batches", report.megatron.micro_batches).end_object();
   write_cost_model(json, report.cost, report.calibration);
   json.begin_object("modes");
   for (const ModeEvaluation& e : report.modes) {
@@ -200,6 +248,7 @@ std::string compare_json(const CompareReport& report) {
     json.value("padding_fraction", e.padding_fraction).value("dp_max_over_mean", e.dp_max_over_mean);
     json.value("microbatch_max_over_mean", e.microbatch_max_over_mean).value("bubble_fraction", e.bubble_fraction);
     json.value("cost_model_fit", e.cost_model_fit).value("rows", e.varlen ? "varlen" : "fixed");
+    json.value("attention", attention_name(e.mode)).value("positions", e.real_positions);
     json.value("steps", e.steps);
     json.begin_object("sequences_per_rank");
     json.value("min", e.sequences_per_rank_min).value("max", e.sequences_per_rank_max);

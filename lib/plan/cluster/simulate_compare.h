@@ -19,7 +19,11 @@ struct CompareOptions {
   std::string model_preset = "llama3-8b";  // the language model (model_spec_preset)
   std::string vision_preset = "vit-l";     // the vision tower for image patches; "none": patches run as text
   std::string device_preset = "h100";      // device_spec_preset
-  std::vector<TrainingMode> modes{std::begin(kEvaluationModes), std::end(kEvaluationModes)};
+  // The modes to evaluate. Empty (the default): every mode of
+  // kEvaluationModes that places under the options (megatron_dynamic_cp where
+  // cp > 1, pp is 1 and dp x cp a power of two); a mode named here that
+  // cannot place is a ConfigError naming --cp.
+  std::vector<TrainingMode> modes;
   // The planner's cost model: calibrated (its a and vision_scale fitted to
   // probe micro-batches timed on the device model, plan/cluster/calibrate.h, as one
   // profiles a GPU before a run) or analytic (a = 6 * hidden, or
@@ -27,7 +31,7 @@ struct CompareOptions {
   bool calibrate = true;
   // Where the calibration's micro-batches come from: 0, probe micro-batches
   // (calibrate_on_device); otherwise the micro-batches of `steps` synthetic
-  // steps of this seed (not the judged one), placed by megatron and
+  // steps of this seed (not the judged one), placed by colocated_tokens and
   // msd_tokens and timed on the device model: a fit held out from the steps
   // it is judged on.
   uint64_t calibration_seed = 0;
@@ -46,7 +50,12 @@ struct CompareReport {
   uint32_t dp = 0;
   CostModel cost;           // the planner's, as the modes placed by it
   Calibration calibration;  // how it was fitted (probes == 0: analytic)
-  std::vector<ModeEvaluation> modes;  // in compare.modes order
+  // The run every mode placed: the synthetic steps cut at Megatron's whole
+  // global batches (whole_global_batches), and the batch the megatron modes
+  // ran with (micro_batch_size and micro_batches).
+  uint64_t positions = 0, dropped_positions = 0;
+  StreamOptions megatron;
+  std::vector<ModeEvaluation> modes;  // in the order evaluated (modes_of: compare.modes, or kEvaluationModes)
 };
 
 // "varlen" (true) or "fixed" (false); ConfigError naming `what` otherwise.
@@ -59,7 +68,9 @@ bool parse_cost_model(const std::string& name, const std::string& what);
 DeviceModel compare_device_model(const CompareOptions& compare);
 
 // Every mode on options.steps synthetic steps (synthetic_step, arrival order
-// by seed and step). Throws ConfigError like simulate() does.
+// by seed and step), cut at Megatron's whole global batches so every mode
+// places the same positions. Throws ConfigError like simulate() does, and
+// for a mode that cannot place (check_mode).
 CompareReport compare_modes(const SimulateOptions& options, const CompareOptions& compare);
 
 // msd mode's tokens/s over a baseline's (0 when the baseline has none).

@@ -13,8 +13,8 @@ namespace msd {
 namespace {
 
 // Positions and costs of each micro-batch and bucket, as pack_step fills
-// them: a sequence costs the sum of its pieces' document costs, or under CP
-// cp times its busiest rank's zigzag share, plus its padding.
+// them: a row costs row_cost under the mode's attention, plus its padding in
+// fixed rows (variable-length rows compute none).
 using FixedById = std::unordered_map<uint32_t, uint32_t>;  // a document's `fixed`, by id
 
 FixedById fixed_by_id(const std::vector<PlanDoc>& docs) {
@@ -24,7 +24,9 @@ FixedById fixed_by_id(const std::vector<PlanDoc>& docs) {
 }
 
 void fill_costs(std::vector<BucketPlan>& buckets, const FixedById& fixed_of, const PackOptions& options,
-                const CostModel& cost) {
+                const CostModel& cost, TrainingMode mode) {
+  const bool varlen = varlen_rows(mode, options.varlen);
+  const RowAttention attention = row_attention(mode, varlen);
   std::vector<uint32_t> lengths, patches;
   for (BucketPlan& bucket : buckets) {
     bucket.positions = 0;
@@ -35,17 +37,15 @@ void fill_costs(std::vector<BucketPlan>& buckets, const FixedById& fixed_of, con
       for (const PackedSequence& seq : mb.sequences) {
         lengths.clear();
         patches.clear();
-        double sum = 0.0;
         for (const Piece& p : seq.pieces) {
           const uint32_t fixed = fixed_of.at(p.doc);
-          const uint32_t in_piece = p.begin < fixed ? std::min(fixed - p.begin, p.length) : 0;
           lengths.push_back(p.length);
-          patches.push_back(in_piece);
-          sum += cost.document(p.length, in_piece);
+          patches.push_back(p.begin < fixed ? std::min(fixed - p.begin, p.length) : 0);
         }
+        const uint64_t row = row_positions(seq.used, options.seq_len, varlen);
         mb.positions += seq.used;
-        mb.cost += options.cp > 1 ? cost.zigzag_sequence(lengths, patches, options.seq_len, options.cp) : sum;
-        mb.cost += cost.padding(options.seq_len - seq.used);
+        mb.cost += row_cost(cost, lengths, patches, static_cast<uint32_t>(row), options.cp, attention);
+        if (!varlen) mb.cost += cost.padding(options.seq_len - seq.used);
       }
       bucket.positions += mb.positions;
       bucket.cost += mb.cost;
@@ -89,30 +89,34 @@ std::vector<BucketPlan> deal_sequences(const std::vector<PackedSequence>& sequen
   return buckets;
 }
 
-// A stream mode's sequences of `docs` in order: cut (megatron) or whole (megatron_varlen).
-std::vector<PackedSequence> stream_sequences(TrainingMode mode, const std::vector<PlanDoc>& docs, uint32_t seq_len) {
-  return mode == TrainingMode::megatron_varlen ? pack_whole(docs, seq_len) : pack_concatenated(docs, seq_len);
-}
-
-// One step of documents, all its sequences dealt (colocated_tokens; a stream mode's one step).
-std::vector<BucketPlan> place_sequences(TrainingMode mode, const std::vector<PlanDoc>& docs,
-                                        const PackOptions& options) {
-  const std::vector<PackedSequence> sequences = stream_sequences(mode, docs, options.seq_len);
+// One step of documents, all its sequences dealt (colocated_tokens).
+std::vector<BucketPlan> place_sequences(const std::vector<PlanDoc>& docs, const PackOptions& options) {
+  const std::vector<PackedSequence> sequences = pack_concatenated(docs, options.seq_len);
   return deal_sequences(sequences, 0, sequences.size(), options);
 }
 
+// The stream modes: GPTDataset's samples of the run's stream, dealt by the sampler.
 std::vector<std::vector<BucketPlan>> place_stream(TrainingMode mode, const std::vector<std::vector<PlanDoc>>& steps,
-                                                  const PackOptions& options, const CostModel& cost) {
-  std::vector<PlanDoc> stream;
-  for (const std::vector<PlanDoc>& step : steps) stream.insert(stream.end(), step.begin(), step.end());
-  const std::vector<PackedSequence> sequences = stream_sequences(mode, stream, options.seq_len);
-  const size_t per_step = stream_sequences_per_step(sequences.size(), steps.size(), options.dp);
-  const FixedById fixed_of = fixed_by_id(stream);
-  std::vector<std::vector<BucketPlan>> out;
-  for (size_t begin = 0; begin < sequences.size(); begin += per_step) {
-    out.push_back(deal_sequences(sequences, begin, std::min(sequences.size(), begin + per_step), options));
-    fill_costs(out.back(), fixed_of, options, cost);
-  }
+                                                  const PackOptions& options, const CostModel& cost,
+                                                  const StreamOptions& stream) {
+  std::vector<PlanDoc> run;
+  uint64_t positions = 0;
+  for (const std::vector<PlanDoc>& step : steps)
+    for (const PlanDoc& doc : step) {
+      run.push_back(doc);
+      positions += doc.positions;
+    }
+  std::vector<PlanDoc> ordered;
+  for (uint32_t i : gpt_document_order(stream.seed, checked_cast<uint32_t>(run.size()))) ordered.push_back(run[i]);
+  const std::vector<PackedSequence> samples = gpt_samples(ordered, options.seq_len);
+  const StreamOptions batch = stream.micro_batch_size > 0 && stream.micro_batches > 0
+                                  ? stream
+                                  : megatron_batch(positions, steps.size(), options, stream.seed);
+  std::vector<std::vector<BucketPlan>> out =
+      deal_gpt_samples(samples, gpt_sample_order(stream.seed, checked_cast<uint32_t>(samples.size())),
+                       batch.micro_batch_size, batch.micro_batches, options.dp);
+  const FixedById fixed_of = fixed_by_id(run);
+  for (std::vector<BucketPlan>& step : out) fill_costs(step, fixed_of, options, cost, mode);
   return out;
 }
 
@@ -123,7 +127,9 @@ const char* training_mode_name(TrainingMode mode) {
     case TrainingMode::colocated_samples: return "colocated_samples";
     case TrainingMode::colocated_tokens: return "colocated_tokens";
     case TrainingMode::megatron: return "megatron";
-    case TrainingMode::megatron_varlen: return "megatron_varlen";
+    case TrainingMode::megatron_docmask: return "megatron_docmask";
+    case TrainingMode::megatron_dp_balanced: return "megatron_dp_balanced";
+    case TrainingMode::megatron_dynamic_cp: return "megatron_dynamic_cp";
     case TrainingMode::msd_tokens: return "msd_tokens";
     case TrainingMode::msd_greedy: return "msd_greedy";
     case TrainingMode::msd_kk: return "msd_kk";
@@ -132,19 +138,19 @@ const char* training_mode_name(TrainingMode mode) {
 }
 
 TrainingMode parse_training_mode(const std::string& name, const std::string& balance, const std::string& what,
-                                 bool stream) {
+                                 bool evaluation) {
   for (TrainingMode mode : kEvaluationModes) {
     if (name != training_mode_name(mode)) continue;
-    if (is_stream_mode(mode) && !stream)
-      throw ConfigError(str(what, ": '", name, "' places a whole run's token stream: it is a baseline of the "
-                            "evaluations (msd-plan simulate --compare, msd-bench sweep, tools/bench-trainer.sh), "
-                            "not a mode a job runs"));
+    if (std::find(std::begin(kTrainingModes), std::end(kTrainingModes), mode) == std::end(kTrainingModes) &&
+        !evaluation)
+      throw ConfigError(str(what, ": '", name, "' is Megatron-LM's placement: a baseline of the evaluations "
+                            "(msd-plan simulate --compare, msd-plan place, msd-bench sweep), not a mode a job runs"));
     return mode;
   }
   if (name == "colocated" || name == "disaggregated")
     return training_mode(*find_option_value<JobMode>(name), parse_balance_method(balance, "job.balance"));
   throw ConfigError(str(what, ": '", name, "' is not a mode (colocated_samples, colocated_tokens, ",
-                        stream ? "megatron, megatron_varlen, " : "",
+                        evaluation ? "megatron, megatron_docmask, megatron_dp_balanced, megatron_dynamic_cp, " : "",
                         "msd_tokens, msd_greedy, msd_kk, or the aliases colocated and disaggregated)"));
 }
 
@@ -169,28 +175,121 @@ TrainingMode training_mode(JobMode mode, BalanceMethod balance) {
 TrainingMode training_mode(const JobConfig& job) { return training_mode(job.mode, job.balance); }
 
 bool is_baseline(TrainingMode mode) {
-  return mode == TrainingMode::colocated_samples || mode == TrainingMode::colocated_tokens || is_stream_mode(mode);
+  return mode != TrainingMode::msd_tokens && mode != TrainingMode::msd_greedy && mode != TrainingMode::msd_kk;
 }
 
 bool is_stream_mode(TrainingMode mode) {
-  return mode == TrainingMode::megatron || mode == TrainingMode::megatron_varlen;
+  return mode == TrainingMode::megatron || mode == TrainingMode::megatron_docmask;
 }
 
 bool varlen_rows(TrainingMode mode, bool varlen) {
-  return mode == TrainingMode::megatron_varlen || (varlen && !is_baseline(mode));
+  return mode == TrainingMode::megatron_dp_balanced || mode == TrainingMode::megatron_dynamic_cp ||
+         (varlen && !is_baseline(mode));
 }
 
 bool loads_on_trainers(TrainingMode mode) { return mode == TrainingMode::colocated_samples; }
 
-std::vector<uint32_t> arrival_order(uint64_t seed, uint64_t step, uint32_t n) {
-  std::vector<uint32_t> order(n);
-  std::iota(order.begin(), order.end(), 0u);
-  uint64_t rng = mix64(seed ^ mix64(step * 0x9e3779b97f4a7c15ULL + 0x5eed));
-  for (size_t i = order.size(); i > 1; --i) {
-    rng = mix64(rng + 0x9e3779b97f4a7c15ULL);
-    std::swap(order[i - 1], order[rng % i]);
+void check_mode(TrainingMode mode, const PackOptions& options, const std::string& what) {
+  if (mode != TrainingMode::megatron_dynamic_cp) return;
+  const uint64_t ranks = uint64_t{options.dp} * options.cp;
+  if (options.cp <= 1)
+    throw ConfigError(str(what, ": megatron_dynamic_cp (Megatron's hybrid context parallelism) needs context "
+                          "parallelism: cp > 1"));
+  if (options.pp > 1)
+    throw ConfigError(str(what, ": megatron_dynamic_cp runs without pipeline parallelism (Megatron's hybrid context "
+                          "parallelism asserts pp 1), pp is ", options.pp));
+  if ((ranks & (ranks - 1)) != 0)
+    throw ConfigError(str(what, ": megatron_dynamic_cp needs dp x cp a power of two (Megatron's hybrid CP groups are "
+                          "powers of two), dp x cp is ", ranks));
+}
+
+RowAttention row_attention(TrainingMode mode, bool varlen) {
+  if (mode == TrainingMode::megatron) return RowAttention::row;
+  if (mode == TrainingMode::megatron_docmask || varlen_rows(mode, varlen)) return RowAttention::thd;
+  return RowAttention::segments;
+}
+
+const char* attention_name(TrainingMode mode) {
+  return row_attention(mode, false) == RowAttention::row ? "row" : "document";
+}
+
+double row_cost(const CostModel& cost, std::span<const uint32_t> lengths, std::span<const uint32_t> patches,
+                uint32_t row_positions, uint32_t cp, RowAttention attention) {
+  MSD_CHECK_EQ(lengths.size(), patches.size());
+  if (attention == RowAttention::segments || (attention == RowAttention::thd && cp <= 1))
+    return cost.zigzag_sequence(lengths, patches, row_positions, cp);
+  double total = 0.0;
+  if (attention == RowAttention::row) {
+    uint32_t used = 0;
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      used += lengths[i];
+      total += cost.document(lengths[i], patches[i]) - cost.document(lengths[i], 0);  // the vision term
+    }
+    const uint32_t one[] = {used}, none[] = {0};
+    return total + cost.zigzag_sequence(one, none, row_positions, cp);
   }
-  return order;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    const uint32_t padded = (lengths[i] + 2 * cp - 1) / (2 * cp) * (2 * cp);
+    total += cost.zigzag_sequence(lengths.subspan(i, 1), patches.subspan(i, 1), padded, cp);
+  }
+  return total;
+}
+
+StreamOptions megatron_batch(uint64_t positions, size_t steps, const PackOptions& options, uint64_t seed) {
+  StreamOptions batch;
+  batch.seed = seed;
+  const uint64_t samples = positions / options.seq_len, most = std::max<uint64_t>(1, samples / options.dp);
+  const double raw = static_cast<double>(samples) / (static_cast<double>(std::max<size_t>(steps, 1)) * options.dp);
+  const uint64_t per_rank = std::clamp<uint64_t>(static_cast<uint64_t>(std::llround(raw)), 1, most);
+  if (per_rank < options.micro_batches) {
+    batch.micro_batch_size = 1;
+    batch.micro_batches = static_cast<uint32_t>(per_rank);
+    return batch;
+  }
+  batch.micro_batches = options.micro_batches;
+  uint64_t size = std::max<uint64_t>(1, std::llround(static_cast<double>(per_rank) / options.micro_batches));
+  while (size > 1 && size * options.micro_batches > most) --size;
+  batch.micro_batch_size = static_cast<uint32_t>(size);
+  return batch;
+}
+
+ComparedRun whole_global_batches(const std::vector<std::vector<PlanDoc>>& steps, const PackOptions& options,
+                                 uint64_t seed, const std::string& what) {
+  ComparedRun run;
+  uint64_t total = 0;
+  for (const std::vector<PlanDoc>& step : steps) {
+    run.steps.emplace_back();
+    for (PlanDoc doc : step) {
+      if (doc.fixed > 0) doc.positions = std::min(doc.positions, options.seq_len);
+      total += doc.positions;
+      run.steps.back().push_back(doc);
+    }
+  }
+  run.stream = megatron_batch(total, steps.size(), options, seed);
+  const uint64_t global = uint64_t{run.stream.micro_batch_size} * options.dp * run.stream.micro_batches * options.seq_len;
+  run.positions = total / global * global;
+  run.dropped_positions = total - run.positions;
+  if (run.positions == 0)
+    throw ConfigError(str(what, ": the run holds ", total, " positions, less than one global batch of Megatron's (",
+                          global / options.seq_len, " samples of ", options.seq_len, "); give more steps"));
+  uint64_t kept = 0;
+  for (std::vector<PlanDoc>& step : run.steps) {
+    std::vector<PlanDoc> left;
+    for (PlanDoc& doc : step) {
+      if (kept == run.positions) break;
+      doc.positions = static_cast<uint32_t>(std::min<uint64_t>(doc.positions, run.positions - kept));
+      doc.fixed = std::min(doc.fixed, doc.positions);
+      kept += doc.positions;
+      left.push_back(doc);
+    }
+    step = std::move(left);
+  }
+  while (!run.steps.empty() && run.steps.back().empty()) run.steps.pop_back();
+  return run;
+}
+
+std::vector<uint32_t> arrival_order(uint64_t seed, uint64_t step, uint32_t n) {
+  return seeded_permutation(mix64(seed ^ mix64(step * 0x9e3779b97f4a7c15ULL + 0x5eed)), n);
 }
 
 std::vector<uint32_t> sample_share(uint32_t n, uint32_t dp, uint32_t rank) {
@@ -227,31 +326,10 @@ std::vector<PackedSequence> pack_concatenated(const std::vector<PlanDoc>& docs, 
   return out;
 }
 
-std::vector<PackedSequence> pack_whole(const std::vector<PlanDoc>& docs, uint32_t seq_len) {
-  std::vector<PackedSequence> out;
-  auto place = [&](uint32_t doc, uint32_t begin, uint32_t length) {
-    if (out.empty() || seq_len - out.back().used < length) out.emplace_back();
-    out.back().pieces.push_back({doc, begin, length});
-    out.back().used += length;
-  };
-  for (const PlanDoc& doc : docs) {
-    MSD_CHECK_LE(doc.fixed, seq_len);
-    const uint32_t length = doc.fixed > 0 ? std::min(doc.positions, seq_len) : doc.positions;
-    uint32_t begin = 0;
-    for (; length - begin > seq_len; begin += seq_len) place(doc.id, begin, seq_len);
-    place(doc.id, begin, length - begin);
-  }
-  return out;
-}
-
-size_t stream_sequences_per_step(size_t sequences, size_t steps, uint32_t dp) {
-  const double per_rank = static_cast<double>(sequences) / (static_cast<double>(std::max<size_t>(steps, 1)) * dp);
-  return static_cast<size_t>(std::max(1.0, std::round(per_rank))) * dp;
-}
-
 std::vector<std::vector<BucketPlan>> place_run(TrainingMode mode, const std::vector<std::vector<PlanDoc>>& steps,
-                                               const PackOptions& options, const CostModel& cost) {
-  if (is_stream_mode(mode)) return place_stream(mode, steps, options, cost);
+                                               const PackOptions& options, const CostModel& cost,
+                                               const StreamOptions& stream) {
+  if (is_stream_mode(mode)) return place_stream(mode, steps, options, cost, stream);
   const bool holds = options.hold.enabled() && !is_baseline(mode);
   const std::vector<std::vector<PlanDoc>> held = holds ? hold_run(steps, options.hold) : std::vector<std::vector<PlanDoc>>{};
   std::vector<std::vector<BucketPlan>> out;
@@ -259,24 +337,33 @@ std::vector<std::vector<BucketPlan>> place_run(TrainingMode mode, const std::vec
   return out;
 }
 
+std::vector<CpGroup> place_dynamic_cp(const std::vector<PlanDoc>& docs, const PackOptions& options,
+                                      const std::string& what) {
+  check_mode(TrainingMode::megatron_dynamic_cp, options, what);
+  return dynamic_cp_step(docs, options.seq_len, options.dp, options.cp);
+}
+
 std::vector<BucketPlan> place_step(TrainingMode mode, const std::vector<PlanDoc>& docs, const PackOptions& options,
                                    const CostModel& cost) {
   MSD_CHECK_LE(1u, options.dp);
   MSD_CHECK_LE(1u, options.micro_batches);
+  MSD_CHECK(!is_stream_mode(mode) && mode != TrainingMode::megatron_dynamic_cp);  // place_run, place_dynamic_cp
   std::vector<BucketPlan> buckets;
   PackOptions msd = options;
   switch (mode) {
     case TrainingMode::colocated_samples: buckets = place_samples(docs, options); break;
-    case TrainingMode::colocated_tokens:
-    case TrainingMode::megatron:
-    case TrainingMode::megatron_varlen: buckets = place_sequences(mode, docs, options); break;
+    case TrainingMode::colocated_tokens: buckets = place_sequences(docs, options); break;
+    case TrainingMode::megatron_dp_balanced: buckets = dp_balanced_step(docs, options.seq_len, options.dp); break;
     case TrainingMode::msd_tokens: msd.balance = BalanceMethod::tokens; return distribute_and_pack(docs, msd, cost);
     case TrainingMode::msd_greedy: msd.balance = BalanceMethod::greedy; return distribute_and_pack(docs, msd, cost);
     case TrainingMode::msd_kk:
       msd.balance = BalanceMethod::karmarkar_karp;
       return distribute_and_pack(docs, msd, cost);
+    case TrainingMode::megatron:
+    case TrainingMode::megatron_docmask:
+    case TrainingMode::megatron_dynamic_cp: break;
   }
-  fill_costs(buckets, fixed_by_id(docs), options, cost);
+  fill_costs(buckets, fixed_by_id(docs), options, cost, mode);
   return buckets;
 }
 

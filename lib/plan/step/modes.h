@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "plan/step/megatron.h"
 #include "plan/step/outlier_hold.h"
 #include "plan/step/pack.h"
 
@@ -18,58 +20,138 @@ enum class TrainingMode {
   // document in arrival order), micro-batches by sample count, next-fit
   // packing in arrival order: many multimodal trainers' practice.
   colocated_samples,
-  // Megatron's packing held to one step's documents (the published
-  // system's second baseline, and what the colocated runtime can deliver):
-  // the step's documents, concatenated in arrival order, are cut into
-  // seq_len sequences (pack_concatenated); each rank takes a contiguous run
-  // of floor or ceil(sequences / dp) sequences, cut into micro-batches of
-  // equal sequence count.
+  // Megatron's packing held to one step's documents (what the colocated
+  // runtime can deliver): the step's documents, concatenated in arrival
+  // order, are cut into seq_len sequences (pack_concatenated); each rank
+  // takes a contiguous run of floor or ceil(sequences / dp) sequences, cut
+  // into micro-batches of equal sequence count.
   colocated_tokens,
-  // Megatron-LM's GPTDataset exactly: the whole run's documents, one stream
-  // in arrival order, are cut into seq_len sequences (pack_concatenated) and
-  // every step takes the same number of them, an equal count per DP rank
-  // (sequences carry over step edges). A stream mode: placed over a run of
-  // steps (place_run), not one step. Fixed [sequences, seq_len] rows.
+  // Megatron-LM as it runs (plan/step/megatron.h): GPTDataset over the run's
+  // stream (its documents shuffled, concatenated and cut into samples of
+  // seq_len inputs, the samples shuffled), dealt by
+  // MegatronPretrainingSampler (blocks of micro_batch_size x dp samples, DP
+  // rank r taking slice r of each; a step is `micro_batches` blocks). Fixed
+  // rows with full causal attention over each row (--reset-attention-mask
+  // off): a row costs one segment of seq_len positions. A stream mode.
   megatron,
-  // Megatron / Transformer Engine's packed-sequence (THD) path on the same
-  // stream: whole documents packed next-fit in arrival order into rows of at
-  // most seq_len positions (pack_whole), an equal count of rows per DP rank
-  // and step, so about equal tokens per rank; no balancing. A stream mode;
-  // variable-length rows (cu_seqlens, no padding computed).
-  megatron_varlen,
+  // The same rows with document-masked attention (--reset-attention-mask
+  // with a varlen kernel): each piece its own segment, sum(L^2). A stream mode.
+  megatron_docmask,
+  // Megatron core's DpBalancedScheduler over one step's documents
+  // (dp_balanced_step): variable-length rows, an equal micro-batch count
+  // per DP rank.
+  megatron_dp_balanced,
+  // Megatron core's hybrid context parallelism (BalancedCPScheduler,
+  // dynamic_cp_step) over one step's documents: each piece its own CP size.
+  // Only with cp > 1; placed by place_dynamic_cp, not as DP buckets.
+  megatron_dynamic_cp,
   msd_tokens,  // disaggregated, balancing positions only (BalanceMethod::tokens)
   msd_greedy,  // disaggregated, LPT on cost
   msd_kk,      // disaggregated, Karmarkar-Karp on cost
 };
 
-// The modes a job runs (job.mode): every mode but the stream ones.
+// The modes a job runs (job.mode): every mode but Megatron's.
 inline constexpr TrainingMode kTrainingModes[] = {TrainingMode::colocated_samples, TrainingMode::colocated_tokens,
                                                   TrainingMode::msd_tokens, TrainingMode::msd_greedy,
                                                   TrainingMode::msd_kk};
-// Every mode, as the evaluations compare them (msd-plan simulate --compare).
+// Every mode, as the evaluations compare them (msd-plan simulate --compare;
+// megatron_dynamic_cp only where cp > 1).
 inline constexpr TrainingMode kEvaluationModes[] = {
-    TrainingMode::colocated_samples, TrainingMode::colocated_tokens, TrainingMode::megatron,
-    TrainingMode::megatron_varlen,   TrainingMode::msd_tokens,       TrainingMode::msd_greedy,
-    TrainingMode::msd_kk};
+    TrainingMode::colocated_samples,    TrainingMode::colocated_tokens,    TrainingMode::megatron,
+    TrainingMode::megatron_docmask,     TrainingMode::megatron_dp_balanced, TrainingMode::megatron_dynamic_cp,
+    TrainingMode::msd_tokens,           TrainingMode::msd_greedy,          TrainingMode::msd_kk};
 
 const char* training_mode_name(TrainingMode mode);
-// A mode name of kTrainingModes (or, with `stream`, of kEvaluationModes), or the aliases "colocated" (colocated_samples) and
-// "disaggregated" (msd with `balance`: tokens, greedy or karmarkar_karp).
-// Throws ConfigError naming `what` for anything else.
+// A mode name of kTrainingModes (or, with `evaluation`, of kEvaluationModes),
+// or the aliases "colocated" (colocated_samples) and "disaggregated" (msd
+// with `balance`: tokens, greedy or karmarkar_karp). Throws ConfigError
+// naming `what` for anything else.
 TrainingMode parse_training_mode(const std::string& name, const std::string& balance = "greedy",
-                                 const std::string& what = "job.mode", bool stream = false);
+                                 const std::string& what = "job.mode", bool evaluation = false);
 // The mode a job's job.mode places by: the aliases resolved, disaggregated
 // by `balance`.
 TrainingMode training_mode(JobMode mode, BalanceMethod balance);
 TrainingMode training_mode(const JobConfig& job);
-bool is_baseline(TrainingMode mode);  // colocated_samples, colocated_tokens, megatron, megatron_varlen
-// megatron and megatron_varlen: placed over a run's stream (place_run).
+bool is_baseline(TrainingMode mode);  // the colocated and megatron modes
+// megatron and megatron_docmask: placed over a run's stream (place_run).
 bool is_stream_mode(TrainingMode mode);
-// Whether `mode`'s micro-batches are variable-length rows: megatron_varlen
-// always, the msd modes when `varlen` (PackOptions::varlen), the others never.
+// Whether `mode`'s micro-batches are variable-length rows: megatron_dp_balanced
+// and megatron_dynamic_cp always, the msd modes when `varlen`
+// (PackOptions::varlen), the others never.
 bool varlen_rows(TrainingMode mode, bool varlen);
 // Whether training ranks load their own data (no planner, no loaders).
 bool loads_on_trainers(TrainingMode mode);  // colocated_samples
+// Throws ConfigError naming `what` when `mode` cannot place under `options`:
+// megatron_dynamic_cp without context parallelism (cp > 1), with pipeline
+// stages (Megatron runs hybrid CP with pp 1 only), or on a dp x cp domain
+// that is not a power of two (its CP groups are).
+void check_mode(TrainingMode mode, const PackOptions& options, const std::string& what);
+
+// What a row's attention spans and, under context parallelism, how its
+// positions are split over the CP ranks.
+enum class RowAttention {
+  // Causal within each segment (document piece); under CP the row is split
+  // zigzag as a whole, CP rank r holding chunks r and 2cp-1-r (msd's batches).
+  segments,
+  // One causal span over all the row's positions, whatever documents it
+  // holds (Megatron's default, --reset-attention-mask off): a full row of S
+  // positions costs a*S + S^2. Under CP the row is split zigzag.
+  row,
+  // Causal within each segment; under CP each segment is split zigzag on its
+  // own (Transformer Engine's THD layout, cu_seqlens).
+  thd,
+};
+// megatron: row; the other megatron modes and variable-length rows: thd (a
+// varlen kernel; under CP the most even split); otherwise segments.
+RowAttention row_attention(TrainingMode mode, bool varlen);
+// "row" (megatron) or "document" (every other mode): what a placement's rows
+// attend over, as msd-plan place writes it.
+const char* attention_name(TrainingMode mode);
+// The planner's cost of one row of `row_positions` positions holding
+// segments `lengths` (the first `patches[i]` of segment i image patches)
+// under `attention`, padding not included: segments, cost.zigzag_sequence;
+// row, the zigzag cost of one segment of their sum plus each segment's
+// vision term; thd, each segment's zigzag cost on its own (rounded up to
+// 2cp positions).
+double row_cost(const CostModel& cost, std::span<const uint32_t> lengths, std::span<const uint32_t> patches,
+                uint32_t row_positions, uint32_t cp, RowAttention attention);
+
+// What the stream modes take beyond PackOptions: Megatron's run.
+struct StreamOptions {
+  uint64_t seed = 1;  // GPTDataset's random seed: its document and sample shuffles
+  // Megatron's batch: per DP rank and step, `micro_batches` micro-batches of
+  // micro_batch_size samples (a global batch of micro_batch_size x dp x
+  // micro_batches). 0: megatron_batch of the run.
+  uint32_t micro_batch_size = 0;
+  uint32_t micro_batches = 0;
+};
+
+// Megatron's batch for a run of `steps` steps holding `positions`: g samples
+// per DP rank and step, the run's (positions / seq_len / (steps x dp))
+// rounded, at least 1 and at most what the run holds; as options.micro_batches
+// micro-batches of g / micro_batches samples (rounded, at least 1) when g >=
+// micro_batches, else as g micro-batches of one sample. So a global batch
+// holds about a step of the run (a short run: at least one global batch).
+StreamOptions megatron_batch(uint64_t positions, size_t steps, const PackOptions& options, uint64_t seed);
+
+// A run as every placement of a comparison takes it, so that megatron drops
+// nothing: an image-text document longer than seq_len keeps its patches and
+// the text that fits (as every mode places it), and the stream is cut at the
+// last whole global batch of Megatron's (megatron_batch: micro_batch_size x
+// dp x micro_batches samples of seq_len): the document across the cut is
+// shortened (its last positions dropped), those after it removed, and steps
+// left empty removed. Ids are kept. The token after the cut, which the
+// shortened document held, is Megatron's one extra label token
+// (gpt_samples). Throws ConfigError naming `what` when the run does not hold
+// one global batch.
+struct ComparedRun {
+  std::vector<std::vector<PlanDoc>> steps;
+  StreamOptions stream;            // the seed, and the batch the cut used
+  uint64_t positions = 0;          // every placement places these
+  uint64_t dropped_positions = 0;  // cut off the run's end
+};
+ComparedRun whole_global_batches(const std::vector<std::vector<PlanDoc>>& steps, const PackOptions& options,
+                                 uint64_t seed, const std::string& what);
 
 // Arrival order of a step of n documents: a permutation of [0, n), a pure
 // function of (seed, step, n), the order a shuffled data loader delivers the
@@ -85,47 +167,39 @@ std::vector<uint32_t> sample_share(uint32_t n, uint32_t dp, uint32_t rank);
 // order; pack_step's result does not depend on it). Returns one BucketPlan
 // per DP rank (options.dp), each with options.micro_batches micro-batches
 // (colocated_tokens may leave some empty when a rank has fewer sequences;
-// a stream mode's one step is its whole stream, all its sequences dealt as
-// colocated_tokens deals them, place_run places a run);
-// the plans' positions and costs are filled. `options.balance` is ignored:
-// the mode says how to balance.
+// megatron_dp_balanced gives every rank its packs' count instead); the
+// plans' positions and costs are filled. `options.balance` is ignored: the
+// mode says how to balance. REQUIRES a mode that places step by step (not a
+// stream mode, not megatron_dynamic_cp).
 std::vector<BucketPlan> place_step(TrainingMode mode, const std::vector<PlanDoc>& docs, const PackOptions& options,
                                    const CostModel& cost = CostModel{});
 
 // Places a run of steps: steps[t] holds step t's documents in arrival
 // order, ids unique over the whole run. The step modes place each step on
-// its own (place_step). The stream modes concatenate the run's documents in
-// order and deal their sequences out: every step but the last takes
-// stream_sequences_per_step of them, an equal run of each per DP rank, cut
-// into micro-batches of floor or ceil count; the last step takes what is left,
-// floor or ceil per rank (so every mode places every document). The run may
-// then have fewer or more steps than `steps` (never more than the sequences).
-// Plans' positions and costs are filled. With options.hold enabled the msd
-// modes place the steps as the outlier hold delivers them (hold_run); the
-// baselines ignore it.
+// its own (place_step). The stream modes place the run's stream as Megatron
+// does (plan/step/megatron.h: the documents in GPTDataset's order, its
+// samples in its shuffle order, dealt by the sampler with
+// stream's batch), so the run has as many steps as whole global
+// batches it holds, and the positions after the last whole one are not
+// placed (whole_global_batches cuts a run so there are none). Plans'
+// positions and costs are filled. With options.hold enabled the msd modes
+// place the steps as the outlier hold delivers them (hold_run); the
+// baselines ignore it. REQUIRES mode != megatron_dynamic_cp.
 std::vector<std::vector<BucketPlan>> place_run(TrainingMode mode, const std::vector<std::vector<PlanDoc>>& steps,
-                                               const PackOptions& options, const CostModel& cost = CostModel{});
+                                               const PackOptions& options, const CostModel& cost = CostModel{},
+                                               const StreamOptions& stream = StreamOptions{});
 
-// The sequences a stream mode's step takes: dp x the sequences per rank
-// nearest to the run's sequences over its steps and ranks (at least one), so
-// a step holds about as many tokens as the step modes' steps (Megatron's
-// global batch, in sequences, chosen for a step's worth of tokens). Each
-// rank's count is cut into micro-batches of floor or ceil sequences.
-size_t stream_sequences_per_step(size_t sequences, size_t steps, uint32_t dp);
+// megatron_dynamic_cp's step (dynamic_cp_step over options.dp x options.cp
+// ranks). Throws ConfigError as check_mode does, naming `what`.
+std::vector<CpGroup> place_dynamic_cp(const std::vector<PlanDoc>& docs, const PackOptions& options,
+                                      const std::string& what = "mode");
 
-// Megatron GPTDataset-style packing of documents in the given order into
-// seq_len sequences (colocated_tokens, megatron): the documents concatenated,
-// cut at the sequence edges (document masking kept: each cut piece is its
-// own segment); an image-text document is never cut (it starts a new
-// sequence when it does not fit; longer than seq_len it keeps its patches
-// and the text that fits).
+// Megatron-style packing held to one step (colocated_tokens): the documents
+// concatenated in the given order, cut at the seq_len sequence edges
+// (document masking kept: each cut piece is its own segment); an image-text
+// document is never cut (it starts a new sequence when it does not fit;
+// longer than seq_len it keeps its patches and the text that fits).
 std::vector<PackedSequence> pack_concatenated(const std::vector<PlanDoc>& docs, uint32_t seq_len);
-
-// Packed-sequence (THD) packing (megatron_varlen): whole documents next-fit
-// in the given order into rows of at most seq_len positions; a document
-// longer than seq_len is cut into seq_len pieces (its last piece packed like
-// a document), an image-text one keeps its patches and the text that fits.
-std::vector<PackedSequence> pack_whole(const std::vector<PlanDoc>& docs, uint32_t seq_len);
 
 // An order-free digest of a placement's documents: the sum of mix64 over the
 // documents that start in it (a piece with begin 0), keyed by `key_of(doc)`.

@@ -3,6 +3,8 @@
 // schedules, TP and CP shares, and the cost-model fit.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "plan/cluster/device_model.h"
 
@@ -135,6 +137,51 @@ TEST_CASE("TP and CP shares", "[device_model]") {
   const double cp2 = attention_of(m, {1, 1, 2, 1}, skewed);
   CHECK(cp2 > 0.5 * cp1 * 1.05);
   CHECK(cp2 < cp1);
+}
+
+TEST_CASE("row attention is one causal span over the row; THD splits each segment over CP ranks", "[device_model]") {
+  const DeviceModel m = llama8b();
+  const Parallel p;
+  // Megatron's default rows: two 16k documents in a 32k row attend as one 32k span.
+  MicroBatchShape row = one_sequence({16384, 16384});
+  row[0].attention = RowAttention::row;
+  CHECK(attention_of(m, p, row) == Approx(attention_of(m, p, one_sequence({32768}))).epsilon(1e-9));
+  MicroBatchShape thd = one_sequence({16384, 16384});
+  thd[0].attention = RowAttention::thd;
+  CHECK(attention_of(m, p, thd) == Approx(attention_of(m, p, one_sequence({16384, 16384}))).epsilon(1e-9));
+  // Under CP 2 the row split puts the short documents on one chunk and the
+  // long one's end on the other; THD splits every segment evenly: less
+  // attention on the busiest rank.
+  MicroBatchShape skewed = one_sequence({8192, 8192, 16384, 32768});
+  const double split_row = attention_of(m, {1, 1, 2, 1}, skewed);
+  skewed[0].attention = RowAttention::thd;
+  const double split_segments = attention_of(m, {1, 1, 2, 1}, skewed);
+  CHECK(split_segments < split_row);
+  CHECK(split_segments > 0.5 * attention_of(m, {}, skewed) * 0.99);
+}
+
+TEST_CASE("a dynamic-CP step: teams wait for their ranks, samples run one after another", "[device_model]") {
+  DeviceModel m = llama8b();
+  const Parallel p{2, 1, 2, 1};  // a domain of 4 ranks
+  const SequenceShape big = cp_sample_shape(65536, 0, 2), small = cp_sample_shape(1000, 0, 1);
+  CHECK(small.positions() == 1024);  // rounded up to kVarlenAlign
+  CHECK(cp_sample_shape(100, 0, 64).positions() == 128);  // and to 2 x ranks
+  const double t_big = micro_batch_seconds(m, {2, 1, 2, 1}, {big});
+  const double t_small = micro_batch_seconds(m, {2, 1, 1, 1}, {small});
+  // Group 0: the big sample on ranks 0-1, two small ones on rank 2, one on 3.
+  // Group 1: one small sample on ranks 1-2 (CP 2) waits for rank 1's big one.
+  const std::vector<CpGroupShape> groups = {
+      {{0, 2, {big}}, {2, 1, {small, small}}, {3, 1, {small}}},
+      {{0, 1, {small}}, {1, 2, {cp_sample_shape(1000, 0, 2)}}, {3, 1, {small}}}};
+  const StepTime t = dynamic_cp_step_time(m, p, groups);
+  const double t_small2 = micro_batch_seconds(m, {2, 1, 2, 1}, {cp_sample_shape(1000, 0, 2)});
+  REQUIRE(t.per_dp_rank_seconds.size() == 4);
+  CHECK(t.per_dp_rank_seconds[0] == Approx(t_big + t_small));
+  CHECK(t.per_dp_rank_seconds[1] == Approx(t_big + t_small2));
+  CHECK(t.per_dp_rank_seconds[2] == Approx(t_big + t_small2));
+  CHECK(t.per_dp_rank_seconds[3] == Approx(2 * t_small));
+  CHECK(t.step_seconds == Approx(t_big + std::max(t_small, t_small2) + gradient_allreduce_seconds(m, p)));
+  CHECK(t.allreduce_seconds == Approx(gradient_allreduce_seconds(m, p)));
 }
 
 TEST_CASE("shapes from the planner's and the runtime's micro-batches", "[device_model]") {

@@ -175,71 +175,184 @@ TEST_CASE("mode names and aliases") {
   REQUIRE_THROWS_WITH(parse_training_mode("hybrid"), Catch::StartsWith("job.mode: 'hybrid'"));
 }
 
-TEST_CASE("packed-sequence packing keeps documents whole, next-fit in order") {
-  // seq_len 8: text 5, text 4, text 3, text 11 (a full row, then 3).
-  const std::vector<PackedSequence> rows = pack_whole({{0, 5, 0, 0}, {1, 4, 0, 0}, {2, 3, 0, 0}, {3, 11, 0, 0}}, 8);
-  REQUIRE(rows.size() == 4);
-  REQUIRE(rows[0].used == 5);  // doc 1 does not fit beside doc 0: a new row
-  REQUIRE(rows[1].used == 7);  // docs 1 and 2
-  REQUIRE(rows[2].used == 8);  // doc 3's first 8
-  REQUIRE(rows[3].pieces[0].begin == 8);
-  REQUIRE(rows[3].used == 3);
-  for (const PackedSequence& row : rows)
-    for (const Piece& p : row.pieces) REQUIRE((p.length == 8 || p.begin == 0 || p.doc == 3));
+TEST_CASE("Megatron's placements are baselines of the evaluations, not job modes") {
+  for (const char* name : {"megatron", "megatron_docmask", "megatron_dp_balanced", "megatron_dynamic_cp"}) {
+    CAPTURE(name);
+    REQUIRE_THROWS_WITH(parse_training_mode(name), Catch::Contains("baseline of the evaluations"));
+    const TrainingMode mode = parse_training_mode(name, "greedy", "--modes", true);
+    REQUIRE(training_mode_name(mode) == std::string(name));
+    REQUIRE(is_baseline(mode));
+  }
+  REQUIRE_THROWS_WITH(parse_training_mode("megatron_varlen", "greedy", "--modes", true),
+                      Catch::StartsWith("--modes: 'megatron_varlen' is not a mode"));
+  REQUIRE(is_stream_mode(TrainingMode::megatron));
+  REQUIRE(is_stream_mode(TrainingMode::megatron_docmask));
+  REQUIRE(!is_stream_mode(TrainingMode::megatron_dp_balanced));
+  REQUIRE(varlen_rows(TrainingMode::megatron_dp_balanced, false));
+  REQUIRE(!varlen_rows(TrainingMode::megatron, true));
+  REQUIRE(attention_name(TrainingMode::megatron) == std::string("row"));
+  REQUIRE(attention_name(TrainingMode::megatron_docmask) == std::string("document"));
+  PackOptions options;
+  options.dp = 4;
+  REQUIRE_THROWS_WITH(check_mode(TrainingMode::megatron_dynamic_cp, options, "--cp"),
+                      Catch::StartsWith("--cp: megatron_dynamic_cp") && Catch::Contains("cp > 1"));
+  options.cp = 2;
+  REQUIRE_NOTHROW(check_mode(TrainingMode::megatron_dynamic_cp, options, "--cp"));
+  options.pp = 2;
+  REQUIRE_THROWS_WITH(check_mode(TrainingMode::megatron_dynamic_cp, options, "--cp"), Catch::Contains("pp 1"));
+  options.pp = 1;
+  options.dp = 3;
+  REQUIRE_THROWS_WITH(check_mode(TrainingMode::megatron_dynamic_cp, options, "--cp"), Catch::Contains("power of two"));
 }
 
-TEST_CASE("the megatron modes deal one stream over the run: equal sequences per rank, every document once") {
-  SimulateOptions sim;
-  sim.dp = 4;
-  sim.tp = 1;
-  sim.seq_len = 2048;
-  sim.samples_per_gpu = 6;
-  const CostModel cost = CostModel::from(sim.model);
-  std::vector<std::vector<PlanDoc>> steps;
-  uint64_t positions = 0;
+TEST_CASE("a row attended as one span costs its S^2, a document-masked row the sum of its pieces'") {
+  const CostModel cost;
+  const uint32_t lengths[] = {3, 5}, patches[] = {0, 0};
+  const double a = cost.a;
+  REQUIRE(row_cost(cost, lengths, patches, 8, 1, RowAttention::segments) == Approx(a * 8 + 9 + 25));
+  REQUIRE(row_cost(cost, lengths, patches, 8, 1, RowAttention::thd) == Approx(a * 8 + 9 + 25));
+  REQUIRE(row_cost(cost, lengths, patches, 8, 1, RowAttention::row) == Approx(a * 8 + 64));
+  // Under CP 2 a THD segment is split on its own: each rank holds half of every segment's pairs.
+  const uint32_t even[] = {8, 8}, none[] = {0, 0};
+  REQUIRE(row_cost(cost, even, none, 16, 2, RowAttention::thd) ==
+          Approx(2 * cost.zigzag_sequence(std::span(even, 1), std::span(none, 1), 8, 2)));
+  REQUIRE(row_cost(cost, even, none, 16, 2, RowAttention::thd) <=
+          row_cost(cost, even, none, 16, 2, RowAttention::segments));
+}
+
+namespace {
+// A run of `steps` synthetic steps, ids unique over the run (stream order).
+std::vector<std::vector<PlanDoc>> synthetic_run(const SimulateOptions& sim, const CostModel& cost, uint32_t steps) {
+  std::vector<std::vector<PlanDoc>> run;
   uint32_t next_id = 0;
-  for (uint32_t s = 0; s < 7; ++s) {
-    steps.push_back(synthetic_step(sim, cost, s));
-    for (PlanDoc& doc : steps.back()) {
-      doc.id = next_id++;
-      positions += doc.positions;
+  for (uint32_t s = 0; s < steps; ++s) {
+    run.push_back(synthetic_step(sim, cost, s));
+    for (PlanDoc& doc : run.back()) doc.id = next_id++;
+  }
+  return run;
+}
+
+// 7 steps of 4 ranks x 6 documents at 2048, placed in 2 micro-batches.
+struct SmallRun {
+  SimulateOptions sim;
+  PackOptions options;
+  CostModel cost;
+  SmallRun() {
+    sim.dp = 4;
+    sim.tp = 1;
+    sim.seq_len = 2048;
+    sim.samples_per_gpu = 6;
+    cost = CostModel::from(sim.model);
+    options.seq_len = sim.seq_len;
+    options.dp = sim.dp;
+    options.micro_batches = 2;
+  }
+  std::vector<std::vector<PlanDoc>> steps() const { return synthetic_run(sim, cost, 7); }
+};
+}  // namespace
+
+TEST_CASE("the run is cut at Megatron's last whole global batch: the last document shortened, nothing else lost") {
+  const SmallRun small;
+  const SimulateOptions& sim = small.sim;
+  const PackOptions& options = small.options;
+  const auto steps = small.steps();
+  uint64_t total = 0;
+  for (const auto& step : steps)
+    for (const PlanDoc& doc : step) total += doc.fixed > 0 ? std::min(doc.positions, sim.seq_len) : doc.positions;
+  const ComparedRun run = whole_global_batches(steps, options, 9, "--steps");
+  REQUIRE(run.stream.seed == 9);
+  const StreamOptions batch = megatron_batch(total, steps.size(), options, 9);
+  REQUIRE(run.stream.micro_batch_size == batch.micro_batch_size);
+  REQUIRE(run.stream.micro_batches == batch.micro_batches);
+  const uint64_t global = uint64_t{batch.micro_batch_size} * options.dp * batch.micro_batches * sim.seq_len;
+  REQUIRE(run.positions % global == 0);
+  REQUIRE(run.positions + run.dropped_positions == total);
+  REQUIRE(run.dropped_positions < global);
+  uint64_t kept = 0;
+  size_t docs = 0;
+  for (const auto& step : run.steps)
+    for (const PlanDoc& doc : step) {
+      REQUIRE(doc.id == docs++);  // ids kept, in stream order
+      kept += doc.positions;
+    }
+  REQUIRE(kept == run.positions);
+  // Megatron's batch holds about a step: 2 samples a rank and step in 2
+  // micro-batches of 1; 7 in 2 of 4 (3.5 rounded); 1 in 1 micro-batch of 1.
+  auto batch_of = [&](double per_rank) {
+    const StreamOptions b = megatron_batch(static_cast<uint64_t>(10 * 4 * per_rank * 2048), 10, options, 1);
+    return std::pair{b.micro_batches, b.micro_batch_size};
+  };
+  REQUIRE(batch_of(2) == std::pair{2u, 1u});
+  REQUIRE(batch_of(7) == std::pair{2u, 4u});
+  REQUIRE(batch_of(1) == std::pair{1u, 1u});
+  REQUIRE(batch_of(0.5) == std::pair{1u, 1u});
+  REQUIRE_THROWS_WITH(whole_global_batches({{{0, 100, 0, 0}}}, options, 1, "--steps"),
+                      Catch::StartsWith("--steps: the run holds 100 positions"));
+  // An image-text document longer than seq_len keeps its patches and the text that fits, as every mode places it.
+  const ComparedRun image = whole_global_batches({{{0, 4000, 300, 0}, {1, 20000, 0, 0}}}, options, 1, "--steps");
+  REQUIRE(image.steps[0][0].positions == 2048);
+  REQUIRE(image.steps[0][0].fixed == 300);
+}
+
+TEST_CASE("megatron deals GPTDataset's shuffled samples: equal counts per rank, every position of the cut run once") {
+  const SmallRun small;
+  const SimulateOptions& sim = small.sim;
+  const PackOptions& options = small.options;
+  const CostModel& cost = small.cost;
+  const ComparedRun run = whole_global_batches(small.steps(), options, 3, "--steps");
+  std::map<uint32_t, uint64_t> expected;
+  for (const auto& step : run.steps)
+    for (const PlanDoc& doc : step) expected[doc.id] = doc.positions;
+  const auto placed = place_run(TrainingMode::megatron, run.steps, options, cost, run.stream);
+  const auto docmask = place_run(TrainingMode::megatron_docmask, run.steps, options, cost, run.stream);
+  const uint32_t mbs = run.stream.micro_batch_size;
+  REQUIRE(placed.size() == run.positions / (uint64_t{mbs} * options.dp * run.stream.micro_batches * sim.seq_len));
+  REQUIRE(docmask.size() == placed.size());
+  std::map<uint32_t, uint64_t> covered;
+  for (size_t t = 0; t < placed.size(); ++t) {
+    REQUIRE(placed[t].size() == options.dp);
+    for (size_t r = 0; r < placed[t].size(); ++r) {
+      const BucketPlan& bucket = placed[t][r];
+      REQUIRE(bucket.micro_batches.size() == run.stream.micro_batches);
+      for (size_t m = 0; m < bucket.micro_batches.size(); ++m) {
+        const MicroBatchPlan& mb = bucket.micro_batches[m];
+        REQUIRE(mb.sequences.size() == mbs);  // a fixed micro-batch size
+        for (const PackedSequence& seq : mb.sequences) REQUIRE(seq.used == sim.seq_len);  // no padding
+        // The same rows, attended per document: cheaper (sum of L^2 <= S^2), never dearer.
+        const MicroBatchPlan& masked = docmask[t][r].micro_batches[m];
+        REQUIRE(masked.sequences.size() == mb.sequences.size());
+        REQUIRE(masked.sequences[0].pieces.size() == mb.sequences[0].pieces.size());
+        REQUIRE(masked.cost <= mb.cost);
+      }
+      for (const auto& [doc, length] : coverage({bucket}, sim.seq_len)) covered[doc] += length;
     }
   }
+  REQUIRE(covered == expected);  // every position of the cut run, once
+  // Not the stream order: the documents and the samples are shuffled.
+  REQUIRE(placed[0][0].micro_batches[0].sequences[0].pieces[0].doc != 0);
+  REQUIRE_THROWS_WITH(parse_training_mode("megatron"), Catch::Contains("baseline of the evaluations"));
+}
+
+TEST_CASE("megatron_dp_balanced places every step's document once, an equal micro-batch count per rank") {
+  SimulateOptions sim;
+  sim.dp = 8;
+  sim.tp = 1;
+  sim.seq_len = 4096;
+  sim.samples_per_gpu = 12;
+  const CostModel cost;
   PackOptions options;
   options.seq_len = sim.seq_len;
   options.dp = sim.dp;
-  options.micro_batches = 2;
-  for (TrainingMode mode : {TrainingMode::megatron, TrainingMode::megatron_varlen}) {
-    CAPTURE(training_mode_name(mode));
-    REQUIRE(is_stream_mode(mode));
-    REQUIRE(is_baseline(mode));
-    const auto placed = place_run(mode, steps, options, cost);
-    std::map<uint32_t, uint64_t> placed_positions;
-    uint64_t total = 0, first_step = 0;
-    for (size_t t = 0; t < placed.size(); ++t) {
-      REQUIRE(placed[t].size() == options.dp);
-      std::vector<size_t> counts;
-      for (const BucketPlan& bucket : placed[t]) {
-        size_t n = 0;
-        for (const MicroBatchPlan& mb : bucket.micro_batches) n += mb.sequences.size();
-        counts.push_back(n);
-        total += bucket.positions;
-      }
-      for (const auto& [doc, length] : coverage(placed[t], options.seq_len)) placed_positions[doc] += length;
-      const size_t step_sequences = counts[0] * options.dp;
-      if (t == 0) first_step = step_sequences;
-      if (t + 1 < placed.size()) {
-        REQUIRE(std::all_of(counts.begin(), counts.end(), [&](size_t c) { return c == counts[0]; }));
-        REQUIRE(step_sequences == first_step);
-      }
+  for (uint64_t step = 0; step < 6; ++step) {
+    const std::vector<PlanDoc> docs = synthetic_step(sim, cost, step);
+    std::map<uint32_t, uint64_t> expected;
+    for (const PlanDoc& d : docs) expected[d.id] = d.fixed > 0 ? std::min(d.positions, sim.seq_len) : d.positions;
+    const auto buckets = place_step(TrainingMode::megatron_dp_balanced, docs, options, cost);
+    REQUIRE(buckets.size() == options.dp);
+    for (const BucketPlan& b : buckets) {
+      REQUIRE(b.micro_batches.size() == buckets[0].micro_batches.size());
+      for (const MicroBatchPlan& mb : b.micro_batches) REQUIRE(mb.sequences.size() <= 1);  // one row each
     }
-    REQUIRE(total == positions);  // every document once, across step edges
-    REQUIRE(placed_positions.size() == next_id);
-    REQUIRE(first_step % options.dp == 0);
+    REQUIRE(coverage(buckets, sim.seq_len) == expected);
   }
-  // A job cannot run them: they place a whole run.
-  REQUIRE_THROWS_WITH(parse_training_mode("megatron"), Catch::Contains("baseline of the evaluations"));
-  REQUIRE(parse_training_mode("megatron_varlen", "greedy", "--modes", true) == TrainingMode::megatron_varlen);
-  REQUIRE(stream_sequences_per_step(100, 10, 4) == 12);  // 2.5 a rank rounds to 3
-  REQUIRE(stream_sequences_per_step(10, 10, 4) == 4);    // at least one a rank
 }
