@@ -31,14 +31,17 @@ of --head-dim dimensions, narrower than the --width of the residual stream,
 and a 4x MLP; tied output). Its matrix products run in bfloat16 (CPU
 autocast; oneDNN's kernels: this torch's float32 products use a reference
 BLAS), its parameters, norms and loss in float32 (--precision fp32: all in
-float32). Causal attention is blockwise: a segment longer than --block
-positions is computed in query blocks of --block rows against the keys up to
-the block's end, so only the lower triangle (and the diagonal blocks) is
-computed; equal lengths are batched; padding positions attend to nothing but
-go through every other layer. The same kernel serves every placement: a row
-under "row" attention is one segment. Loss: next-token cross-entropy inside
-each segment (a segment's last position has no label), summed over the
-micro-batch, divided by the step's labelled positions over every rank.
+float32). Causal attention: a segment of at most --block positions is padded
+to a multiple of --pad and computed whole, batched with the micro-batch's
+other segments of that padded length; a longer one is computed in query
+blocks of --block rows against its keys up to the block's end, so only the
+lower triangle and the diagonal blocks are computed, and a micro-batch makes
+one call per padded length and per block, not per segment (Tiling). The same
+kernel serves every placement: a row under "row" attention is one segment.
+Padding positions attend to nothing but go through every other layer. Loss:
+next-token cross-entropy inside each segment (a segment's last position has
+no label), summed over the micro-batch, divided by the step's labelled
+positions over every rank.
 
 Real data-parallel runs (the default): `dp` processes (gloo, --threads torch
 threads each), gradients all-reduced every step. Every micro-batch of every
@@ -76,6 +79,7 @@ seconds (FILE.times), the input of `msd-plan calibrate --shapes/--times`.
 """
 
 import argparse
+import ctypes
 import datetime
 import glob
 import json
@@ -321,7 +325,7 @@ class Tiling:
 
     def plan(self, starts, lengths, dummy, group_elements=GROUP_ELEMENTS):
         """(short: [(padded length, index [count, padded] of flat positions, `dummy` for padding)],
-        long: [(start, length)], destination: the flat position of every output row, in order)."""
+        long: [(start, length, padded length)], destination: the flat position of every output row)."""
         buckets = {}
         for start, n in zip(starts, lengths):
             if n <= self.block:
@@ -336,10 +340,16 @@ class Tiling:
                 index = np.stack(rows)
                 short.append((size, torch.from_numpy(index)))
                 destination.append(index.reshape(-1))
-        long = [(start, n) for start, n in zip(starts, lengths) if n > self.block]
-        destination.extend(np.arange(start, start + n) for start, n in long)
+        long = [(start, n, self.padded(n)) for start, n in zip(starts, lengths) if n > self.block]
+        destination.extend(np.arange(start, start + n) for start, n, _ in long)
         destination = np.concatenate(destination) if destination else np.zeros(0, np.int64)
         return short, long, torch.from_numpy(destination)
+
+
+def row_width(computed, rows, seq_len, tiling):
+    """Positions of each computed row: seq_len (fixed), or the varlen row's rounded up to the pad
+    (so that row shapes recur: oneDNN compiles a kernel per shape)."""
+    return tiling.padded(sum(p[2] for p in computed[0])) if rows == "varlen" else seq_len
 
 
 def micro_batch_features(sequences, rows, seq_len, attention, tiling):
@@ -348,20 +358,19 @@ def micro_batch_features(sequences, rows, seq_len, attention, tiling):
     if not computed:
         return None
     lengths = [n for row in computed for n in segment_lengths(row, attention)]
-    width = sum(p[2] for p in computed[0]) if rows == "varlen" else seq_len
-    return len(computed) * width, sum(n * n for n in lengths), tiling.calls(lengths)
+    return len(computed) * row_width(computed, rows, seq_len, tiling), sum(n * n for n in lengths), \
+        tiling.calls(lengths)
 
 
-def micro_batch_shape(sequences, rows, seq_len, attention):
+def micro_batch_shape(sequences, rows, seq_len, attention, tiling):
     """The shape msd-plan calibrate reads (segments as attention computes them), or None when empty."""
     computed = micro_batch_rows(sequences, rows)
     if not computed:
         return None
-    out = []
+    width, out = row_width(computed, rows, seq_len, tiling), []
     for row in computed:
         lengths = segment_lengths(row, attention)
-        out.append({"segments": lengths, "patches": [0] * len(lengths),
-                    "padding": 0 if rows == "varlen" else seq_len - sum(lengths)})
+        out.append({"segments": lengths, "patches": [0] * len(lengths), "padding": width - sum(lengths)})
     return {"sequences": out}
 
 
@@ -406,7 +415,7 @@ def build_micro_batch(sequences, placement, seq_len, tokens_of, tiling):
     computed = micro_batch_rows(sequences, placement["rows"])
     if not computed:
         return None
-    width = sum(p[2] for p in computed[0]) if placement["rows"] == "varlen" else seq_len
+    width = row_width(computed, placement["rows"], seq_len, tiling)
     return MicroBatch(computed, width, tokens_of, placement["attention"], tiling)
 
 
@@ -468,9 +477,12 @@ def segment_attention(qkv, mb, block, scale):
     for size, index in mb.short:  # equal padded lengths batched: gathered, padding rows zero
         q, k, v = (t.transpose(1, 2) for t in qkv[index].unbind(2))  # [count, heads, size, dim]
         outs.append(causal(q * scale, k, v, block).transpose(1, 2).reshape(-1, heads * dim))
-    for start, length in mb.long:  # contiguous: sliced, never gathered
-        q, k, v = (t.transpose(0, 1)[None] for t in qkv[start:start + length].unbind(1))
-        outs.append(causal(q * scale, k, v, block)[0].transpose(0, 1).reshape(length, heads * dim))
+    for start, length, padded in mb.long:  # contiguous: sliced, never gathered; zero rows pad the tail
+        x = qkv[start:start + length]
+        if padded > length:
+            x = torch.cat([x, x.new_zeros(padded - length, *x.shape[1:])])
+        q, k, v = (t.transpose(0, 1)[None] for t in x.unbind(1))
+        outs.append(causal(q * scale, k, v, block)[0, :, :length].transpose(0, 1).reshape(length, heads * dim))
     return torch.cat(outs)
 
 
@@ -702,7 +714,20 @@ def pin_to_core(worker):
     return core
 
 
+def keep_freed_memory():
+    """glibc returns large freed blocks to the system (munmap, heap trimming), so every micro-batch's
+    activations would be fresh pages faulted in again: a cost per micro-batch that is not compute.
+    Keeping freed memory for reuse (as a caching allocator does) removes it. Skipped without glibc."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: never trim the heap below 1 GiB of free memory
+        libc.mallopt(-3, 1 << 25)  # M_MMAP_THRESHOLD: blocks up to 32 MiB from the heap, not mmap
+    except (OSError, AttributeError):
+        pass
+
+
 def set_threads(threads):
+    keep_freed_memory()
     torch.set_num_threads(threads)
     try:
         torch.set_num_interop_threads(1)
@@ -869,7 +894,8 @@ def report(gathered, job, args, parameters):
             for t, step in enumerate(placement["steps"]):
                 for rank, micro_batches in enumerate(step):
                     for m, seqs in enumerate(micro_batches):
-                        shape = micro_batch_shape(seqs, placement["rows"], seq_len, placement["attention"])
+                        shape = micro_batch_shape(seqs, placement["rows"], seq_len, placement["attention"],
+                                                  args.tiling)
                         if shape is not None:
                             records.append((shape, gathered[rank][name][0]["mb_seconds"][t][m]))
         write_shapes(records, args.shapes_out)
@@ -925,7 +951,8 @@ def report(gathered, job, args, parameters):
 def model_description(args, job, parameters):
     return {"width": args.width, "layers": args.layers, "heads": args.heads, "head_dim": args.head_dim,
             "vocab": job["vocab"], "vocab_folding": "token id mod vocab", "max_position": job["max_position"],
-            "block": args.block, "pad": args.pad, "precision": args.precision, "parameters": parameters, "seed": args.seed,
+            "block": args.block, "pad": args.pad, "precision": args.precision, "parameters": parameters,
+            "seed": args.seed,
             "lr": args.lr}
 
 
@@ -1125,7 +1152,8 @@ def stream_placement(job, name, runs, clock, args):
                 f = micro_batch_features(seqs, placement["rows"], job["seq_len"], placement["attention"], args.tiling)
                 if f is not None:
                     micro.append((f, first[t]["ranks"][r][clock][m],
-                                  micro_batch_shape(seqs, placement["rows"], job["seq_len"], placement["attention"])))
+                                  micro_batch_shape(seqs, placement["rows"], job["seq_len"], placement["attention"],
+                                                   args.tiling)))
     figures = {"seconds": median, "seconds_runs": totals, "steps": len(first), "tokens": tokens,
                "step_max": chosen["step_max"], "step_seconds": chosen["step_seconds"],
                "straggler_fraction": chosen["straggler_fraction"], "allreduce_seconds": chosen["allreduce"],
@@ -1377,7 +1405,8 @@ def parse_args(argv):
                         "seconds by the wall clock (default) or the process's CPU time")
     parser.add_argument("--repeats", type=int, default=None, metavar="N", help="runs of every placement (default: "
                         "3, with --emulate 1)")
-    parser.add_argument("--modes", metavar="A,B", help="the placements to run, in this order (default: all in the file)")
+    parser.add_argument("--modes", metavar="A,B", help="the placements to run, in this order (default: all in the "
+                        "file)")
     parser.add_argument("--max-steps", type=int, metavar="N", help="train only each placement's first N steps "
                         "(a quick check: the placements' tokens then differ, the JSON says truncated)")
     parser.add_argument("--width", type=int, default=32, metavar="N", help="model width (default %(default)s)")
@@ -1387,7 +1416,7 @@ def parse_args(argv):
                         help="dimensions per attention head (default %(default)s)")
     parser.add_argument("--vocab", type=int, default=256, metavar="N",
                         help="vocabulary size; corpus ids are folded into it, id mod N (default %(default)s)")
-    parser.add_argument("--block", type=int, default=256, metavar="N", help="attention: a longer segment is "
+    parser.add_argument("--block", type=int, default=512, metavar="N", help="attention: a longer segment is "
                         "computed in query blocks of N rows (default %(default)s)")
     parser.add_argument("--pad", type=int, default=64, metavar="N", help="attention: a shorter segment is padded "
                         "to a multiple of N, and batched with the same padded lengths (default %(default)s)")
@@ -1445,6 +1474,8 @@ def main(argv=None):
         return 1
     os.environ["OMP_NUM_THREADS"] = "1" if args.emulate else str(args.threads)
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    # oneDNN compiles a kernel per matmul shape; keep them all (varlen rows and segments vary in shape).
+    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "16384")
     spawn, port = mp.get_context("spawn"), free_port()
     if args.emulate:
         return run_emulation(args, jobs, spawn, port)

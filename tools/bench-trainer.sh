@@ -204,8 +204,9 @@ EOF
 "$python" - "$work/check.json.result" <<'EOF'
 import json, sys
 c = json.load(open(sys.argv[1]))
-print(f"emulation check (dp {c['dp']}, {c['placement']}, {c['tokens']} tokens): real {c['wall_s']:.2f} s; emulated two at "
-      f"a time {c['emulated_two_at_a_time_s']:.2f} s, one at a time {c['emulated_one_at_a_time_s']:.2f} s "
+print(f"emulation check (dp {c['dp']}, {c['placement']}, {c['tokens']} tokens): real {c['wall_s']:.2f} s; "
+      f"emulated two at a time {c['emulated_two_at_a_time_s']:.2f} s, "
+      f"one at a time {c['emulated_one_at_a_time_s']:.2f} s "
       f"(two/one {c['two_over_one']:.3f}); used: {c['workers']} at a time, emulated/real {c['ratio']:.3f}")
 EOF
 

@@ -64,11 +64,13 @@ set +e
   --corpus "$DATA/corpus/*.idx" >"$WORK/err" 2>&1
 rc=$?
 set -e
-[ $rc -eq 1 ] && grep -q "not the documents'" "$WORK/err" || { echo "FAIL: a short placement gave $rc"; cat "$WORK/err"; exit 1; }
+[ $rc -eq 1 ] && grep -q "not the documents'" "$WORK/err" ||
+  { echo "FAIL: a short placement gave $rc"; cat "$WORK/err"; exit 1; }
 # A stream the build cannot place is refused before any training.
 set +e
 "$MSD_SOURCE/tools/bench-trainer.sh" --build "$WORK/nowhere" --tiny >"$WORK/err" 2>&1
 rc=$?
 set -e
-[ $rc -eq 2 ] && grep -q "no build directory" "$WORK/err" || { echo "FAIL: a missing build gave $rc"; cat "$WORK/err"; exit 1; }
+[ $rc -eq 2 ] && grep -q "no build directory" "$WORK/err" ||
+  { echo "FAIL: a missing build gave $rc"; cat "$WORK/err"; exit 1; }
 echo "bench_trainer: ok"
