@@ -1215,12 +1215,13 @@ def summarize_row(jobs, results, args, parameters):
 def print_row(row):
     print(f"emulated dp {row['dp']}, seq_len {row['seq_len']}, {row['mix']}, seeds {row['seeds']}, "
           f"{row['workers']} rank(s) at a time, {row['clock']} clock")
-    print(f"{'placement':<22} {'rows':<6} {'attention':<9} {'tokens':>10} {'seconds':>9} {'straggler':>9}  "
+    width = max(len(n) for n in row["placements"])
+    print(f"{'placement':<{width}} {'rows':<6} {'attention':<9} {'tokens':>10} {'seconds':>9} {'straggler':>9}  "
           "per stream (s)")
     for name, p in row["placements"].items():
         per = " ".join(f"{s:.2f}" for s in p["seconds_per_stream"])
         mark = " (best)" if name == row["best"] else ""
-        print(f"{name:<22} {p['rows']:<6} {p['attention']:<9} {p['tokens']:>10} {p['seconds_sum']:>9.2f} "
+        print(f"{name:<{width}} {p['rows']:<6} {p['attention']:<9} {p['tokens']:>10} {p['seconds_sum']:>9.2f} "
               f"{p['straggler_fraction']:>9.3f}  {per}{mark}")
     for key, value in row["speedup"].items():
         if value is not None:

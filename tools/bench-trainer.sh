@@ -155,12 +155,14 @@ place() {
 }
 trainer=("$python" "$root/examples/bench_trainer.py" --corpus "$corpus" "${model[@]}" --timeout "$timeout")
 # The placements: --modes, or every one msd-plan place makes by default and
-# each of the Megatron baselines and msd variants below that it knows.
+# each of the Megatron baselines and msd variants below that it knows (msd's
+# with cut-aware packing, variable micro-batch counts and the outlier hold).
 if [ -z "$modes" ]; then
   place "$work/modes.json" 2 256 pile 2 1 1
   modes=$("$python" -c 'import json, sys; print(",".join(json.load(open(sys.argv[1]))["placements"]))' \
     "$work/modes.json")
-  for extra in megatron_docmask megatron_dp_balanced megatron_varlen msd_greedy msd_greedy_varlen; do
+  for extra in megatron_docmask megatron_dp_balanced megatron_varlen msd_greedy msd_greedy_varlen \
+      msd_greedy_cut_vmb msd_greedy_cut_vmb_hold; do
     if [[ ,$modes, != *,$extra,* ]] && "$build/app/msd-plan" place --json --dp 2 --seq-len 256 --steps 1 \
         --samples-per-gpu 2 --modes "$extra" >/dev/null 2>&1; then
       modes+=",$extra"
@@ -211,7 +213,7 @@ print(f"emulation check (dp {c['dp']}, {c['placement']}, {c['tokens']} tokens): 
 EOF
 
 # 2. The planner's a per seq_len, fitted to a calibration stream's micro-batches.
-declare -A cost_a
+declare -A cost_a  # per seq_len
 for row in "${rows[@]}"; do
   IFS=: read -r dp seq_len lengths documents <<<"$row"
   [ -n "${cost_a[$seq_len]:-}" ] && continue
@@ -242,7 +244,14 @@ for row in "${rows[@]}"; do
     place "$file" "$dp" "$seq_len" "$lengths" "$documents" "$steps" "$seed" --hidden 32 --cost-a "${cost_a[$seq_len]}"
     files+=("$file")
   done
-  echo "$name: row $((index + 1))/${#rows[@]}: dp $dp, seq_len $seq_len, $lengths, $seeds seeds x $steps steps"
+  # The calibration stream's micro-batch seconds per position, over the ranks run at a time.
+  estimate=$("$python" -c 'import json, sys
+positions = lambda f: json.load(open(f))["positions"]
+compute = sum(float(x) for x in open(sys.argv[2])) / int(sys.argv[3])
+print(round(compute * sum(map(positions, sys.argv[4:])) / positions(sys.argv[1])))' \
+    "$work/calibration-$seq_len.json" "$work/calibration-$seq_len.jsonl.times" "$workers" "${files[@]}")
+  echo "$name: row $((index + 1))/${#rows[@]}: dp $dp, seq_len $seq_len, $lengths, $seeds seeds x $steps steps" \
+    "(about $estimate s of compute at the calibration stream's pace)"
   row_started=$(date +%s)
   "${trainer[@]}" --emulate --workers "$workers" --clock "$clock" --placements "${files[@]}" \
     --json "$work/row$index.json" --shapes-out "$work/row$index.jsonl" \
