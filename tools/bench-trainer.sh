@@ -29,8 +29,8 @@
 # msd placement, its speedups over the baselines with 95% bootstrap
 # intervals over the seeds, the micro-batch cost fit), "emulation_check",
 # "dp2_real" (the check's real run), "cost_fit" (per seq_len) and "model".
-# About 30 minutes on 2 idle cores when two ranks run at a time (twice that
-# one at a time). --clock cpu times micro-batches by CPU time (a shared
+# About 25 minutes on 2 idle cores when two ranks run at a time (about 45 one
+# at a time), with 7 to 9 placements. --clock cpu times micro-batches by CPU time (a shared
 # machine); --workers 1|2 skips the choice. --tiny: seq_len 256-512, DP 4,
 # 2 seeds x 2 steps, the check at seq_len 256 (for tests).
 # --build DIR: an existing build with app/msd-plan and app/msd-datagen
