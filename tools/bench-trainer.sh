@@ -16,7 +16,8 @@
 #    it is within 5% of the real run and of one at a time (--workers auto).
 # 2. The planner's cost per seq_len: a calibration stream (seed 1001, 2
 #    steps) trained emulated, `msd-plan calibrate` fitted to its micro-batch
-#    seconds; the rows' msd placements are placed with that a.
+#    seconds; the rows' msd placements are placed with that a (and the fitted
+#    cost of a micro-batch).
 # 3. The rows: DP 16 at seq_len 8192 and DP 8 at 4096 on Pile lengths, DP 16
 #    at 8192 on the long-tail mix (`--lengths pareto`: 15% Pareto-long
 #    documents); each --seeds N (default 5) streams of --steps T (default
@@ -213,7 +214,7 @@ print(f"emulation check (dp {c['dp']}, {c['placement']}, {c['tokens']} tokens): 
 EOF
 
 # 2. The planner's a per seq_len, fitted to a calibration stream's micro-batches.
-declare -A cost_a  # per seq_len
+declare -A cost_a cost_mb  # per seq_len: the fitted a and micro-batch constant (msd-plan calibrate)
 for row in "${rows[@]}"; do
   IFS=: read -r dp seq_len lengths documents <<<"$row"
   [ -n "${cost_a[$seq_len]:-}" ] && continue
@@ -225,13 +226,15 @@ for row in "${rows[@]}"; do
       --shapes "$work/calibration-$seq_len.jsonl" --times "$work/calibration-$seq_len.jsonl.times" --json \
       "--job.seq_len=$seq_len" --model.hidden=32 --model.layers=1 \
       >"$work/cost-fit-$seq_len.json" 2>"$work/calibrate-$seq_len.log"; then
-    cost_a[$seq_len]=$("$python" -c 'import json, sys; print(round(json.load(open(sys.argv[1]))["cost_a"]))' \
-      "$work/cost-fit-$seq_len.json")
+    read -r cost_a[$seq_len] cost_mb[$seq_len] < <("$python" -c 'import json, sys
+fit = json.load(open(sys.argv[1]))
+print(round(fit["cost_a"]), round(max(0.0, fit.get("cost_micro_batch", 0.0))))' "$work/cost-fit-$seq_len.json")
   else  # too few or too noisy times (a tiny run): the analytic cost, and the JSON says so
     cat "$work/calibrate-$seq_len.log" >&2
-    cost_a[$seq_len]=0
+    cost_a[$seq_len]=0 cost_mb[$seq_len]=0
   fi
-  echo "$name: seq_len $seq_len: the planner's a = ${cost_a[$seq_len]} (0: not fitted, 6 x width)"
+  echo "$name: seq_len $seq_len: the planner's a = ${cost_a[$seq_len]} (0: not fitted, 6 x width)," \
+    "a micro-batch's constant ${cost_mb[$seq_len]} units"
 done
 
 # 3. The rows.
@@ -241,7 +244,8 @@ for row in "${rows[@]}"; do
   files=()
   for seed in $(seq 1 "$seeds"); do
     file="$work/row$index-seed$seed.json"
-    place "$file" "$dp" "$seq_len" "$lengths" "$documents" "$steps" "$seed" --hidden 32 --cost-a "${cost_a[$seq_len]}"
+    place "$file" "$dp" "$seq_len" "$lengths" "$documents" "$steps" "$seed" --hidden 32 \
+      --cost-a "${cost_a[$seq_len]}" --cost-micro-batch "${cost_mb[$seq_len]}"
     files+=("$file")
   done
   # The calibration stream's micro-batch seconds per position, over the ranks run at a time.
@@ -280,7 +284,7 @@ for index, spec in enumerate(specs):
     row = json.load(open(f"{work}/row{index}.json"))
     row.update(steps=steps, samples_per_gpu=int(documents), micro_batches=2)
     placed = json.load(open(row["placements_files"][0]))
-    row["cost_a"] = placed.get("cost_a")
+    row["cost_a"], row["cost_micro_batch"] = placed.get("cost_a"), placed.get("cost_micro_batch")
     held = f"{work}/held-out-{index}.json"
     if os.path.exists(held):
         h = json.load(open(held))
