@@ -11,6 +11,7 @@ packages=(
   libturbojpeg0-dev libjpeg-turbo-progs
   libicu-dev
   libzstd-dev zlib1g-dev zstd  # compressed JSON lines; the zstd and pzstd tools for their tests
+  libsnappy-dev  # Parquet pages compressed with snappy
   catch2
   python3-matplotlib  # msd-bench sweep --plot (tools/plot_sweep.py), tools/plot-metrics
   # The Python package (python/, examples/, tests/python/).

@@ -27,13 +27,23 @@ enum class ScheduleKind { constant, piecewise, linear };
 
 struct SourceConfig {
   std::string name;                 // [source.NAME]
-  std::string format;               // jsonl | wds | indexed
+  std::string format;               // jsonl | wds | indexed | parquet
   std::string path;                 // comma-separated globs, resolved
   // "0.5" or "0:0.6, 500:0.3": steps strictly increasing, weights >= 0.
   // Default: 1 for the whole run.
   std::vector<WeightPoint> weight = {{0, 1.0}};
-  std::string text_field = "text";        // jsonl: field holding the text
-  std::string caption_field = "caption";  // wds: field of a .json caption
+  std::string text_field = "text";        // jsonl: field holding the text; parquet: column of the text
+  std::string caption_field = "caption";  // wds: field of a .json caption; parquet with image_field: column of the caption
+  std::string image_field;                // parquet: column of the image bytes; set: image-text samples
+  // The stream's order within an epoch (lib/source/permutation.h,
+  // docs/formats.md "The locality order"): auto is block for a parquet
+  // source and a jsonl source that reads a compressed file, else uniform.
+  Shuffle shuffle = Shuffle::automatic;
+  uint64_t shuffle_block_records = 1024;  // block: consecutive records per block
+  uint64_t shuffle_window_blocks = 16;    // block: blocks whose records are shuffled together
+  // The decoded blocks (compressed restart intervals under the block order,
+  // Parquet row groups) one open source keeps, in MiB (lib/source/block_cache.h).
+  uint64_t cache_mib = 64;
   // Emulated storage latency: every read of a sample first waits this long
   // (benchmarks on one machine; docs/scaling.md). 0: none.
   uint64_t read_delay_us = 0;

@@ -76,6 +76,15 @@ enum class DataRanks { first, per_node, dedicated_nodes };
 // changes (docs/scaling.md).
 enum class Scaling { fixed, partition, online };
 
+// source.NAME.shuffle: the order of a source's stream within an epoch
+// (docs/formats.md "The locality order"). uniform: any record may follow any
+// other; block: blocks of consecutive records are permuted and the records of
+// a window of blocks shuffled together, so compressed restart intervals and
+// Parquet row groups are decoded about once per epoch; automatic (written
+// "auto"): block for the sources whose reads decode whole blocks (parquet, or
+// a jsonl source with a compressed file), uniform for the others.
+enum class Shuffle { automatic, uniform, block };
+
 // Every value of an enumerated option with its name, in the order --help
 // lists them.
 template <typename E>
@@ -133,6 +142,12 @@ template <>
 struct OptionNames<Scaling> {
   static constexpr std::pair<Scaling, const char*> values[] = {
       {Scaling::fixed, "static"}, {Scaling::partition, "partition"}, {Scaling::online, "online"}};
+};
+
+template <>
+struct OptionNames<Shuffle> {
+  static constexpr std::pair<Shuffle, const char*> values[] = {
+      {Shuffle::automatic, "auto"}, {Shuffle::uniform, "uniform"}, {Shuffle::block, "block"}};
 };
 
 template <typename E>

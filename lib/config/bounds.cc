@@ -78,6 +78,12 @@ void source_bounds(const SourceConfig& source) {
   const std::string key = "source." + source.name;
   at_most(source.read_delay_us, uint64_t{60'000'000}, key + ".read_delay_us", "a minute per sample read");
   at_most(source.max_read_bytes, kTiB, key + ".max_read_bytes", "1 TiB");
+  // A window's records (block x window) index a permutation: kept far inside 64 bits.
+  at_most(source.shuffle_block_records, uint64_t{1} << 30, key + ".shuffle_block_records", "2^30 records");
+  at_most(source.shuffle_window_blocks, uint64_t{1} << 20, key + ".shuffle_window_blocks", "2^20 blocks");
+  at_most(source.shuffle_block_records * source.shuffle_window_blocks, uint64_t{1} << 40,
+          key + ".shuffle_window_blocks", "a window of 2^40 records (shuffle_block_records x shuffle_window_blocks)");
+  at_most(source.cache_mib, kTiB >> 20, key + ".cache_mib", "1 TiB");
   for (const WeightPoint& point : source.weight) {
     at_most(point.step, kMaxSteps, key + ".weight", "a curve point's step is a step count");
     finite_at_most(point.weight, 1e9, key + ".weight", "weights are relative; their sum must stay finite");
@@ -98,6 +104,9 @@ void dependent_options(const Config& c) {
   const CheckpointConfig& ckpt = c.checkpoint;
   needs(!ckpt.snapshot_sources.empty(), ckpt.loader_every > 0, "checkpoint.snapshot_sources", "checkpoint.loader_every");
   needs(ckpt.accept_changed_data, ckpt.resuming(), "checkpoint.accept_changed_data", "--resume or --resume-step");
+  for (const SourceConfig& source : c.sources)
+    needs(!source.image_field.empty(), source.format == "parquet", ("source." + source.name + ".image_field").c_str(),
+          "format = parquet");
   needs(ckpt.start_over, !ckpt.dir.empty(), "checkpoint.start_over", "checkpoint.dir");
   if (ckpt.start_over && ckpt.resume_step)
     throw ConfigError("checkpoint.start_over: cannot start over with checkpoint.resume_step (a resume at the "

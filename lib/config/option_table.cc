@@ -592,17 +592,47 @@ Section source_section(const std::string& name) {
   auto format = [](auto& src) -> auto& { return src.format; };
   auto text_field = [](auto& src) -> auto& { return src.text_field; };
   auto caption_field = [](auto& src) -> auto& { return src.caption_field; };
+  auto image_field = [](auto& src) -> auto& { return src.image_field; };
+  // A count option of the source: `member` is a pointer to its field.
+  auto count_option = [&](const std::string& key, const char* value_name, const char* help, uint64_t SourceConfig::*member) {
+    return option(key, value_name, help,
+                  [member](SourceConfig& src, const Setting& s, const ParseContext& x) { src.*member = to_count<uint64_t>(s, x); },
+                  [member](const SourceConfig& src) { return str(src.*member); });
+  };
   Section section{"source." + name, {}};
   section.options = {
-      option("format", "F", "jsonl | wds | indexed", trimmed(format), format),
+      option("format", "F", "jsonl | wds | indexed | parquet (docs/formats.md)", trimmed(format), format),
       option("path", "GLOBS", "comma-separated globs of the source's files",
              [](SourceConfig& src, const Setting& s, const ParseContext& x) { src.path = resolve_globs(s, x); },
              [](const SourceConfig& src) { return src.path; }),
       option("weight", "W", "mixing weight: W, or STEP:W pairs \"0:0.6, 500:0.3\"",
              [](SourceConfig& src, const Setting& s, const ParseContext& x) { src.weight = to_weight(s, x); },
              [](const SourceConfig& src) { return weight_text(src.weight); }),
-      option("text_field", "KEY", "jsonl: field holding the text", trimmed(text_field), text_field),
-      option("caption_field", "KEY", "wds: field of the .json caption", trimmed(caption_field), caption_field),
+      option("text_field", "KEY", "jsonl: field holding the text; parquet: column of the text", trimmed(text_field),
+             text_field),
+      option("caption_field", "KEY", "wds: field of the .json caption; parquet with image_field: column of the caption",
+             trimmed(caption_field), caption_field),
+      option("image_field", "KEY", "parquet: column of the image bytes (JPEG); set: image-text samples",
+             trimmed(image_field), image_field),
+      option("shuffle", "ORDER",
+             "auto | uniform | block: the stream's order in an epoch; block shuffles blocks of consecutive records and "
+             "the records of a window of blocks together, so compressed files and Parquet row groups decode about "
+             "once per epoch; auto: block for parquet and compressed jsonl, else uniform (docs/formats.md)",
+             [](SourceConfig& src, const Setting& s, const ParseContext& x) {
+               const auto value = find_option_value<Shuffle>(trim(s.text));
+               if (!value) bad_value(s, x, option_names<Shuffle>());
+               src.shuffle = *value;
+             },
+             [](const SourceConfig& src) { return std::string(option_name(src.shuffle)); }),
+      count_option("shuffle_block_records", "N", "shuffle block: consecutive records per block (>= 1)",
+                   &SourceConfig::shuffle_block_records),
+      count_option("shuffle_window_blocks", "N", "shuffle block: blocks whose records are shuffled together (>= 1)",
+                   &SourceConfig::shuffle_window_blocks),
+      count_option("cache_mib", "MIB",
+                   "decoded blocks one open source keeps: Parquet row groups, and compressed jsonl restart intervals "
+                   "under shuffle block; size it to hold a window (shuffle_window_blocks x shuffle_block_records "
+                   "records)",
+                   &SourceConfig::cache_mib),
       option("read_delay_us", "US", "emulated storage latency: each sample read first waits this long (benchmarks)",
              [](SourceConfig& src, const Setting& s, const ParseContext& x) { src.read_delay_us = to_count<uint64_t>(s, x); },
              [](const SourceConfig& src) { return str(src.read_delay_us); }),

@@ -1,5 +1,6 @@
 #include "source/source.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -7,6 +8,7 @@
 #include "common/files.h"
 #include "source/indexed/indexed_source.h"
 #include "source/jsonl/jsonl_source.h"
+#include "source/parquet/parquet_source.h"
 #include "source/wds/wds_source.h"
 
 namespace msd {
@@ -42,17 +44,45 @@ void RawSample::clear() {
 std::vector<std::string> source_files(const SourceConfig& config) {
   const std::string path_option = str("source.", config.name, ".path");
   if (config.format == "indexed") return expand_globs(indexed_idx_patterns(config.path), path_option);
-  if (config.format == "jsonl" || config.format == "wds") return expand_globs(config.path, path_option);
+  if (config.format == "jsonl" || config.format == "wds" || config.format == "parquet")
+    return expand_globs(config.path, path_option);
   throw ConfigError(str("source.", config.name, ".format: unknown format '", config.format,
-                        "' (expected jsonl, wds or indexed)"));
+                        "' (expected jsonl, wds, indexed or parquet)"));
+}
+
+ShuffleOrder shuffle_order(const SourceConfig& config, const std::vector<std::string>& files) {
+  bool blocks = config.shuffle == Shuffle::block;
+  if (config.shuffle == Shuffle::automatic) {
+    blocks = config.format == "parquet" ||
+             (config.format == "jsonl" &&
+              std::any_of(files.begin(), files.end(), [](const std::string& f) { return compression_of_path(f) != Compression::none; }));
+  }
+  if (!blocks) return {};
+  return {true, config.shuffle_block_records, config.shuffle_window_blocks};
 }
 
 std::unique_ptr<Source> open_source(const SourceConfig& config, std::vector<std::string> files,
                                     const SourceOptions& options) {
   const size_t file_count = files.size();
   std::unique_ptr<Source> source;
+  const uint64_t cache_bytes = config.cache_mib << 20;
   if (config.format == "jsonl") {
-    source = std::make_unique<JsonlSource>(std::move(files), JsonlOptions{config.text_field, options.cache_dir});
+    // The restart intervals are cached only under the block order: under the
+    // uniform one a record's neighbours in the stream are anywhere.
+    const bool blocks = shuffle_order(config, files).blocks;
+    source = std::make_unique<JsonlSource>(
+        std::move(files), JsonlOptions{.text_field = config.text_field, .cache_dir = options.cache_dir,
+                                       .cache_bytes = blocks ? cache_bytes : 0});
+  } else if (config.format == "parquet") {
+    const bool images = !config.image_field.empty();
+    const std::string prefix = str("source.", config.name, ".");
+    source = std::make_unique<ParquetSource>(
+        std::move(files), ParquetOptions{.text_column = images ? config.caption_field : config.text_field,
+                                         .image_column = config.image_field,
+                                         .cache_dir = options.cache_dir,
+                                         .cache_bytes = cache_bytes,
+                                         .text_option = prefix + (images ? "caption_field" : "text_field"),
+                                         .image_option = prefix + "image_field"});
   } else if (config.format == "wds") {
     source = std::make_unique<WdsSource>(std::move(files), WdsOptions{config.caption_field, options.cache_dir});
   } else {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "msd/config.h"
+#include "source/permutation.h"
 
 namespace msd {
 
@@ -85,7 +86,7 @@ struct SourceOptions {
   std::string cache_dir;
 };
 
-// Opens a source of `config.format` ("jsonl", "wds" or "indexed") over the
+// Opens a source of `config.format` ("jsonl", "wds", "indexed" or "parquet") over the
 // files its comma-separated globs match (for "indexed" the globs name the .idx
 // files). Throws ConfigError naming `source.<name>.format` for an unknown
 // format, and naming `source.<name>.path` for a glob that matches nothing or
@@ -100,6 +101,14 @@ std::vector<std::string> source_files(const SourceConfig& config);
 // open_source over `files` (source_files(config), as this process saw them).
 std::unique_ptr<Source> open_source(const SourceConfig& config, std::vector<std::string> files,
                                     const SourceOptions& options);
+
+// The order `config.shuffle` gives a source over `files` (source_files(),
+// as the process that opened it saw them): auto is block for a parquet
+// source and for a jsonl source any of whose files is compressed (.zst, .gz),
+// uniform for the others. A pure function of the configuration and the
+// files' names, so every role that maps cursors to records agrees
+// (the planner from its loaders' file lists, msd-replay from the trace's).
+ShuffleOrder shuffle_order(const SourceConfig& config, const std::vector<std::string>& files);
 
 // source.read(index, out) after the source's emulated storage latency
 // (config.read_delay_us): how loaders, colocated ranks and msd-plan profile

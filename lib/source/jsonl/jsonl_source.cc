@@ -42,7 +42,9 @@ std::vector<uint64_t> scan_jsonl_lines(std::span<const unsigned char> bytes) {
 }
 
 JsonlSource::JsonlSource(std::vector<std::string> files, const JsonlOptions& options)
-    : text_field_(options.text_field), restart_spacing_bytes_(std::max<uint64_t>(options.restart_spacing_bytes, 1)) {
+    : text_field_(options.text_field),
+      restart_spacing_bytes_(std::max<uint64_t>(options.restart_spacing_bytes, 1)),
+      cache_(options.cache_bytes) {
   files_.reserve(files.size());
   for (auto& path : files) {
     File& file = files_.emplace_back();
@@ -168,17 +170,13 @@ void JsonlSource::read(uint64_t index, RawSample& out) {
   uint64_t start = file.line_starts[local];
   uint64_t limit = file.line_starts[local + 1];
   out.where = {file.path, start};
-  std::string region(limit - start, '\0');  // freed after the read: no source keeps its longest line
+  std::string region;  // freed after the read: no source keeps its longest line
   std::string error;
-  if (file.compressed.compression != Compression::none) {
-    if (!read_decompressed(reader_, file_index, file.path, file.compressed, start, region.data(), region.size(), error)) {
-      out.bad = BadKind::read_error;
-      out.reason = str(error, " (the line indexed at uncompressed offset ", start, ")");
-      return;
-    }
-  } else if (!reader_.read(file_index, file.path, start, region.data(), region.size(), error)) {
+  if (!read_region(file_index, start, limit, region, error)) {
     out.bad = BadKind::read_error;
-    out.reason = str(error, " (the line indexed at offset ", start, "; a file that shrank after indexing ends early)");
+    out.reason = file.compressed.compression != Compression::none
+                     ? str(error, " (the line indexed at uncompressed offset ", start, ")")
+                     : str(error, " (the line indexed at offset ", start, "; a file that shrank after indexing ends early)");
     return;
   }
   std::string_view line(region);
@@ -205,8 +203,54 @@ void JsonlSource::read(uint64_t index, RawSample& out) {
   }
 }
 
+bool JsonlSource::read_region(size_t number, uint64_t start, uint64_t limit, std::string& region, std::string& error) {
+  const File& file = files_[number];
+  const CompressedIndex& index = file.compressed;
+  if (index.compression != Compression::none && cache_.capacity_bytes() > 0) {
+    const auto point = std::upper_bound(index.points.begin(), index.points.end(), start,
+                                        [](uint64_t v, const RestartPoint& p) { return v < p.uncompressed_offset; });
+    const uint64_t end = point == index.points.end() ? index.uncompressed_bytes : point->uncompressed_offset;
+    if (end - (point - 1)->uncompressed_offset <= cache_.capacity_bytes() / 8)
+      return read_cached(number, start, limit, region, error);
+  }
+  region.resize(limit - start);
+  if (index.compression != Compression::none) {
+    uncached_reads_.fetch_add(1, std::memory_order_relaxed);
+    return read_decompressed(reader_, number, file.path, index, start, region.data(), region.size(), error);
+  }
+  return reader_.read(number, file.path, start, region.data(), region.size(), error);
+}
+
+// Through the cache: each restart interval the bytes span, decompressed whole.
+bool JsonlSource::read_cached(size_t number, uint64_t start, uint64_t limit, std::string& region, std::string& error) {
+  const File& file = files_[number];
+  const CompressedIndex& index = file.compressed;
+  size_t point = static_cast<size_t>(&index.point_before(start) - index.points.data());
+  region.clear();
+  for (uint64_t at = start; at < limit; ++point) {
+    if (point >= index.points.size()) {
+      error = str(file.path, ": the data ends at uncompressed offset ", index.uncompressed_bytes);
+      return false;
+    }
+    const uint64_t begin = index.points[point].uncompressed_offset;
+    const uint64_t end = point + 1 < index.points.size() ? index.points[point + 1].uncompressed_offset : index.uncompressed_bytes;
+    const auto interval = cache_.get(static_cast<uint64_t>(number) << 32 | point, [&] {
+      auto made = std::make_shared<DecompressedInterval>();
+      made->bytes.resize(end - begin);
+      if (!read_decompressed(reader_, number, file.path, index, begin, made->bytes.data(), made->bytes.size(), error))
+        made.reset();
+      return std::shared_ptr<const DecompressedInterval>(std::move(made));
+    });
+    if (!interval) return false;
+    const uint64_t upto = std::min(limit, end);
+    region.append(interval->bytes, at - begin, upto - at);
+    at = upto;
+  }
+  return true;
+}
+
 uint64_t JsonlSource::state_bytes() const {
-  uint64_t bytes = sizeof(*this) + offsets_.state_bytes() + text_field_.capacity();
+  uint64_t bytes = sizeof(*this) + offsets_.state_bytes() + text_field_.capacity() + cache_.bytes();
   for (const auto& file : files_)
     bytes += sizeof(File) + file.path.capacity() + file.line_starts.capacity() * sizeof(uint64_t) +
              file.compressed.state_bytes();

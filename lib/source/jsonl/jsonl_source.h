@@ -7,10 +7,12 @@
 // uncompressed offsets and the file's restart points.
 #pragma once
 
+#include <atomic>
 #include <string>
 #include <vector>
 
 #include "common/files.h"
+#include "source/block_cache.h"
 #include "source/jsonl/compressed.h"
 #include "source/index_cache.h"
 #include "source/source.h"
@@ -24,6 +26,19 @@ struct JsonlOptions {
   // files restart at every frame). Default kRestartSpacingBytes (1 MiB); an
   // index cached with another spacing is rebuilt.
   uint64_t restart_spacing_bytes = kRestartSpacingBytes;
+  // Compressed files: the restart intervals, decompressed whole, kept in a
+  // cache of this many bytes shared by the source's readers (block_cache.h),
+  // so records read close together (the locality order, permutation.h)
+  // decompress their interval once. An interval bigger than an eighth of the
+  // cache is not cached: its reads decompress from the restart point up to
+  // the record, as without a cache. 0 (the default): no cache.
+  uint64_t cache_bytes = 0;
+};
+
+// A compressed file's restart interval, decompressed.
+struct DecompressedInterval {
+  std::string bytes;
+  uint64_t memory_bytes() const { return sizeof(*this) + bytes.capacity(); }
 };
 
 // Reads samples from `files` in the given order (open_source passes them
@@ -52,6 +67,10 @@ class JsonlSource final : public Source {
   const IndexCounts& index_counts() const { return index_counts_; }
   // File `file`'s restart points (compression none for a plain file).
   const CompressedIndex& compressed_index(size_t file) const { return files_[file].compressed; }
+  const BlockCache<DecompressedInterval>& cache() const { return cache_; }
+  // Reads of compressed records that decompressed from a restart point
+  // without the cache (no cache, or an interval too big for it).
+  uint64_t uncached_reads() const { return uncached_reads_.load(std::memory_order_relaxed); }
 
   // Cache format tag and version of this reader's index (index_cache.h).
   static constexpr uint32_t cache_tag = 0x4c534a4d;  // "MJSL"
@@ -72,6 +91,10 @@ class JsonlSource final : public Source {
   void index_file(File& file, const FileStamp& stamp, const std::string& cache_dir);
   void index_compressed_file(File& file, Compression compression, const FileStamp& stamp, const std::string& cache_dir);
   bool load_compressed_cache(File& file, Compression compression, const FileStamp& stamp, const std::string& cache_path);
+  // Uncompressed bytes [start, limit) of file `number` into `region`; false
+  // with `error` set when they cannot be read.
+  bool read_region(size_t number, uint64_t start, uint64_t limit, std::string& region, std::string& error);
+  bool read_cached(size_t number, uint64_t start, uint64_t limit, std::string& region, std::string& error);
 
   std::vector<File> files_;
   FileReader reader_;
@@ -79,6 +102,8 @@ class JsonlSource final : public Source {
   std::string text_field_;
   uint64_t restart_spacing_bytes_;
   IndexCounts index_counts_;
+  BlockCache<DecompressedInterval> cache_;
+  std::atomic<uint64_t> uncached_reads_{0};
 };
 
 // Finds the starts of the non-blank lines of bytes fed to it a piece at a

@@ -299,7 +299,7 @@ TEST_CASE("config: every error names the option", "[config]") {
     CHECK_THAT(error_of_ini(kBase, {"--job.prefetch_steps=0"}), Catch::StartsWith("job.prefetch_steps"));
     CHECK_THAT(error_of_ini(kBase, {"--topology.order=tp,cp,dp"}), Catch::StartsWith("topology.order: "));
     CHECK_THAT(error_of_ini(kBase, {"--topology.order=tp,cp,dp,dp"}), Catch::StartsWith("topology.order: "));
-    CHECK_THAT(error_of_ini(kBase, {"--source.web.format=parquet"}), Catch::StartsWith("source.web.format: 'parquet'"));
+    CHECK_THAT(error_of_ini(kBase, {"--source.web.format=orc"}), Catch::StartsWith("source.web.format: 'orc'"));
     CHECK_THAT(error_of_ini(kBase.substr(0, kBase.find("[tokenizer]"))), Catch::StartsWith("tokenizer.vocab: missing"));
     CHECK_THAT(error_of_ini(kBase + "[tokenizer]\nvocab =\n"), Catch::StartsWith("tokenizer.vocab: given twice"));
     CHECK_THAT(error_of_ini(kBase, {"--tokenizer.normalize=nfx"}), Catch::StartsWith("tokenizer.normalize: 'nfx'"));

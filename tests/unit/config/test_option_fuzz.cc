@@ -27,7 +27,7 @@ const std::set<std::string> kFreeText = {
     "tokenizer.vocab", "tokenizer.pattern", "tokenizer.hf", "tokenizer.eod_token", "loader.cache_dir",
     "output.summary_json", "output.metrics", "checkpoint.dir", "checkpoint.trace", "topology.partition_plan",
     "mix.megatron_blend", "mix.sources", "checkpoint.snapshot_sources", "source.web.path", "source.web.text_field",
-    "source.web.caption_field",
+    "source.web.caption_field", "source.web.image_field",
 };
 
 // The hostile values that are valid, each with why.
@@ -46,7 +46,7 @@ const std::set<std::string> kValid = {
     "checkpoint.resume_step=0", "checkpoint.resume_step= ",
     "checkpoint.accept_changed_data=0", "checkpoint.start_over=0", "fault.loader=-1", "fault.loader=-0",
     "fault.loader=0", "fault.rank=-1", "fault.step=0", "fault.stall_ms=0", "source.web.read_delay_us=0",
-    "source.web.max_read_bytes=0", "job.hold_above=0", "job.hold_above=-0", "model.cost_micro_batch=0",
+    "source.web.max_read_bytes=0", "source.web.cache_mib=0", "job.hold_above=0", "job.hold_above=-0", "model.cost_micro_batch=0",
     "model.cost_micro_batch=-0",
     // A real number within its bound: a tiny or 1000-fold one is still a number.
     "model.cost_a=1e-320", "model.cost_a=1e3", "model.cost_vision_scale=1e-320", "model.cost_vision_scale=1e3",

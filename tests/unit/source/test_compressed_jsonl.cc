@@ -166,6 +166,30 @@ TEST_CASE("compressed jsonl written by msd gives the plain file's records in any
   CHECK(gzip.compressed_index(0).windows.size() < (gzip.compressed_index(0).points.size() - 1) * kDeflateWindowBytes);
 }
 
+TEST_CASE("compressed jsonl read through the restart-interval cache gives the plain file's records") {
+  TempDir dir;
+  const std::string text = corpus(1500);
+  write_bytes(dir / "a.jsonl", text);
+  write_bytes(dir / "frames.jsonl.zst", zstd_compress_frames(text, 32 << 10, 3));
+  write_bytes(dir / "a.jsonl.gz", gzip_compress(text, 6));
+  JsonlSource plain({dir / "a.jsonl"}, {});
+  for (const char* name : {"frames.jsonl.zst", "a.jsonl.gz"}) {
+    // A cache that holds every interval, one that holds a few, and one too
+    // small for any (those reads decompress up to the record, uncached).
+    for (uint64_t cache_bytes : {uint64_t{64} << 20, uint64_t{1} << 20, uint64_t{64} << 10}) {
+      INFO(name << ", cache " << cache_bytes);
+      JsonlOptions options = small_spacing();
+      options.cache_bytes = cache_bytes;
+      JsonlSource compressed({dir / name}, options);
+      check_same_records(plain, compressed);
+      CHECK(compressed.cache().bytes() <= cache_bytes);
+      if (cache_bytes == (uint64_t{64} << 20))  // each interval decompressed once
+        CHECK(compressed.cache().misses() == compressed.compressed_index(0).points.size());
+      if (cache_bytes == (uint64_t{64} << 10)) CHECK(compressed.cache().misses() == 0);
+    }
+  }
+}
+
 TEST_CASE("compressed jsonl made by the zstd, pzstd and gzip tools reads as the plain file", "[compress_tools]") {
   for (const char* tool : {"zstd", "pzstd", "gzip"})
     if (!have_tool(tool)) MSD_SKIP(std::string("no ") + tool + " on PATH (tools/setup.sh installs it)");

@@ -66,8 +66,8 @@ TEST_CASE("open_source reports configuration errors with the option name") {
                     Catch::Contains("source.test.path") && Catch::Contains("matches no file"));
   CHECK_THROWS_AS(open_source(source_config("jsonl", dir / "nothing.jsonl"), {}), ConfigError);
   write_text(dir / "a.jsonl", json_line("x"));
-  CHECK_THROWS_WITH(open_source(source_config("parquet", dir / "a.jsonl"), {}),
-                    Catch::Contains("source.test.format") && Catch::Contains("parquet"));
+  CHECK_THROWS_WITH(open_source(source_config("orc", dir / "a.jsonl"), {}),
+                    Catch::Contains("source.test.format") && Catch::Contains("orc"));
   // One pattern of several matching nothing is an error too.
   CHECK_THROWS_AS(open_source(source_config("jsonl", dir / "a.jsonl," + dir / "b*.jsonl"), {}), ConfigError);
   // Files that exist but hold no sample.
