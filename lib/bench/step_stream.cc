@@ -13,11 +13,14 @@ namespace msd::bench {
 
 std::vector<StepDocuments> job_step_documents(const Config& config, uint64_t steps) {
   std::vector<std::unique_ptr<Source>> sources;
+  std::vector<ShuffleOrder> orders;
   SourceOptions source_options;
   source_options.cache_dir = config.loader.cache_dir;
   bool text = false;
   for (const SourceConfig& source : config.sources) {
-    sources.push_back(open_source(source, source_options));
+    std::vector<std::string> files = source_files(source);
+    orders.push_back(shuffle_order(source, files));
+    sources.push_back(open_source(source, std::move(files), source_options));
     text = text || source.format != "indexed";
   }
   std::unique_ptr<Tokenizer> tokenizer;
@@ -35,7 +38,7 @@ std::vector<StepDocuments> job_step_documents(const Config& config, uint64_t ste
     StepDocuments result;
     for (uint32_t s = 0; s < quota.size(); ++s) {
       for (uint32_t taken = 0, failures = 0; taken < quota[s];) {
-        const StreamPosition pos = stream_position(config.job.seed, s, sources[s]->size(), cursor[s]++);
+        const StreamPosition pos = stream_position(config.job.seed, s, sources[s]->size(), cursor[s]++, orders[s]);
         sources[s]->read(pos.index, raw);
         std::string reason;
         if (raw.bad != BadKind::none || transform.apply(raw, sample, reason) != BadKind::none) {

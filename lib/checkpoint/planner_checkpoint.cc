@@ -1,6 +1,7 @@
 #include "checkpoint/planner_checkpoint.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <cstddef>
 #include <filesystem>
 #include <map>
@@ -13,6 +14,7 @@
 #include "common/digest.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "source/source.h"
 
 namespace msd {
 
@@ -88,9 +90,50 @@ bool stream_independent(const std::string& key) {
     if (key == exact) return true;
   for (const char* prefix : {"loader.", "emulator.", "output.", "checkpoint.", "fault.", "topology.scaling"})
     if (key.rfind(prefix, 0) == 0) return true;
-  // Emulated storage latency (source.NAME.read_delay_us) only slows reads.
-  const std::string delay = ".read_delay_us";
-  return key.size() > delay.size() && key.compare(key.size() - delay.size(), delay.size(), delay) == 0;
+  // Emulated storage latency (source.NAME.read_delay_us) only slows reads;
+  // the cache of decoded blocks (source.NAME.cache_mib) only speeds them.
+  auto ends_with = [&](const char* suffix) { return key.rfind("source.", 0) == 0 && key.ends_with(suffix); };
+  return ends_with(".read_delay_us") || ends_with(".cache_mib");
+}
+
+// The stream order's options (compared as the orders they resolve to: the
+// order, not its spelling, is what the stream depends on).
+bool order_option(const std::string& key) {
+  return key.rfind("source.", 0) == 0 &&
+         (key.ends_with(".shuffle") || key.ends_with(".shuffle_block_records") || key.ends_with(".shuffle_window_blocks"));
+}
+
+// Each source's stream order in the run that wrote the checkpoint (its INI
+// values `saved`) against this run's, both over the files `data` lists. A
+// run from before source.NAME.shuffle existed took the uniform order. Throws
+// ConfigError naming the first source whose order differs.
+void check_same_orders(const PlannerCheckpoint& checkpoint, const std::map<std::string, std::string>& saved,
+                       const Config& config, const DataFingerprint& data) {
+  for (size_t s = 0; s < config.sources.size(); ++s) {
+    const SourceConfig& now = config.sources[s];
+    std::vector<std::string> files;
+    for (const FileFingerprint& file : data.files)
+      if (file.source == s) files.push_back(file.path);
+    SourceConfig before = now;
+    const std::string prefix = "source." + now.name + ".";
+    const auto shuffle = saved.find(prefix + "shuffle");
+    before.shuffle = shuffle == saved.end() ? Shuffle::uniform
+                                            : find_option_value<Shuffle>(shuffle->second).value_or(Shuffle::automatic);
+    for (auto [key, field] : {std::pair{"shuffle_block_records", &SourceConfig::shuffle_block_records},
+                              std::pair{"shuffle_window_blocks", &SourceConfig::shuffle_window_blocks}})
+      if (const auto it = saved.find(prefix + key); it != saved.end())
+        before.*field = std::strtoull(it->second.c_str(), nullptr, 10);
+    const ShuffleOrder then = shuffle_order(before, files), order = shuffle_order(now, files);
+    auto describe = [](const ShuffleOrder& o) {
+      return o.blocks ? str("block (", o.block_records, " records a block, ", o.window_blocks, " a window)")
+                      : std::string("uniform");
+    };
+    if (then != order)
+      throw ConfigError(str("--resume: ", prefix, "shuffle: the stream's order was ", describe(then),
+                            " in the run that wrote the checkpoint at step ", checkpoint.step, " and is ",
+                            describe(order), " now; the batch stream would not continue (set ", prefix,
+                            "shuffle and its block options as that run had them)"));
+  }
 }
 
 }  // namespace
@@ -264,8 +307,14 @@ void check_resumable(const PlannerCheckpoint& checkpoint, const Config& config, 
   const auto saved = ini_values(checkpoint.config_ini);
   const auto now = ini_values(to_ini(config));
   // An option the checkpoint's text lacks is newer than its run, which ran
-  // by the option's default.
-  const auto defaults = ini_values(to_ini(Config{}));
+  // by the option's default (a source's too).
+  Config base;
+  for (const SourceConfig& source : config.sources) {
+    SourceConfig fresh;
+    fresh.name = source.name;
+    base.sources.push_back(fresh);
+  }
+  const auto defaults = ini_values(to_ini(base));
   auto value_in = [&](const std::map<std::string, std::string>& values, const std::string& key) {
     if (auto it = values.find(key); it != values.end()) return "'" + it->second + "'";
     if (auto it = defaults.find(key); &values == &saved && it != defaults.end()) return "'" + it->second + "'";
@@ -275,12 +324,13 @@ void check_resumable(const PlannerCheckpoint& checkpoint, const Config& config, 
   for (const auto& [key, value] : saved) keys[key] = true;
   for (const auto& [key, value] : now) keys[key] = true;
   for (const auto& [key, unused] : keys) {
-    if (stream_independent(key)) continue;
+    if (stream_independent(key) || order_option(key)) continue;
     const std::string before = value_in(saved, key), after = value_in(now, key);
     if (before != after)
       throw ConfigError(str("--resume: ", key, " was ", before, " in the run that wrote the checkpoint at step ",
                             checkpoint.step, " and is ", after, " now; the batch stream would not continue"));
   }
+  check_same_orders(checkpoint, saved, config, data);
   check_same_data(checkpoint, config, data);
 }
 

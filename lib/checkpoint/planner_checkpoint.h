@@ -103,8 +103,11 @@ std::optional<PlannerCheckpoint> latest_planner_checkpoint(const std::string& di
 // option the stream depends on (the first differing option named). Options
 // that cannot change the stream may differ: job.steps (a resumed run may go
 // further), job.prefetch_steps, topology.loaders, .shadow_loaders, .scaling*
-// and .broadcast_at, source.*.read_delay_us, and the loader., emulator.,
-// output., checkpoint. and fault. sections. Then compares the checkpoint's data fingerprint with `data` (the
+// and .broadcast_at, source.*.read_delay_us and .cache_mib, and the loader.,
+// emulator., output., checkpoint. and fault. sections. A source's
+// shuffle options are compared as the stream order they resolve to over the
+// data's files (shuffle_order; a checkpoint written before the option existed
+// took the uniform order). Then compares the checkpoint's data fingerprint with `data` (the
 // data as it is now): a changed, added or missing data file or a changed
 // vocabulary throws ConfigError naming each difference, unless
 // config.checkpoint.accept_changed_data, which logs them as a warning.

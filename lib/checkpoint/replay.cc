@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/files.h"
 #include "common/json_writer.h"
 #include "msd/place_tree.h"
 #include "plan/step/cost.h"
@@ -61,15 +62,15 @@ Divergence divergence_at(const Config& config, uint64_t step, int group, std::st
 // rows of `recorded` (bad flags and sizes taken as given) and returns the
 // first difference. `row` ends at the first row after them (the documents of
 // earlier steps the hold delivers here).
-std::optional<std::string> replay_samples(const TraceHeader& header, const std::vector<uint32_t>& quota,
-                                          std::vector<uint64_t>& cursor, const std::vector<TraceSample>& recorded,
-                                          size_t& row) {
+std::optional<std::string> replay_samples(const TraceHeader& header, const std::vector<ShuffleOrder>& orders,
+                                          const std::vector<uint32_t>& quota, std::vector<uint64_t>& cursor,
+                                          const std::vector<TraceSample>& recorded, size_t& row) {
   row = 0;
   for (uint32_t s = 0; s < quota.size(); ++s) {
     uint32_t good = 0;
     while (good < quota[s]) {
       const uint64_t c = cursor[s];
-      const StreamPosition pos = stream_position(header.seed, s, header.source_samples[s], c);
+      const StreamPosition pos = stream_position(header.seed, s, header.source_samples[s], c, orders.at(s));
       const TraceSample want{s, 0, c, pos.index, 0, 0};
       if (row >= recorded.size())
         return str("the step ends after ", recorded.size(), " samples; expected next: ", describe(want, header),
@@ -87,6 +88,24 @@ std::optional<std::string> replay_samples(const TraceHeader& header, const std::
     }
   }
   return std::nullopt;
+}
+
+// Each source's stream order (shuffle_order) over the files the run read, as
+// the trace's data fingerprint records them; a trace without one (written
+// outside msd-run) resolves it by the globs' own names. A run from before
+// source.NAME.shuffle existed (its configuration never names it) took the
+// uniform order.
+std::vector<ShuffleOrder> trace_orders(const TraceHeader& header, const Config& config) {
+  std::vector<std::vector<std::string>> files(config.sources.size());
+  for (const FileFingerprint& file : header.data.files)
+    if (file.source < files.size()) files[file.source].push_back(file.path);
+  const bool names_orders = header.config_ini.find("\nshuffle = ") != std::string::npos;
+  std::vector<ShuffleOrder> orders;
+  for (size_t s = 0; s < config.sources.size(); ++s) {
+    if (header.data.files.empty()) files[s] = split_patterns(config.sources[s].path);
+    orders.push_back(names_orders ? shuffle_order(config.sources[s], files[s]) : ShuffleOrder{});
+  }
+  return orders;
 }
 
 // The hold's decision for a step whose consumed rows are recorded[0, end):
@@ -170,6 +189,7 @@ VerifyReport verify_trace(const TraceReader& trace, const std::optional<PlannerC
   const PackOptions pack = make_pack_options(config);
   Mixer mixer(make_schedule(config), config.job.global_batch);
   std::vector<uint64_t> cursor(header.source_samples.size(), 0);
+  const std::vector<ShuffleOrder> orders = trace_orders(header, config);
 
   VerifyReport report;
   report.first_step = trace.first_step();
@@ -195,7 +215,7 @@ VerifyReport verify_trace(const TraceReader& trace, const std::optional<PlannerC
     const std::vector<uint32_t> quota = mixer.next();
     size_t consumed = 0;
     std::vector<bool> held;
-    std::optional<std::string> what = replay_samples(header, quota, cursor, recorded.samples, consumed);
+    std::optional<std::string> what = replay_samples(header, orders, quota, cursor, recorded.samples, consumed);
     if (!what) what = replay_hold(header, step, recorded.samples, consumed, hold, held);
     if (what) {
       report.divergence = divergence_at(config, step, -1, *what);

@@ -39,7 +39,9 @@ ColocatedClient::ColocatedClient(JobContext& job, int client_index)
   options.cache_dir = config.loader.cache_dir;
   bool text = false;
   for (const auto& source : config.sources) {
-    sources_.push_back(open_source(source, options));
+    std::vector<std::string> files = source_files(source);
+    orders_.push_back(shuffle_order(source, files));
+    sources_.push_back(open_source(source, std::move(files), options));
     state_bytes_ += sources_.back()->state_bytes();
     text = text || source.format != "indexed";
   }
@@ -88,7 +90,7 @@ bool ColocatedClient::load(uint32_t source_index, uint64_t cursor, Prepared& out
   const Config& config = job_.config;
   const uint32_t patch_bytes = config.image.patch * config.image.patch * 3;
   Source& source = *sources_[source_index];
-  const StreamPosition pos = stream_position(config.job.seed, source_index, source.size(), cursor);
+  const StreamPosition pos = stream_position(config.job.seed, source_index, source.size(), cursor, orders_[source_index]);
   RawSample raw;
   read_sample(source, config.sources[source_index], pos.index, raw);
   std::string reason = raw.reason;

@@ -52,6 +52,7 @@ class ColocatedClient : public ClientImpl {
   int client_index_;
   int data_group_;
   std::vector<std::unique_ptr<Source>> sources_;
+  std::vector<ShuffleOrder> orders_;  // per source: its stream's order (shuffle_order)
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<SampleTransform> transform_;
   Mixer mixer_;

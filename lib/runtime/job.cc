@@ -617,6 +617,7 @@ Summary finish_job(JobImpl& job, const TrainerStats& trainer) {
     input.planner_busy_passes = job.report.busy_passes;
     input.profiles = job.report.profiles;
     input.document_digests = job.report.document_digests;
+    input.shuffles = job.report.shuffles;
   }
   job.stats.peak_rss_bytes = peak_rss_bytes();
   sample_anon_shmem(true);

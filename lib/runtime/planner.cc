@@ -51,6 +51,8 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
       hold_(pack_.hold),
       data_(std::move(data)) {
   report_.bad_samples.assign(bad_kind_count, 0);
+  for (uint32_t s = 0; s < streams_.sources(); ++s)
+    report_.shuffles.push_back({streams_.order(s), streams_.samples(s), {}});
   if (resume) {
     // Continue where the checkpoint's run stood before step `resume->step`.
     first_step_ = next_step_ = acked_steps_ = resume->step;
@@ -106,7 +108,10 @@ bool PlannerRole::try_plan_step() {
   InFlightStep record;
   record.step = step;
   const bool delivered = step >= deliver_from_;  // else fast-forwarded: no client gets it
-  if (delivered) report_.document_digests.push_back(documents);
+  if (delivered) {
+    report_.document_digests.push_back(documents);
+    record_locality(buckets, samples);
+  }
   record.acks_missing = delivered ? static_cast<int>(peer_count_) : 0;
   record.samples.reserve(samples.size());
   for (const auto& m : samples) {
@@ -122,6 +127,25 @@ bool PlannerRole::try_plan_step() {
   in_flight_[step] = std::move(record);
   if (!delivered) complete_step(step);
   return true;
+}
+
+// What the stream's order gives up in randomness, as the summary reports
+// it: in each rank's batch, the distance between the file indexes of a
+// source's documents that follow each other (each document counted at its
+// first piece).
+void PlannerRole::record_locality(const std::vector<BucketPlan>& buckets, const std::vector<SampleMeta>& samples) {
+  std::vector<std::optional<uint64_t>> last(report_.shuffles.size());
+  for (const BucketPlan& bucket : buckets) {
+    std::fill(last.begin(), last.end(), std::nullopt);
+    for (const MicroBatchPlan& micro_batch : bucket.micro_batches)
+      for (const PackedSequence& sequence : micro_batch.sequences)
+        for (const Piece& piece : sequence.pieces) {
+          if (piece.begin != 0) continue;
+          const SampleMeta& m = samples.at(piece.doc);
+          if (last.at(m.source)) report_.shuffles[m.source].locality.add(*last[m.source], m.index);
+          last[m.source] = m.index;
+        }
+  }
 }
 
 // The step's documents after the outlier hold: those it took that do not

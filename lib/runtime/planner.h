@@ -63,6 +63,7 @@ class PlannerRole {
   bool try_plan_step();
   std::vector<SampleMeta> apply_hold(uint64_t step, SampleStreams::Step& taken, std::vector<bool>& held);
   std::vector<BucketPlan> place(uint64_t step, const std::vector<PlanDoc>& docs);
+  void record_locality(const std::vector<BucketPlan>& buckets, const std::vector<SampleMeta>& samples);
   void handle(const Message& message);  // a loader's or client's message to the planner
   uint64_t send_plans(uint64_t step, const std::vector<BucketPlan>& buckets, const std::vector<SampleMeta>& samples,
                       bool delivered);

@@ -8,6 +8,7 @@
 
 #include "plan/pool/profile.h"
 #include "plan/step/outlier_hold.h"
+#include "source/permutation.h"
 
 namespace msd {
 
@@ -60,6 +61,14 @@ struct PlacementReport {
 };
 
 // What the planner knows at the end (on rank 0 only).
+// A source's stream order and its locality over the delivered steps (the
+// summary's "shuffle"; source/permutation.h OrderLocality).
+struct ShuffleReport {
+  ShuffleOrder order;
+  uint64_t samples = 0;    // the source's records
+  OrderLocality locality;  // neighbours of one source in one rank's batch
+};
+
 struct PlannerReport {
   std::vector<Takeover> takeovers;
   std::vector<SourceMove> moves;  // online scaling
@@ -85,6 +94,7 @@ struct PlannerReport {
   std::vector<uint64_t> bad_samples;  // per BadKind
   std::vector<int> gone;  // world ranks of loaders that did not confirm the stop (stopped or hung)
   std::vector<SourceProfile> profiles;  // per source, as the loaders last reported (PlannerRole::profiles)
+  std::vector<ShuffleReport> shuffles;  // per source
   PlacementReport placement;
 };
 

@@ -16,7 +16,13 @@ SampleStreams::SampleStreams(const JobContext& job, LoaderFleet& fleet, OnlineSc
       sources_(job.config.sources.size()),
       mixer_(make_schedule(job.config), job.config.job.global_batch),
       window_(job.config.loader.window_mb << 20, job.config.job.max_sample_bytes) {
-  for (const auto& info : sources) sources_.at(info.source).samples = info.samples;
+  for (const auto& info : sources) {
+    SourceState& src = sources_.at(info.source);
+    src.samples = info.samples;
+    std::vector<std::string> files;
+    for (const SourceFile& file : info.files) files.push_back(file.path);
+    src.order = shuffle_order(job.config.sources.at(info.source), files);
+  }
   for (const auto& src : sources_) MSD_CHECK(src.samples > 0);
 }
 
@@ -37,8 +43,8 @@ void SampleStreams::reload(const std::vector<HeldDoc>& held) {
   std::map<int, std::vector<LoadItem>> by_loader;
   for (const HeldDoc& doc : held) {
     if (!reloads_.emplace(std::make_pair(doc.source, doc.cursor), std::nullopt).second) continue;
-    const std::vector<int>& serving = fleet_.serving(doc.source);
-    by_loader[serving[doc.cursor % serving.size()]].push_back({doc.source, doc.cursor, file_index(doc.source, doc.cursor)});
+    const uint64_t index = file_index(doc.source, doc.cursor);
+    by_loader[loader_for(doc.source, doc.cursor, index)].push_back({doc.source, doc.cursor, index});
     ++reloads_missing_;
   }
   for (auto& [loader, items] : by_loader) fleet_.send_loads(loader, items);
@@ -92,19 +98,17 @@ void SampleStreams::request_ahead(uint64_t next_step, uint64_t limit, const std:
     for (size_t s = 0; s < sources_.size(); ++s) need_[s] += quotas_[k][s];
     for (uint32_t s = 0; s < sources_.size(); ++s) {
       auto& src = sources_[s];
-      const std::vector<int>& serving = fleet_.serving(s);
       while (src.next_request - src.consumed - src.bad_in_flight < need_[s]) {
         const uint64_t cursor = src.next_request;
-        // Spread a source's requests over its loaders; which loader serves a
-        // sample never changes its content.
-        const int loader = serving[cursor % serving.size()];
+        const uint64_t index = file_index(s, cursor);
+        const int loader = loader_for(s, cursor, index);
         auto& items = outbox_[static_cast<size_t>(job_.layout.loader_index(loader))];
         if (!window_.fits(loader, fleet_.track(loader).outstanding.size() + items.size())) {
           send_outbox();
           if (k == 0) make_room(loader, next_step, holds_slot);
           return;
         }
-        items.push_back({s, cursor, file_index(s, cursor)});
+        items.push_back({s, cursor, index});
         src.next_request++;
       }
     }
@@ -112,13 +116,24 @@ void SampleStreams::request_ahead(uint64_t next_step, uint64_t limit, const std:
   send_outbox();
 }
 
-// stream_position(seed, source, samples, cursor).index, with the epoch's
-// permutation kept between calls.
+// Spreads a source's requests over its loaders: by cursor, or under the
+// block order by block, so that a block's records go to one loader, which
+// decodes it once (block_cache.h), instead of to every loader. Which loader
+// serves a sample never changes its content.
+int SampleStreams::loader_for(uint32_t source, uint64_t cursor, uint64_t index) {
+  const std::vector<int>& serving = fleet_.serving(source);
+  const ShuffleOrder& order = sources_[source].order;
+  const uint64_t spread = order.blocks ? index / order.block_records : cursor;
+  return serving[spread % serving.size()];
+}
+
+// stream_position(seed, source, samples, cursor, order).index, with the
+// epoch's order kept between calls.
 uint64_t SampleStreams::file_index(uint32_t source, uint64_t cursor) {
   SourceState& src = sources_[source];
   const uint64_t epoch = cursor / src.samples;
   if (!src.permutation || src.permutation_epoch != epoch) {
-    src.permutation.emplace(src.samples, permutation_key(job_.config.job.seed, source, epoch));
+    src.permutation.emplace(src.samples, permutation_key(job_.config.job.seed, source, epoch), src.order);
     src.permutation_epoch = epoch;
   }
   return (*src.permutation)(cursor % src.samples);

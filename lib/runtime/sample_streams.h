@@ -72,6 +72,7 @@ class SampleStreams {
 
   size_t sources() const { return sources_.size(); }
   uint64_t samples(uint32_t source) const { return sources_.at(source).samples; }
+  const ShuffleOrder& order(uint32_t source) const { return sources_.at(source).order; }
   const Schedule& schedule() const { return mixer_.schedule(); }
   // What a checkpoint of the next unplanned step records.
   std::vector<uint64_t> consumed() const;
@@ -88,13 +89,16 @@ class SampleStreams {
     CursorRing<SampleMeta> resolved;  // cursor -> metadata
     uint64_t resolved_good = 0;  // good samples in `resolved`: a step needs its quota of them first
     bool seen_good = false;
-    // The stream's permutation of the epoch last requested from: the file
-    // index of every cursor requested (stream_position), built once an epoch.
-    std::optional<Permutation> permutation;
+    // The stream's order (shuffle_order of the loaders' files) and its
+    // epoch last requested from: the file index of every cursor requested
+    // (stream_position), built once an epoch.
+    ShuffleOrder order;
+    std::optional<SourceOrder> permutation;
     uint64_t permutation_epoch = 0;
   };
 
   uint64_t file_index(uint32_t source, uint64_t cursor);
+  int loader_for(uint32_t source, uint64_t cursor, uint64_t index);
   bool take_reload(LoaderFleet::Track& track, int rank, const SampleMeta& meta, bool& read_failed);
   void make_room(int rank, uint64_t next_step, const std::function<bool(int)>& holds_slot);
   std::optional<uint64_t> step_end(size_t source) const;

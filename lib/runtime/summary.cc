@@ -556,6 +556,27 @@ void write_profiles_json(JsonWriter& w, const Report& r) {
   w.end_object();
 }
 
+// Each source's stream order and what it gives up in randomness (the
+// planner's view; docs/summary.md "shuffle"); empty in colocated mode.
+void write_shuffle_json(JsonWriter& w, const Report& r) {
+  w.begin_object("shuffle");
+  const auto& shuffles = r.input.shuffles;
+  for (size_t s = 0; s < shuffles.size() && s < r.job.config.sources.size(); ++s) {
+    const ShuffleReport& x = shuffles[s];
+    const double uniform = uniform_mean_gap(x.samples);
+    w.begin_object(r.job.config.sources[s].name)
+        .value("order", x.order.blocks ? "block" : "uniform")
+        .value("block_records", x.order.block_records)
+        .value("window_blocks", x.order.window_blocks)
+        .value("pairs", x.locality.pairs)
+        .value("mean_index_gap", x.locality.mean_gap())
+        .value("uniform_mean_index_gap", uniform)
+        .value("gap_vs_uniform", uniform > 0 ? x.locality.mean_gap() / uniform : 0.0)
+        .end_object();
+  }
+  w.end_object();
+}
+
 std::string summary_json(const Report& r) {
   JsonWriter w;
   w.begin_object();
@@ -563,6 +584,7 @@ std::string summary_json(const Report& r) {
   write_data_json(w, r);
   write_resources_json(w, r);
   write_profiles_json(w, r);
+  write_shuffle_json(w, r);
   w.end_object();
   return w.str();
 }
@@ -683,6 +705,16 @@ std::string data_text(const Report& r) {
                  config.sources[s].name.c_str(), p.seconds_per_sample() * 1e3, p.read_seconds_per_sample * 1e3,
                  p.transform_seconds_per_sample * 1e3, p.bytes_per_sample, format_bytes(static_cast<uint64_t>(p.open_bytes)).c_str(),
                  static_cast<ull>(p.samples_measured));
+  }
+  for (size_t s = 0; s < r.input.shuffles.size() && s < config.sources.size(); ++s) {
+    const ShuffleReport& x = r.input.shuffles[s];
+    if (!x.order.blocks) continue;
+    const double uniform = uniform_mean_gap(x.samples);
+    text += line("  shuffle of %s: blocks of %llu records, %llu a window; neighbours in a rank's batch %.0f records apart "
+                 "(uniform: %.0f, x%.3f)\n",
+                 config.sources[s].name.c_str(), static_cast<ull>(x.order.block_records),
+                 static_cast<ull>(x.order.window_blocks), x.locality.mean_gap(), uniform,
+                 uniform > 0 ? x.locality.mean_gap() / uniform : 0.0);
   }
   for (const Takeover& t : r.input.takeovers)
     text += line("  takeover: loader %d by shadow %d before step %llu, %llu requests, %.0f ms after it went quiet\n",

@@ -26,6 +26,7 @@ struct SummaryInput {
   double planner_work_seconds = 0.0, planner_work_cpu_seconds = 0.0, planner_placement_cpu_seconds = 0.0;
   uint64_t planner_messages_received = 0, planner_messages_sent = 0, planner_busy_passes = 0;
   std::vector<SourceProfile> profiles;  // the planner's: per source (empty elsewhere, and colocated)
+  std::vector<ShuffleReport> shuffles;  // the planner's: per source (empty elsewhere, and colocated)
   std::vector<uint64_t> document_digests;  // the planner's, per delivered step (empty colocated)
   PlacementReport placement;               // the planner's (empty colocated)
 };

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -245,6 +246,38 @@ TEST_CASE("resume refuses a configuration that changes the stream", "[checkpoint
     const Config config = parse(changed);
     CHECK_THROWS_WITH(check_resumable(c, config, c.data), Catch::Contains("--resume: ") && Catch::Contains(option));
   }
+}
+
+TEST_CASE("resume compares each source's stream order, taking a checkpoint without the option as uniform", "[checkpoint]") {
+  PlannerCheckpoint c = sample_checkpoint(10);
+  const Config config = parse(job_args());
+  // The checkpoint of a run from before source.NAME.shuffle existed.
+  std::string old_ini;
+  std::istringstream lines(c.config_ini);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("shuffle", 0) != 0) old_ini += line + "\n";
+  c.config_ini = old_ini;
+  DataFingerprint plain;
+  plain.files = {{0, "/data/web/a.jsonl", 10, 1}, {1, "/data/corpus/a.idx", 10, 2}};
+  c.data = plain;
+  check_resumable(c, config, plain);  // auto on plain files is the uniform order it took
+  DataFingerprint compressed = plain;
+  compressed.files[0].path = "/data/web/a.jsonl.zst";
+  c.data = compressed;
+  CHECK_THROWS_WITH(check_resumable(c, config, compressed),
+                    Catch::Contains("source.web.shuffle") && Catch::Contains("was uniform") &&
+                        Catch::Contains("is block (1024 records a block, 16 a window) now"));
+  auto uniform = job_args();
+  uniform.push_back("--source.web.shuffle=uniform");
+  check_resumable(c, parse(uniform), compressed);
+  // Spelled otherwise, the same order: block options do nothing under the uniform order.
+  uniform.push_back("--source.web.shuffle_block_records=7");
+  check_resumable(c, parse(uniform), compressed);
+  // The cache of decoded blocks does not change the stream.
+  auto cache = job_args();
+  cache.push_back("--source.web.cache_mib=1");
+  c.data = plain;
+  check_resumable(c, parse(cache), plain);
 }
 
 TEST_CASE("a planner checkpoint changed after it was written is refused, naming where", "[checkpoint][integrity]") {
