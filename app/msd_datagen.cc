@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   po::options_description described(
       "Usage: msd-datagen --out DIR [options]\n\n"
       "Writes a synthetic dataset of web text (web/*.jsonl, or .jsonl.zst / .jsonl.gz\n"
-      "with --compress), long documents (books/*.jsonl), image-text pairs\n"
+      "with --compress, or web/*.parquet with --format parquet), long documents (books/*.jsonl), image-text pairs\n"
       "(images/*.tar, WebDataset), a pre-tokenized corpus (corpus/*.bin/.idx,\n"
       "Megatron MMIDIDX) and the BPE vocabulary it was tokenized with\n"
       "(vocab.tiktoken). The same options give byte-identical files.\n"
@@ -49,7 +49,10 @@ int main(int argc, char** argv) {
       ("compress", po::value(&options.compress)->default_value("none"),
        "none | zst | gz: write the web text compressed, as web/*.jsonl.zst (zstd frames of about 256 KiB, so a "
        "random read decompresses one frame) or web/*.jsonl.gz (one gzip member); sources read either as format "
-       "jsonl, with path web/*.jsonl*")
+       "jsonl, with path web/*.jsonl*; with --format parquet, the pages' codec (none, zst, gz or snappy)")
+      ("format", po::value(&options.format)->default_value(options.format),
+       "jsonl | parquet: write the web text as JSON lines, or as Parquet (web/*.parquet: columns id, url and text, "
+       "row groups of 1000 rows; read as format parquet)")
       ("threads", po::value(&options.threads)->default_value(0), "worker threads; 0: one per core (at most 8)")
       ("force", po::bool_switch(&options.force), "regenerate even when DIR holds this dataset already")
       ("quiet,q", "no progress lines");

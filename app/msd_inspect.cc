@@ -23,17 +23,20 @@ int main(int argc, char** argv) {
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")
-      ("source,s", po::value(&options.source), "FORMAT:PATH_OR_GLOB; FORMAT is jsonl, wds or indexed (indexed: "
-                                               "the globs name the .idx files); comma-separated globs allowed")
+      ("source,s", po::value(&options.source), "FORMAT:PATH_OR_GLOB; FORMAT is jsonl, wds, indexed or parquet "
+                                               "(indexed: the globs name the .idx files); comma-separated globs allowed")
       ("sample,i", po::value(&options.sample)->default_value(options.sample), "file-order index of the sample to show")
       ("vocab", po::value(&options.vocab), "tiktoken vocabulary: tokenize text and captions as a loader would")
       ("pattern", po::value(&options.pattern)->default_value(options.pattern),
        "pre-tokenization pattern: cl100k, o200k, gpt2, r50k, p50k or a regex")
       ("max-side", po::value(&options.max_side)->default_value(options.max_side), "longest image side after resizing, pixels")
       ("patch", po::value(&options.patch)->default_value(options.patch), "image patch side, pixels")
-      ("text-field", po::value(&options.text_field)->default_value(options.text_field), "jsonl: field holding the text")
+      ("text-field", po::value(&options.text_field)->default_value(options.text_field),
+       "jsonl: field holding the text; parquet: its column")
       ("caption-field", po::value(&options.caption_field)->default_value(options.caption_field),
-       "wds: field of a .json caption (else \"text\")")
+       "wds: field of a .json caption (else \"text\"); parquet with --image-field: the caption's column")
+      ("image-field", po::value(&options.image_field),
+       "parquet: column of the image bytes (\"a.b\": field b of struct column a); set: image-text samples")
       ("cache-dir", po::value(&options.cache_dir), "where index caches go (default: beside the data, else ~/.cache/msd)");
   return msd::cli::guarded("msd-inspect", [&] {
     if (!msd::cli::parse_or_help(argc, argv, described)) return 0;

@@ -23,6 +23,7 @@
 #include "datagen/text_gen.h"
 #include "source/indexed/indexed_source.h"
 #include "source/jsonl/compressed.h"
+#include "source/parquet/parquet_writer.h"
 #include "source/wds/tar.h"
 #include "transform/tokenizer/tokenizer.h"
 
@@ -114,13 +115,32 @@ void parallel_for(uint64_t items, unsigned workers, const std::function<void(uin
   if (first_error) std::rethrow_exception(first_error);
 }
 
-// The compression of --compress (zst, gz; none or empty: none).
-Compression compression_option(const std::string& name) {
-  if (name.empty() || name == "none") return Compression::none;
-  if (name == "zst") return Compression::zstd;
-  if (name == "gz") return Compression::gzip;
-  throw ConfigError(str("--compress: unknown compression '", name, "' (expected none, zst or gz)"));
+// How the web part is stored: --format (jsonl, parquet) and --compress
+// (none, zst, gz; snappy for parquet only).
+struct WebFormat {
+  bool parquet = false;
+  Compression compression = Compression::none;  // jsonl
+  int32_t codec = static_cast<int32_t>(ParquetCodec::uncompressed);  // parquet
+};
+
+WebFormat web_format(const DatagenOptions& options) {
+  WebFormat format;
+  const std::string& name = options.compress;
+  if (options.format != "jsonl" && options.format != "parquet")
+    throw ConfigError(str("--format: unknown format '", options.format, "' (expected jsonl or parquet)"));
+  format.parquet = options.format == "parquet";
+  if (name.empty() || name == "none") return format;
+  if (name == "zst") format.compression = Compression::zstd, format.codec = static_cast<int32_t>(ParquetCodec::zstd);
+  else if (name == "gz") format.compression = Compression::gzip, format.codec = static_cast<int32_t>(ParquetCodec::gzip);
+  else if (name == "snappy" && format.parquet) format.codec = static_cast<int32_t>(ParquetCodec::snappy);
+  else throw ConfigError(str("--compress: unknown compression '", name, "' (expected none, zst or gz; snappy with --format parquet)"));
+  if (format.parquet) format.compression = Compression::none;
+  return format;
 }
+
+// Rows per row group of a Parquet web shard: about a MiB of this text, as
+// common writers' batches of a thousand rows make.
+constexpr uint64_t kParquetRowGroupRows = 1000;
 
 // A web shard as stored: as it is, or compressed. zstd in frames of about
 // kWebFrameBytes, each ending at a line's end, so a random read decompresses
@@ -257,7 +277,7 @@ class Generator {
         seed_(options.seed),
         text_(options.seed),
         damage_(plan_damage(options.seed, counts)),
-        web_compression_(compression_option(options.compress)),
+        web_(web_format(options)),
         workers_(options.threads != 0 ? options.threads : std::clamp(std::thread::hardware_concurrency(), 1u, 8u)) {}
 
   void run(DatagenResult& result) {
@@ -339,11 +359,19 @@ class Generator {
     PartSummary summary;
     summary.shards.resize(shards);
     const auto& damage = damage_of(damage_, part);
-    const Compression compression = part == "web" ? web_compression_ : Compression::none;
+    const Compression compression = part == "web" ? web_.compression : Compression::none;
+    const bool parquet = part == "web" && web_.parquet;
     parallel_for(shards, workers_, [&](uint64_t shard, unsigned) {
       const auto [first, last] = shard_range(records, shards, shard);
       ShardResult& out = summary.shards[shard];
-      out.file.path = shard_path(part, shard, shard_extension(compression));
+      out.file.path = shard_path(part, shard, parquet ? ".parquet" : shard_extension(compression));
+      if (parquet) {
+        const std::string stored = parquet_shard(first, last, damage, out);
+        write_bytes(path(out.file.path), stored);
+        out.file.samples = last - first;
+        out.file.bytes = stored.size();
+        return;
+      }
       std::string bytes;
       for (uint64_t index = first; index < last; ++index) {
         const auto planned = damage.find(index);
@@ -362,6 +390,32 @@ class Generator {
     log_info(part, ": ", records, " documents in ", shards, " shards, ", fixed(megabytes(summary.bytes()), 1), " MB, ",
              fixed(seconds_since(start), 2), " s");
     collect(summary, result);
+  }
+
+  // A web shard as Parquet (--format parquet): columns id, url and text in
+  // row groups of kParquetRowGroupRows, PLAIN, one codec. A record the JSON
+  // lines would cut has a null text (missing_field); an invalid_utf8 one
+  // holds the same broken bytes. Bad records' offsets are rows of the file.
+  std::string parquet_shard(uint64_t first, uint64_t last, const std::map<uint64_t, Damage>& damage,
+                            ShardResult& out) const {
+    ParquetWriteColumn id{"id", {}}, url{"url", {}}, text{"text", {}};
+    for (uint64_t index = first; index < last; ++index) {
+      Rng rng(derive_seed(seed_, {web_stream, index, 1}));
+      std::string document_text = document(TextStyle::web, index);
+      id.values.emplace_back(record_id("web-", index));
+      url.values.emplace_back(text_.url(rng));
+      const auto planned = damage.find(index);
+      if (planned == damage.end()) {
+        text.values.emplace_back(std::move(document_text));
+        continue;
+      }
+      const bool cut = planned->second == Damage::cut_json;
+      out.bad_records.push_back({"web", out.file.path, index - first, cut ? BadKind::missing_field : BadKind::invalid_utf8,
+                                 str(record_id("web-", index), cut ? ": null text" : ": bytes 80, C3 28 and FF inside the text")});
+      if (cut) text.values.emplace_back();
+      else text.values.emplace_back(document_text.substr(0, 200) + " \x80 \xC3( \xFF end");
+    }
+    return write_parquet({id, url, text}, {.codec = web_.codec, .row_group_rows = kParquetRowGroupRows});
   }
 
   static void collect(PartSummary& summary, DatagenResult& result) {
@@ -514,7 +568,7 @@ class Generator {
   const uint64_t seed_;
   const TextGenerator text_;
   const DamagePlan damage_;
-  const Compression web_compression_;
+  const WebFormat web_;
   const unsigned workers_;
 };
 
@@ -522,11 +576,12 @@ class Generator {
 // whose MANIFEST starts with the same lines holds exactly this dataset. The
 // compression line is there only for a compressed web part, so the MANIFEST of
 // an uncompressed dataset is what it was before the option existed.
-std::string manifest_options(uint64_t seed, const DatasetCounts& counts, Compression web_compression) {
+std::string manifest_options(uint64_t seed, const DatasetCounts& counts, const WebFormat& web) {
   std::string options = str(manifest_magic, "\nseed ", seed, "\nweb_docs ", counts.web_docs, "\nlong_docs ", counts.long_docs,
                             "\nimages ", counts.images, "\nindexed_docs ", counts.indexed_docs, "\nvocab_size ",
                             counts.vocab_size, "\nbad_samples ", counts.bad_samples, "\n");
-  if (web_compression != Compression::none) options += str("web_compression ", compression_name(web_compression), "\n");
+  if (web.compression != Compression::none) options += str("web_compression ", compression_name(web.compression), "\n");
+  if (web.parquet) options += str("web_format parquet ", parquet_codec_name(web.codec), "\n");
   return options;
 }
 
@@ -612,7 +667,7 @@ DatagenResult generate_dataset(const DatagenOptions& options) {
   if (options.out_dir.empty()) throw ConfigError("--out: the dataset directory is required");
   const auto start = Clock::now();
   const DatasetCounts counts = resolve_counts(options);
-  const std::string header = manifest_options(options.seed, counts, compression_option(options.compress));
+  const std::string header = manifest_options(options.seed, counts, web_format(options));
   const std::string manifest_path = join_path(options.out_dir, manifest_name);
   DatagenResult result;
 

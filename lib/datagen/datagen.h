@@ -2,7 +2,8 @@
 // benchmarks run on. From one seed it writes, under one directory:
 //
 //   web/web-NNNN.jsonl         short web-like documents  {"id","url","text"}
-//                              (.jsonl.zst or .jsonl.gz with DatagenOptions::compress)
+//                              (.jsonl.zst or .jsonl.gz with DatagenOptions::compress,
+//                              web-NNNN.parquet with DatagenOptions::format)
 //   books/books-NNNN.jsonl     long documents, same shape
 //   images/images-NNNN.tar     WebDataset shards: KEY.jpg + KEY.txt or KEY.json
 //   corpus/corpus-NNNN.bin/.idx  pre-tokenized Megatron MMIDIDX corpus
@@ -54,6 +55,10 @@ struct DatagenOptions {
   // offsets are then offsets in the decompressed bytes. Throws ConfigError for
   // another name.
   std::string compress;
+  // "parquet": the web shards are written as Parquet (web-NNNN.parquet,
+  // columns id, url and text; --compress none, zst, gz or snappy picks the
+  // pages' codec; source/parquet/parquet_writer.h); default "jsonl".
+  std::string format = "jsonl";
   bool force = false;   // regenerate even when out_dir holds a complete dataset
   unsigned threads = 0; // worker threads; 0: the machine's cores, at most 8. Does not change the output.
 };

@@ -5,11 +5,13 @@
 #include <iomanip>
 #include <memory>
 #include <ostream>
+#include <set>
 
 #include "common/error.h"
 #include "common/files.h"
 #include "source/indexed/indexed_source.h"
 #include "source/jsonl/jsonl_source.h"
+#include "source/parquet/parquet_source.h"
 #include "source/wds/wds_source.h"
 #include "transform/image/image.h"
 #include "transform/tokenizer/tokenizer.h"
@@ -43,6 +45,39 @@ void print_ids(std::ostream& out, const std::vector<int32_t>& ids, size_t max_id
   out << '\n';
 }
 
+// How the source was indexed, a Parquet source's row groups and codecs, and
+// the order its stream takes (shuffle_order).
+void print_index(std::ostream& out, const Source& source, const SourceConfig& config, const std::vector<std::string>& files) {
+  const IndexCounts* counts = nullptr;
+  if (auto* jsonl = dynamic_cast<const JsonlSource*>(&source)) counts = &jsonl->index_counts();
+  if (auto* wds = dynamic_cast<const WdsSource*>(&source)) counts = &wds->index_counts();
+  if (auto* parquet = dynamic_cast<const ParquetSource*>(&source)) {
+    counts = &parquet->index_counts();
+    size_t groups = 0;
+    uint64_t stored = 0, decoded = 0;
+    std::set<std::string> codecs;
+    for (size_t f = 0; f < parquet->file_count(); ++f)
+      for (size_t g = 0; g < parquet->row_groups(f); ++g, ++groups) {
+        const ParquetChunk& chunk = parquet->text_chunk(f, g);
+        stored += chunk.compressed_bytes;
+        decoded += chunk.uncompressed_bytes;
+        codecs.insert(parquet_codec_name(chunk.codec));
+      }
+    std::string names;
+    for (const std::string& codec : codecs) names += (names.empty() ? "" : ", ") + codec;
+    out << "row groups: " << groups << " (" << (groups > 0 ? source.size() / groups : 0) << " rows each on average); column '"
+        << (config.image_field.empty() ? config.text_field : config.caption_field) << "': " << stored << " bytes stored, "
+        << decoded << " decoded, codec " << names << '\n';
+  }
+  if (counts != nullptr)
+    out << "index: " << counts->scanned << " file(s) scanned, " << counts->cached << " from cache\n";
+  const ShuffleOrder order = shuffle_order(config, files);
+  out << "order: "
+      << (order.blocks ? str("block (", order.block_records, " records a block, ", order.window_blocks, " blocks a window)")
+                       : std::string("uniform"))
+      << '\n';
+}
+
 uint64_t nearest_rank(const std::vector<uint64_t>& sorted, double fraction) {
   auto rank = static_cast<size_t>(std::ceil(fraction * static_cast<double>(sorted.size())));
   return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
@@ -60,6 +95,7 @@ SourceConfig parse_source_spec(const std::string& spec, const InspectOptions& op
   config.path = spec.substr(colon + 1);
   config.text_field = options.text_field;
   config.caption_field = options.caption_field;
+  config.image_field = options.image_field;
   return config;
 }
 
@@ -104,11 +140,7 @@ void run_inspect(const InspectOptions& options, std::ostream& out) {
   out << "length (" << unit << (stats.count < source->size() ? str(", ", stats.count, " evenly spaced samples") : "")
       << "): min " << stats.min << "  mean " << std::fixed << std::setprecision(1) << stats.mean << "  p50 "
       << stats.p50 << "  p90 " << stats.p90 << "  p99 " << stats.p99 << "  max " << stats.max << '\n';
-  const IndexCounts* counts = nullptr;
-  if (auto* jsonl = dynamic_cast<JsonlSource*>(source.get())) counts = &jsonl->index_counts();
-  if (auto* wds = dynamic_cast<WdsSource*>(source.get())) counts = &wds->index_counts();
-  if (counts != nullptr)
-    out << "index: " << counts->scanned << " file(s) scanned, " << counts->cached << " from cache\n";
+  print_index(out, *source, config, files);
   out << "open state: " << source->state_bytes() << " bytes\n";
 
   if (options.sample >= source->size())
@@ -116,7 +148,8 @@ void run_inspect(const InspectOptions& options, std::ostream& out) {
                           " samples)"));
   RawSample raw;
   source->read(options.sample, raw);
-  out << "sample " << options.sample << ": " << raw.where.file << " offset " << raw.where.offset << '\n';
+  const bool rows = dynamic_cast<const ParquetSource*>(source.get()) != nullptr;  // locate() gives a row there
+  out << "sample " << options.sample << ": " << raw.where.file << (rows ? " row " : " offset ") << raw.where.offset << '\n';
   if (raw.bad != BadKind::none) {
     out << "bad sample: " << bad_kind_name(raw.bad) << ": " << raw.reason << '\n';
     return;

@@ -19,8 +19,9 @@ struct InspectOptions {
   std::string pattern = "cl100k";   // pre-tokenization pattern (TokenizerOptions)
   uint32_t max_side = 224;      // image resize bound, pixels
   uint32_t patch = 16;          // image patch side, pixels
-  std::string text_field = "text";        // jsonl
-  std::string caption_field = "caption";  // wds .json captions
+  std::string text_field = "text";        // jsonl field, parquet column
+  std::string caption_field = "caption";  // wds .json captions; parquet image-text: the caption column
+  std::string image_field;                // parquet: the image column; set: image-text
   std::string cache_dir;        // index caches (SourceOptions); empty: beside the data
   size_t max_text_chars = 300;  // longer text is cut (at a UTF-8 boundary) with "..."
 };

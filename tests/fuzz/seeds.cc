@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <span>
 #include <sstream>
 
@@ -13,6 +14,7 @@
 #include "datagen/datagen.h"
 #include "datagen/image_gen.h"
 #include "fuzz/targets.h"
+#include "source/parquet/parquet_writer.h"
 #include "source/wds/tar.h"
 
 namespace msd::fuzz {
@@ -96,6 +98,24 @@ std::vector<Input> ini_seeds(const std::string& source_dir) {
   for (const char* name : {"configs/demo.ini", "configs/bench-longctx.ini", "tests/data/config/full.ini"}) {
     seeds.push_back({{"job.ini", slurp(source_dir + "/" + name)}});
   }
+  return seeds;
+}
+
+std::vector<Input> parquet_seeds(const std::string& source_dir) {
+  std::vector<Input> seeds;
+  std::vector<std::optional<std::string>> texts;
+  for (int i = 0; i < 40; ++i)
+    texts.push_back(i % 9 == 4 ? std::nullopt : std::optional<std::string>(str("row ", i % 7, " text ", i)));
+  for (const auto codec : {ParquetCodec::uncompressed, ParquetCodec::snappy, ParquetCodec::gzip, ParquetCodec::zstd}) {
+    const ParquetWriteOptions options{.codec = static_cast<int32_t>(codec),
+                                      .dictionary = codec == ParquetCodec::snappy || codec == ParquetCodec::zstd,
+                                      .row_group_rows = 16,
+                                      .page_bytes = 64};
+    seeds.push_back({{"rows.parquet", write_parquet({{"text", texts}}, options)}});
+  }
+  for (const char* name : {"dict_v1_snappy", "dict_v2_zstd", "plain_v2_gzip", "delta_v1_zstd", "delta_length_v2_snappy",
+                           "repeats_v2_snappy", "required"})
+    seeds.push_back({{"rows.parquet", slurp(source_dir + "/tests/data/parquet/" + name + ".parquet")}});
   return seeds;
 }
 

@@ -15,6 +15,7 @@
 #include "msd/config.h"
 #include "source/indexed/indexed_source.h"
 #include "source/jsonl/jsonl_source.h"
+#include "source/parquet/parquet_source.h"
 #include "source/wds/tar.h"
 #include "source/wds/wds_source.h"
 #include "transform/tokenizer/tokenizer.h"
@@ -79,6 +80,14 @@ void run_jsonl(const std::vector<std::string>& paths, RunContext& context) {
 
 void run_wds(const std::vector<std::string>& paths, RunContext& context) {
   WdsSource source(paths, {.caption_field = "caption", .cache_dir = context.cache_dir});
+  drain(source, context);
+}
+
+void run_parquet(const std::vector<std::string>& paths, RunContext& context) {
+  ParquetOptions options;
+  options.cache_dir = context.cache_dir;
+  options.cache_bytes = 1 << 20;
+  ParquetSource source(paths, options);
   drain(source, context);
 }
 
@@ -156,6 +165,7 @@ std::vector<Target> make_targets(const std::string& work_dir, const std::string&
   return {
       {.name = "jsonl", .seeds = std::move(data.jsonl), .run = run_jsonl},
       {.name = "wds", .seeds = std::move(data.wds), .run = run_wds, .repair = repair_tar_checksums},
+      {.name = "parquet", .seeds = parquet_seeds(source_dir), .run = run_parquet},
       {.name = "jpeg", .seeds = std::move(jpeg), .run = run_jpeg},
       {.name = "indexed", .seeds = std::move(data.indexed), .main_file = 0, .run = run_indexed},
       {.name = "tiktoken", .seeds = std::move(data.tiktoken), .run = run_tiktoken},

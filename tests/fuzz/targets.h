@@ -62,6 +62,9 @@ struct DatasetSeeds {
 DatasetSeeds dataset_seeds(const std::string& work_dir);
 std::vector<Input> jpeg_seeds(const std::vector<Input>& wds_seeds);  // members of the shards, plus small pictures
 std::vector<Input> ini_seeds(const std::string& source_dir);         // configs/*.ini, tests/data/config
+// msd's writer in each codec, plain and dictionary, and parquet-wasm's files
+// of tests/data/parquet (each encoding and page version).
+std::vector<Input> parquet_seeds(const std::string& source_dir);
 std::vector<Input> checkpoint_seeds(const std::string& work_dir);    // planner checkpoints
 std::vector<Input> trace_seeds(const std::string& work_dir);         // plan traces
 Bytes slurp(const std::string& path);
