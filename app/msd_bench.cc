@@ -437,17 +437,19 @@ int compressed_main(int argc, char** argv) {
   bool json = false;
   uint64_t frame_kib = options.frame_bytes >> 10;
   uint64_t gzip_spacing_kib = options.gzip_spacing_bytes >> 10;
-  std::string variants = "zstd_frames,gzip,zstd_one_frame";
+  std::string variants = "zstd_frames,gzip,zstd_one_frame,parquet_zstd,parquet_snappy";
   po::options_description described(
       "Usage: msd-bench compressed [options]\n\n"
-      "Reading JSON lines compressed against reading them plain, on the same records in\n"
-      "this run: the plain .jsonl files are written again as zstd in frames\n"
-      "(zstd_frames, msd-datagen --compress zst), as one gzip member (gzip) and as zstd of\n"
-      "one frame (zstd_one_frame, what `zstd FILE` writes). For each: the index build\n"
-      "time and its cache's bytes and restart points, a second open from the cache, and\n"
-      "MB/s of uncompressed records read in a shuffled order, without and with\n"
-      "tokenizing (one thread), with the ratio to plain. Every record's text is compared\n"
-      "with the plain file's.\n\n"
+      "Reading compressed shards against reading the same records as plain JSON lines,\n"
+      "in this run: the plain .jsonl files are written again as zstd in frames\n"
+      "(zstd_frames, msd-datagen --compress zst), as one gzip member (gzip), as zstd of\n"
+      "one frame (zstd_one_frame, what `zstd FILE` writes) and as Parquet with zstd or\n"
+      "snappy pages (parquet_zstd, parquet_snappy; msd-datagen --format parquet). For\n"
+      "each: the index build time and its cache's bytes and restart points (row\n"
+      "groups), a second open from the cache, and MB/s of the records read in the\n"
+      "uniform shuffle and in the locality order (source.NAME.shuffle = block), without\n"
+      "and with tokenizing (one thread), with the ratio to plain's uniform row. Every\n"
+      "record's text is compared with the plain file's.\n\n"
       "Options");
   described.add_options()
       ("help,h", "print this help and exit")
@@ -457,18 +459,29 @@ int compressed_main(int argc, char** argv) {
       ("vocab", po::value(&options.vocab), "tiktoken vocabulary (default: DATA/vocab.tiktoken)")
       ("pattern", po::value(&options.pattern)->default_value(options.pattern), "pre-tokenization pattern")
       ("samples", po::value(&options.samples)->default_value(options.samples),
-       "records read per variant, a shuffled selection; 0: all")
+       "records read by plain's rows and by every block-order row, the first of their order; 0: all, an epoch")
+      ("uniform-samples", po::value(&options.uniform_samples)->default_value(options.uniform_samples),
+       "records read by the compressed variants' uniform rows (each read decompresses from its restart point); "
+       "0 leaves those rows out")
       ("one-frame-samples", po::value(&options.one_frame_samples)->default_value(options.one_frame_samples),
-       "records read from the one-frame zstd copies, at most (each read decompresses from the file's start); "
-       "0 leaves that variant out")
+       "records read by zstd_one_frame's uniform row, at most (each read decompresses from the file's start)")
       ("variants", po::value(&variants)->default_value(variants),
-       "compressed variants measured against plain, comma-separated: zstd_frames, gzip, zstd_one_frame")
+       "variants measured against plain, comma-separated: zstd_frames, gzip, zstd_one_frame, parquet_zstd, "
+       "parquet_snappy")
       ("frame-kib", po::value(&frame_kib)->default_value(frame_kib), "zstd_frames' frame size, KiB")
       ("gzip-spacing-kib", po::value(&gzip_spacing_kib)->default_value(gzip_spacing_kib),
        "least uncompressed KiB between two gzip restart points (each keeps a 32 KiB window)")
+      ("row-group-rows", po::value(&options.parquet_row_group_rows)->default_value(options.parquet_row_group_rows),
+       "rows per row group of the Parquet copies")
       ("zstd-level", po::value(&options.zstd_level)->default_value(options.zstd_level), "zstd compression level")
       ("gzip-level", po::value(&options.gzip_level)->default_value(options.gzip_level), "gzip compression level")
-      ("work-dir", po::value(&options.work_dir), "compressed copies and index caches (default: a new /tmp/msd-bench-compressed-*, removed)")
+      ("block-records", po::value(&options.block_records)->default_value(options.block_records),
+       "the locality order's block, in records (source.NAME.shuffle_block_records)")
+      ("window-blocks", po::value(&options.window_blocks)->default_value(options.window_blocks),
+       "blocks shuffled together (source.NAME.shuffle_window_blocks)")
+      ("cache-mib", po::value(&options.cache_mib)->default_value(options.cache_mib),
+       "decoded blocks a source keeps, MiB (source.NAME.cache_mib)")
+      ("work-dir", po::value(&options.work_dir), "the copies and index caches (default: a new /tmp/msd-bench-compressed-*, removed)")
       ("json", po::bool_switch(&json), "print one JSON object instead of text");
   if (!parse_or_help(argc, argv, described)) return 0;
   options.frame_bytes = frame_kib << 10;
@@ -493,7 +506,7 @@ constexpr Subcommand subcommands[] = {
     {"handoff", "client reads of loader windows vs memcpy and two-sided MPI, shared memory and network path", handoff_main},
     {"fanout", "the planner's work and messages per step over client ranks and data groups", fanout_main},
     {"handoff-worker", "(started by handoff under mpirun)", handoff_worker_main},
-    {"compressed", "reading .jsonl.zst and .jsonl.gz against plain .jsonl: index build, cache size, read+tokenize MB/s", compressed_main},
+    {"compressed", "reading .jsonl.zst, .jsonl.gz and Parquet against plain .jsonl, uniform and locality orders: index build, cache size, read+tokenize MB/s", compressed_main},
     {"scaling", "static, partition and online loader scaling through a text -> image curriculum shift", scaling_main},
 };
 

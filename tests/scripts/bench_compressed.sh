@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # msd-bench compressed at a tiny size, so the benchmark cannot rot: on the
-# fixture dataset's web text every variant reads the plain files' records
-# (no differences), reports positive rates and the index figures, as JSON with
-# the keys docs/formats.md quotes and as text; a bad option is refused.
+# fixture dataset's web text every variant (compressed JSON lines, Parquet)
+# reads the plain files' records in both orders (no differences), reports
+# positive rates and the index figures, and the block order decodes each
+# restart interval or row group about once, as JSON with the keys
+# docs/formats.md quotes and as text; a bad option is refused.
 source "$(dirname "$0")/common.sh"
 BENCH="$MSD_BUILD/app/msd-bench"
 
@@ -15,25 +17,38 @@ fail() {
 "$BENCH" --help | grep -q "compressed" || fail "msd-bench --help does not list compressed"
 "$BENCH" compressed --data "$DATA" --variants lz4 >/dev/null 2>&1 && fail "an unknown variant was accepted"
 
-"$BENCH" compressed --data "$DATA" --samples 120 --one-frame-samples 20 --frame-kib 16 --gzip-spacing-kib 16 \
+"$BENCH" compressed --data "$DATA" --samples 0 --uniform-samples 60 --one-frame-samples 20 --frame-kib 16 \
+  --gzip-spacing-kib 16 --row-group-rows 40 --block-records 16 --window-blocks 4 --cache-mib 4 \
   --json >"$WORK/bench.json" || fail "msd-bench compressed failed"
 python3 - "$WORK/bench.json" <<'PY' || fail "the JSON report is incomplete" "$WORK/bench.json"
 import json, sys
 report = json.load(open(sys.argv[1]))
-names = [v["name"] for v in report["variants"]]
-assert names == ["plain", "zstd_frames", "gzip", "zstd_one_frame"], names
+rows = [(v["name"], v["order"]) for v in report["variants"]]
+names = ["plain", "zstd_frames", "gzip", "zstd_one_frame", "parquet_zstd", "parquet_snappy"]
+assert rows == [(n, o) for n in names for o in ("uniform", "block")], rows
+records = report["records"]
 for v in report["variants"]:
     for key in ("stored_bytes", "compression_ratio", "index_build_s", "index_bytes", "index_bytes_per_mb", "reopen_s",
                 "state_bytes", "read_mb_per_s", "read_tokenize_mb_per_s", "read_vs_plain", "read_tokenize_vs_plain",
                 "tokens"):
-        assert v[key] > 0, (v["name"], key, v[key])
+        assert v[key] > 0, (v["name"], v["order"], key, v[key])
     assert v["mismatched_records"] == 0, v
-    assert v["uncompressed_bytes"] == report["variants"][0]["stored_bytes"], v
-    assert v["samples"] == (20 if v["name"] == "zstd_one_frame" else 120), v
-by_name = {v["name"]: v for v in report["variants"]}
-assert by_name["plain"]["restart_points"] == 0
-assert by_name["zstd_frames"]["restart_points"] > by_name["zstd_one_frame"]["restart_points"] == by_name["plain"]["files"]
-assert by_name["gzip"]["restart_points"] >= by_name["plain"]["files"]
+    if not v["name"].startswith("parquet"):
+        assert v["uncompressed_bytes"] == report["variants"][0]["stored_bytes"], v
+    uniform_rows = 20 if v["name"] == "zstd_one_frame" else 60
+    assert v["samples"] == (records if v["name"] == "plain" or v["order"] == "block" else uniform_rows), v
+by = {(v["name"], v["order"]): v for v in report["variants"]}
+plain = by[("plain", "uniform")]
+assert plain["restart_points"] == 0 and plain["blocks_decoded"] == 0
+assert by[("zstd_frames", "uniform")]["restart_points"] > by[("zstd_one_frame", "uniform")]["restart_points"] == plain["files"]
+assert by[("gzip", "uniform")]["restart_points"] >= plain["files"]
+# Row groups of 40 rows: a file's rows over 40, rounded up.
+assert by[("parquet_zstd", "block")]["restart_points"] >= records // 40
+# The block order decodes each block about once an epoch: far fewer decodes than records.
+for name in names[1:]:
+    block = by[(name, "block")]
+    assert block["blocks_decoded"] < records / 4, block
+    assert block["blocks_decoded"] >= block["restart_points"], block
 PY
 
 "$BENCH" compressed --data "$DATA" --samples 50 --variants gzip --work-dir "$WORK/kept" >"$WORK/bench.txt" ||
