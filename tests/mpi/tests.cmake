@@ -32,6 +32,7 @@ msd_add_script_test(bench_scaling SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/ben
 add_executable(fault_trainer mpi/fault_trainer.cc)
 target_link_libraries(fault_trainer PRIVATE msd::msd)
 foreach(script determinism layout megatron_paths world_size config_errors bench_throughput shadow resume resume_mesh resume_step
+        resume_locality
         hold_resume
         bad_input window_backpressure stuck_loader checkpoint_join stuck_peer fail_fast startup_watchdog soak metrics
         scaling_partition scaling trainer_faults checkpoint_owner signals)
