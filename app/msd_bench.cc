@@ -481,6 +481,8 @@ int compressed_main(int argc, char** argv) {
        "blocks shuffled together (source.NAME.shuffle_window_blocks)")
       ("cache-mib", po::value(&options.cache_mib)->default_value(options.cache_mib),
        "decoded blocks a source keeps, MiB (source.NAME.cache_mib)")
+      ("repeats", po::value(&options.repeats)->default_value(options.repeats),
+       "passes of each row; its rates are the fastest pass's")
       ("work-dir", po::value(&options.work_dir), "the copies and index caches (default: a new /tmp/msd-bench-compressed-*, removed)")
       ("json", po::bool_switch(&json), "print one JSON object instead of text");
   if (!parse_or_help(argc, argv, described)) return 0;

@@ -39,7 +39,7 @@ struct SourceConfig {
   // docs/formats.md "The locality order"): auto is block for a parquet
   // source and a jsonl source that reads a compressed file, else uniform.
   Shuffle shuffle = Shuffle::automatic;
-  uint64_t shuffle_block_records = 1024;  // block: consecutive records per block
+  uint64_t shuffle_block_records = 2048;  // block: consecutive records per block
   uint64_t shuffle_window_blocks = 16;    // block: blocks whose records are shuffled together
   // The decoded blocks (compressed restart intervals under the block order,
   // Parquet row groups) one open source keeps, in MiB (lib/source/block_cache.h).

@@ -14,14 +14,17 @@
 // of a second open from the cache. Then each variant reads records in the
 // two orders a source's stream can take (source/permutation.h), without and
 // with tokenizing their text, on one thread, each pass on a freshly opened
-// source (an empty cache of decoded blocks):
+// source (an empty cache of decoded blocks), the fastest of `repeats` passes
+// taken in turns over all rows:
 //   uniform  the uniform shuffle: plain's `samples` records; a compressed
 //            variant's first `uniform_samples` (each read decompresses from
 //            its restart point, a Parquet read decodes its row group);
 //   block    the locality order (block_records, window_blocks, cache_mib:
 //            the defaults of source.NAME.shuffle_*): `samples` records, the
 //            decoded blocks cached as the sources cache them.
-// Rates are MB (10^6 bytes) of the records' plain JSON lines per second, so
+// Rates are MB (10^6 bytes) of the records' plain JSON lines per second of
+// wall time and of the reading thread's CPU time (a shared machine stretches
+// the first, hardly the second), so
 // every row's rate is a rate of the same records and its ratio to plain's
 // uniform row is one of records per second. Each record read is compared with
 // the plain file's. app/msd_bench.cc only parses the command line.
@@ -55,9 +58,12 @@ struct CompressedBenchOptions {
   int gzip_level = 6;
   // The locality order and the cache of decoded blocks (source.NAME.shuffle_block_records,
   // shuffle_window_blocks, cache_mib; their defaults).
-  uint64_t block_records = 1024;
+  uint64_t block_records = 2048;
   uint64_t window_blocks = 16;
   uint64_t cache_mib = 64;
+  // Passes of each row, its rates the fastest pass's (load on a shared
+  // machine only ever slows a pass down).
+  uint32_t repeats = 1;
   std::string work_dir;  // where the copies and caches go; default a new /tmp/msd-bench-compressed-*, removed
 };
 
@@ -75,8 +81,10 @@ struct CompressedVariant {
   uint64_t state_bytes = 0;         // the open source's resident index (Source::state_bytes), before any read
   uint64_t samples = 0;             // records read
   uint64_t record_bytes = 0;        // their plain JSON lines' bytes
-  double read_mb_per_s = 0;
+  double read_mb_per_s = 0;           // wall time
   double read_tokenize_mb_per_s = 0;
+  double read_mb_per_cpu_s = 0;       // the reading thread's CPU time, which other processes do not stretch
+  double read_tokenize_mb_per_cpu_s = 0;
   uint64_t tokens = 0;
   uint64_t blocks_decoded = 0;      // restart intervals or row groups decoded by the read+tokenize pass (cache misses)
   uint64_t mismatched_records = 0;  // texts or bad verdicts differing from plain's
@@ -86,6 +94,7 @@ struct CompressedReport {
   std::string text_source;
   uint64_t records = 0;                     // in the plain files
   uint64_t block_records = 0, window_blocks = 0, cache_mib = 0;
+  uint32_t repeats = 1;                     // passes of each row, its rates the fastest's
   std::vector<CompressedVariant> variants;  // plain's rows first, uniform then block
 };
 
@@ -97,11 +106,13 @@ CompressedReport run_compressed_bench(const CompressedBenchOptions& options);
 std::string compressed_text(const CompressedReport& report);
 
 // One JSON object: text_source, records, block_records, window_blocks,
-// cache_mib, variants [{name, order, files, stored_bytes, compression_ratio,
+// cache_mib, repeats, variants [{name, order, files, stored_bytes, compression_ratio,
 // uncompressed_bytes, write_s, index_build_s, index_bytes,
 // index_bytes_per_mb, restart_points, reopen_s, state_bytes, samples,
 // record_bytes, read_mb_per_s, read_tokenize_mb_per_s, read_vs_plain,
-// read_tokenize_vs_plain, tokens, blocks_decoded, mismatched_records}].
+// read_tokenize_vs_plain, read_mb_per_cpu_s, read_tokenize_mb_per_cpu_s,
+// read_cpu_vs_plain, read_tokenize_cpu_vs_plain, tokens, blocks_decoded,
+// mismatched_records}].
 std::string compressed_json(const CompressedReport& report);
 
 }  // namespace msd::bench

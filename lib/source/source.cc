@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/files.h"
+#include "common/log.h"
 #include "source/indexed/indexed_source.h"
 #include "source/jsonl/jsonl_source.h"
 #include "source/parquet/parquet_source.h"
@@ -61,18 +62,41 @@ ShuffleOrder shuffle_order(const SourceConfig& config, const std::vector<std::st
   return {true, config.shuffle_block_records, config.shuffle_window_blocks};
 }
 
+namespace {
+
+// Under the block order a window's records are read together: their blocks
+// must fit the cache of decoded blocks, or blocks are decoded again before
+// all their records are read. Warns when the window's bytes (by the records'
+// mean stored size, over up to 1000 evenly spaced ones) exceed it.
+void warn_window_past_cache(const Source& source, const SourceConfig& config, const ShuffleOrder& order) {
+  const bool caches = config.format == "parquet" || (config.format == "jsonl" && order.blocks);
+  if (!order.blocks || !caches || source.kind() == SampleKind::tokens) return;
+  const uint64_t n = source.size(), probes = std::min<uint64_t>(n, 1000);
+  double sum = 0.0;
+  for (uint64_t k = 0; k < probes; ++k) sum += static_cast<double>(source.length_hint(k * n / probes));
+  const double window = sum / static_cast<double>(probes) * static_cast<double>(order.block_records) *
+                        static_cast<double>(std::min(order.window_blocks, n / order.block_records + 1));
+  if (window > static_cast<double>(config.cache_mib << 20))
+    log_warn("source.", config.name, ": a window of the block order holds about ", static_cast<uint64_t>(window / 1e6),
+             " MB (shuffle_block_records x shuffle_window_blocks records), more than source.", config.name,
+             ".cache_mib = ", config.cache_mib, ": blocks are decoded again before their records are all read; raise "
+             "cache_mib or make the window smaller (docs/formats.md \"The locality order\")");
+}
+
+}  // namespace
+
 std::unique_ptr<Source> open_source(const SourceConfig& config, std::vector<std::string> files,
                                     const SourceOptions& options) {
   const size_t file_count = files.size();
   std::unique_ptr<Source> source;
   const uint64_t cache_bytes = config.cache_mib << 20;
+  const ShuffleOrder order = shuffle_order(config, files);
   if (config.format == "jsonl") {
     // The restart intervals are cached only under the block order: under the
     // uniform one a record's neighbours in the stream are anywhere.
-    const bool blocks = shuffle_order(config, files).blocks;
     source = std::make_unique<JsonlSource>(
         std::move(files), JsonlOptions{.text_field = config.text_field, .cache_dir = options.cache_dir,
-                                       .cache_bytes = blocks ? cache_bytes : 0});
+                                       .cache_bytes = order.blocks ? cache_bytes : 0});
   } else if (config.format == "parquet") {
     const bool images = !config.image_field.empty();
     const std::string prefix = str("source.", config.name, ".");
@@ -91,6 +115,7 @@ std::unique_ptr<Source> open_source(const SourceConfig& config, std::vector<std:
   if (source->size() == 0)
     throw ConfigError(str("source.", config.name, ".path: the ", file_count, " file(s) matched by '", config.path,
                           "' hold no samples"));
+  warn_window_past_cache(*source, config, order);
   return source;
 }
 

@@ -601,6 +601,9 @@ bool decode_parquet_chunk(std::span<const unsigned char> bytes, const ParquetChu
   if (!parquet_codec_supported(chunk.codec))
     return fail(error, str("codec ", parquet_codec_name(chunk.codec), ", which msd does not read"));
   out.rows.reserve(static_cast<size_t>(std::min<uint64_t>(chunk.values, bytes.size() * 8)));
+  // The values take at most the pages' decompressed bytes (but for DELTA
+  // prefixes): reserved once, so a cached row group holds no slack.
+  out.bytes.reserve(static_cast<size_t>(std::min<uint64_t>(chunk.uncompressed_bytes, kMaxDecodedBytes)));
   ChunkDecoder decoder(chunk, column, out, error);
   size_t pos = 0;
   while (out.rows.size() < chunk.values) {
@@ -634,6 +637,9 @@ bool decode_parquet_chunk(std::span<const unsigned char> bytes, const ParquetChu
     else if (header.type != kIndexPage) ok = fail(error, str("a page of unknown type ", header.type));
     if (!ok) return failed();
   }
+  if (out.bytes.capacity() > out.bytes.size() + out.bytes.size() / 4) out.bytes.shrink_to_fit();
+  out.ends.shrink_to_fit();
+  out.rows.shrink_to_fit();
   return true;
 }
 

@@ -266,7 +266,7 @@ TEST_CASE("resume compares each source's stream order, taking a checkpoint witho
   c.data = compressed;
   CHECK_THROWS_WITH(check_resumable(c, config, compressed),
                     Catch::Contains("source.web.shuffle") && Catch::Contains("was uniform") &&
-                        Catch::Contains("is block (1024 records a block, 16 a window) now"));
+                        Catch::Contains("is block (2048 records a block, 16 a window) now"));
   auto uniform = job_args();
   uniform.push_back("--source.web.shuffle=uniform");
   check_resumable(c, parse(uniform), compressed);

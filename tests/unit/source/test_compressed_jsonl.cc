@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 #include "common/json_writer.h"
 #include "source/jsonl/compressed.h"
 #include "source/jsonl/jsonl_source.h"
+#include "source/source.h"
 #include "unit/scratch.h"
 #include "unit/skip.h"
 
@@ -188,6 +190,48 @@ TEST_CASE("compressed jsonl read through the restart-interval cache gives the pl
       if (cache_bytes == (uint64_t{64} << 10)) CHECK(compressed.cache().misses() == 0);
     }
   }
+}
+
+namespace {
+
+// What open_source writes to stderr (fd 2, where the log goes) for `config`.
+std::string open_source_log(const SourceConfig& config, const std::string& log_path) {
+  const int saved = ::dup(2);
+  const int file = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  REQUIRE((saved >= 0 && file >= 0));
+  ::dup2(file, 2);
+  ::close(file);
+  try {
+    open_source(config, {});
+  } catch (...) {
+    ::dup2(saved, 2);
+    ::close(saved);
+    throw;
+  }
+  ::dup2(saved, 2);
+  ::close(saved);
+  return read_bytes(log_path);
+}
+
+}  // namespace
+
+TEST_CASE("open_source warns when a window of the block order outgrows the cache of decoded blocks") {
+  TempDir dir;
+  write_bytes(dir / "a.jsonl.zst", zstd_compress_frames(corpus(1500), 32 << 10, 3));
+  SourceConfig config;
+  config.name = "web";
+  config.format = "jsonl";
+  config.path = dir / "a.jsonl.zst";
+  config.cache_mib = 1;
+  config.shuffle_block_records = 16;  // a window of 64 records: tens of KB
+  config.shuffle_window_blocks = 4;
+  CHECK(open_source_log(config, dir / "fits.log").find("window") == std::string::npos);
+  config.shuffle_block_records = 100000;  // every record in one block: past 1 MiB
+  const std::string log = open_source_log(config, dir / "past.log");
+  CHECK_THAT(log, Catch::Contains("source.web: a window of the block order holds about") &&
+                      Catch::Contains("source.web.cache_mib = 1"));
+  config.shuffle = Shuffle::uniform;  // no blocks, nothing cached: nothing to warn of
+  CHECK(open_source_log(config, dir / "uniform.log").find("window") == std::string::npos);
 }
 
 TEST_CASE("compressed jsonl made by the zstd, pzstd and gzip tools reads as the plain file", "[compress_tools]") {
