@@ -118,6 +118,7 @@ bool PlannerRole::try_plan_step() {
   if (delivered) {
     report_.tokens += record.tokens;
     acks_.sent(step, std::chrono::steady_clock::now());
+    job_.end_startup();
   }
   in_flight_[step] = std::move(record);
   if (!delivered) complete_step(step);

@@ -27,6 +27,7 @@ msd_add_script_test(bench_memory SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/benc
 msd_add_script_test(bench_handoff SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_handoff.sh TIMEOUT 300)
 msd_add_script_test(bench_fanout SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_fanout.sh TIMEOUT 300)
 msd_add_script_test(bench_scaling SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_scaling.sh TIMEOUT 300)
+msd_add_script_test(bench_startup SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_startup.sh TIMEOUT 300)
 
 # A tiny C++ trainer that throws, unwinds or finishes early (tests/scripts/trainer_faults.sh).
 add_executable(fault_trainer mpi/fault_trainer.cc)
