@@ -425,11 +425,12 @@ std::unique_ptr<PlannerRole> JobImpl::make_planner(const std::vector<LoaderHello
     ctx.checkpoint_identity = {ctx.config.job.seed & kIdentityMask, stream_config_digest(ctx.config) & kIdentityMask,
                                fingerprint_digest(data) & kIdentityMask};
   std::optional<PlannerCheckpoint> resume;
-  if (ckpt.resuming()) resume = find_resume_checkpoint(ctx.config, data);
+  std::vector<std::string> changes;  // a changed mixture's, when the resume continues under one
+  if (ckpt.resuming()) resume = find_resume_checkpoint(ctx.config, data, &changes);
   if (!resume) prepare_fresh_start(ctx.config);  // never over an earlier run's checkpoints
   // The first step delivered: the trainer's step, or the checkpoint's.
   ctx.first_step = ckpt.resume_step.value_or(resume ? resume->step : 0);
-  return std::make_unique<PlannerRole>(ctx, infos, resume, std::move(data));
+  return std::make_unique<PlannerRole>(ctx, infos, resume, std::move(data), !changes.empty());
 }
 
 Job::Job(const Config& config, MPI_Comm world) : impl_(std::make_unique<JobImpl>(config, world)) {

@@ -23,7 +23,7 @@ struct FileFingerprint {
   uint64_t digest = 0;  // of the first and last kFingerprintBlockBytes (the whole file when smaller)
   // The reader's samples of the file (0 for an indexed source's .bin, and
   // when not known: fingerprint_data does not open the sources); not part of
-  // the comparison or the digest.
+  // fingerprint_differences or fingerprint_digest.
   uint64_t samples = 0;
   bool operator==(const FileFingerprint&) const = default;
 };
