@@ -41,6 +41,17 @@ bool ensure_directory(const std::string& dir) {
 }
 
 thread_local IndexCacheScope* active_scope = nullptr;
+
+// Appends the Digest of `digested` to `bytes`; `digested` may view `bytes`
+// itself (it is digested before `bytes` grows).
+void append_digest(std::vector<unsigned char>& bytes, std::span<const unsigned char> digested) {
+  Digest digest;
+  digest.update(digested.data(), digested.size());
+  const uint64_t value = digest.value();
+  const auto* p = reinterpret_cast<const unsigned char*>(&value);
+  bytes.insert(bytes.end(), p, p + sizeof value);
+}
+
 constexpr char bundle_magic[8] = {'M', 'S', 'D', 'B', 'U', 'N', 'D', 'L'};
 constexpr uint32_t bundle_version = 1;
 
@@ -151,11 +162,7 @@ void store_index_cache(const std::string& cache_path, uint32_t format_tag, uint3
   writer.put(uint64_t{payload.size()});
   std::vector<unsigned char> bytes(writer.bytes().begin(), writer.bytes().end());
   bytes.insert(bytes.end(), payload.begin(), payload.end());
-  Digest digest;
-  digest.update(payload.data(), payload.size());
-  uint64_t value = digest.value();
-  const auto* p = reinterpret_cast<const unsigned char*>(&value);
-  bytes.insert(bytes.end(), p, p + sizeof value);
+  append_digest(bytes, payload);
   try {
     write_file_atomic(cache_path, bytes);
   } catch (const IoError& error) {
@@ -239,11 +246,7 @@ void IndexCacheScope::write_bundle(const std::string& path) const {
     writer.put_all(std::span<const unsigned char>(bytes));
   }
   std::vector<unsigned char> out(writer.bytes().begin(), writer.bytes().end());
-  Digest digest;
-  digest.update(out.data(), out.size());
-  const uint64_t value = digest.value();
-  const auto* p = reinterpret_cast<const unsigned char*>(&value);
-  out.insert(out.end(), p, p + sizeof value);
+  append_digest(out, out);
   try {
     write_file_atomic(path, out);
   } catch (const IoError& error) {

@@ -12,6 +12,7 @@
 #include "checkpoint/planner_checkpoint.h"
 #include "common/error.h"
 #include "plan/step/mix.h"
+#include "unit/checkpoint/parse_config.h"
 #include "unit/scratch.h"
 
 namespace fs = std::filesystem;
@@ -19,12 +20,7 @@ using namespace msd;
 
 namespace {
 
-Config parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "msd-run");
-  std::vector<const char*> argv;
-  for (const auto& arg : args) argv.push_back(arg.c_str());
-  return parse_command_line(static_cast<int>(argv.size()), argv.data()).config;
-}
+Config parse(std::vector<std::string> args) { return test::parse_config(std::move(args)); }
 
 // A JSON-lines file of `lines` documents.
 void write_docs(const std::string& path, int lines, const std::string& tag) {

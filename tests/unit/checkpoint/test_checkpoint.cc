@@ -16,6 +16,7 @@
 #include "msd/config.h"
 #include "source/fingerprint.h"
 #include "tools/h5_poke.h"
+#include "unit/checkpoint/parse_config.h"
 #include "unit/scratch.h"
 
 namespace fs = std::filesystem;
@@ -24,12 +25,7 @@ using test::scratch_dir;
 
 namespace {
 
-Config parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "msd-run");
-  std::vector<const char*> argv;
-  for (const auto& arg : args) argv.push_back(arg.c_str());
-  return parse_command_line(static_cast<int>(argv.size()), argv.data()).config;
-}
+Config parse(std::vector<std::string> args) { return test::parse_config(std::move(args)); }
 
 std::vector<std::string> job_args() {
   return {"--mix.sources=web,corpus", "--source.web.format=jsonl", "--source.web.path=/data/web/*.jsonl",
