@@ -149,7 +149,7 @@ StartupRun run_once(const StartupRow& row, const std::string& config, const std:
     args.push_back("--job.mode=colocated_samples");
     args.push_back(str("--topology.dp=", row.ranks));
   } else {
-    // A real job checkpoints: the planner fingerprints the data and writes
+    // A real job checkpoints: the loaders fingerprint the data and the planner writes
     // the trace's header at start-up.
     args.push_back(str("--checkpoint.dir=", work, "/checkpoints-", label));
   }
