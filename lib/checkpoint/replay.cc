@@ -1,5 +1,6 @@
 #include "checkpoint/replay.h"
 
+#include "checkpoint/changed_mix.h"
 #include "checkpoint/file_kind.h"
 
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "checkpoint/step_files.h"
 #include "source/fingerprint.h"
 #include "source/permutation.h"
+#include "source/stream_order.h"
 #include "source/source.h"
 
 namespace msd {
@@ -62,14 +64,14 @@ Divergence divergence_at(const Config& config, uint64_t step, int group, std::st
 // first difference. `row` ends at the first row after them (the documents of
 // earlier steps the hold delivers here).
 std::optional<std::string> replay_samples(const TraceHeader& header, const std::vector<uint32_t>& quota,
-                                          std::vector<uint64_t>& cursor, const std::vector<TraceSample>& recorded,
-                                          size_t& row) {
+                                          const std::vector<StreamOrder>& orders, std::vector<uint64_t>& cursor,
+                                          const std::vector<TraceSample>& recorded, size_t& row) {
   row = 0;
   for (uint32_t s = 0; s < quota.size(); ++s) {
     uint32_t good = 0;
     while (good < quota[s]) {
       const uint64_t c = cursor[s];
-      const StreamPosition pos = stream_position(header.seed, s, header.source_samples[s], c);
+      const StreamPosition pos{orders[s].epoch(c), orders[s].index(c)};
       const TraceSample want{s, 0, c, pos.index, 0, 0};
       if (row >= recorded.size())
         return str("the step ends after ", recorded.size(), " samples; expected next: ", describe(want, header),
@@ -137,6 +139,38 @@ std::optional<Divergence> compare_pieces(const Config& config, uint64_t step, co
                            describe(extra)));
 }
 
+// The streams' orders of a checkpoint's state (keys, eras: changed_mix.h).
+std::vector<StreamOrder> stream_orders(const PlannerCheckpoint& state) {
+  std::vector<StreamOrder> orders;
+  for (uint32_t s = 0; s < state.source_samples.size(); ++s) {
+    const uint32_t key = state.stream_keys.empty() ? s : state.stream_keys[s];
+    if (s < state.stream_eras.size() && !state.stream_eras[s].empty())
+      orders.emplace_back(state.seed, key, state.stream_eras[s]);
+    else
+      orders.emplace_back(state.seed, key, state.source_samples[s]);
+  }
+  return orders;
+}
+
+// The state a trace that begins at `start`'s step continues from: `start`
+// itself, or, when the trace's run resumed it under a changed mixture (the
+// trace's configuration changes the checkpoint's mix), the state continued
+// under it, as the run did (the trace's header has the data's fingerprint).
+PlannerCheckpoint continued_start(const PlannerCheckpoint& start, const Config& config, const TraceHeader& header) {
+  if (start.seed != header.seed) throw ConfigError("the checkpoint is of another run (its seed differs from the trace's)");
+  PlannerCheckpoint state = start;
+  const ResumeChanges changes = resume_changes(start, config, header.data);
+  if (changes.options_changed || changes.files_changed) {
+    if (!changes.refused.empty())
+      throw ConfigError(str("the checkpoint is of another run: ", changes.refused));
+    std::vector<std::string> lines;
+    state = continue_with_changed_mix(start, config, header.data, lines);
+  }
+  if (state.source_samples != header.source_samples)
+    throw ConfigError("the checkpoint is of another run (its source sizes differ from the trace's)");
+  return state;
+}
+
 }  // namespace
 
 Config trace_config(const TraceHeader& header) {
@@ -181,21 +215,23 @@ VerifyReport verify_trace(const TraceReader& trace, const std::optional<PlannerC
       throw ConfigError(str("the checkpoint is of step ", start->step, ", the trace begins at step ",
                             trace.first_step()));
   }
+  std::vector<StreamOrder> orders;
+  for (uint32_t s = 0; s < header.source_samples.size(); ++s) orders.emplace_back(header.seed, s, header.source_samples[s]);
+  OutlierHold hold(pack.hold);
   if (start && start->step == trace.first_step()) {
-    if (start->source_samples != header.source_samples || start->seed != header.seed)
-      throw ConfigError("the checkpoint is of another run (seed or source sizes differ from the trace's)");
-    mixer.restore(start->step, start->mixer_realized);
-    cursor = start->consumed;
+    const PlannerCheckpoint state = continued_start(*start, config, header);
+    mixer.restore(state.step, state.mixer_realized, state.mixer_origin_step, state.mixer_origin);
+    cursor = state.consumed;
+    orders = stream_orders(state);
+    hold.restore(state.held);
   }
 
-  OutlierHold hold(pack.hold);
-  if (start && start->step == trace.first_step()) hold.restore(start->held);
   for (uint64_t step = trace.first_step(); step < trace.end_step(); ++step) {
     const StepRecord recorded = trace.step(step);
     const std::vector<uint32_t> quota = mixer.next();
     size_t consumed = 0;
     std::vector<bool> held;
-    std::optional<std::string> what = replay_samples(header, quota, cursor, recorded.samples, consumed);
+    std::optional<std::string> what = replay_samples(header, quota, orders, cursor, recorded.samples, consumed);
     if (!what) what = replay_hold(header, step, recorded.samples, consumed, hold, held);
     if (what) {
       report.divergence = divergence_at(config, step, -1, *what);

@@ -98,6 +98,7 @@ void dependent_options(const Config& c) {
   const CheckpointConfig& ckpt = c.checkpoint;
   needs(!ckpt.snapshot_sources.empty(), ckpt.loader_every > 0, "checkpoint.snapshot_sources", "checkpoint.loader_every");
   needs(ckpt.accept_changed_data, ckpt.resuming(), "checkpoint.accept_changed_data", "--resume or --resume-step");
+  needs(ckpt.accept_changed_mix, ckpt.resuming(), "checkpoint.accept_changed_mix", "--resume or --resume-step");
   needs(ckpt.start_over, !ckpt.dir.empty(), "checkpoint.start_over", "checkpoint.dir");
   if (ckpt.start_over && ckpt.resume_step)
     throw ConfigError("checkpoint.start_over: cannot start over with checkpoint.resume_step (a resume at the "

@@ -104,11 +104,10 @@ void run_inspect(const InspectOptions& options, std::ostream& out) {
   out << "length (" << unit << (stats.count < source->size() ? str(", ", stats.count, " evenly spaced samples") : "")
       << "): min " << stats.min << "  mean " << std::fixed << std::setprecision(1) << stats.mean << "  p50 "
       << stats.p50 << "  p90 " << stats.p90 << "  p99 " << stats.p99 << "  max " << stats.max << '\n';
-  const IndexCounts* counts = nullptr;
-  if (auto* jsonl = dynamic_cast<JsonlSource*>(source.get())) counts = &jsonl->index_counts();
-  if (auto* wds = dynamic_cast<WdsSource*>(source.get())) counts = &wds->index_counts();
-  if (counts != nullptr)
-    out << "index: " << counts->scanned << " file(s) scanned, " << counts->cached << " from cache\n";
+  if (dynamic_cast<JsonlSource*>(source.get()) || dynamic_cast<WdsSource*>(source.get())) {
+    const IndexCounts counts = source->index_counts();
+    out << "index: " << counts.scanned << " file(s) scanned, " << counts.cached << " from cache\n";
+  }
   out << "open state: " << source->state_bytes() << " bytes\n";
 
   if (options.sample >= source->size())

@@ -17,7 +17,10 @@ SampleStreams::SampleStreams(const JobContext& job, LoaderFleet& fleet, OnlineSc
       mixer_(make_schedule(job.config), job.config.job.global_batch),
       window_(job.config.loader.window_mb << 20, job.config.job.max_sample_bytes) {
   for (const auto& info : sources) sources_.at(info.source).samples = info.samples;
-  for (const auto& src : sources_) MSD_CHECK(src.samples > 0);
+  for (uint32_t s = 0; s < sources_.size(); ++s) {
+    MSD_CHECK(sources_[s].samples > 0);
+    sources_[s].order.emplace(job.config.job.seed, s, sources_[s].samples);
+  }
 }
 
 void SampleStreams::resume_at(const PlannerCheckpoint& resume) {
@@ -29,8 +32,33 @@ void SampleStreams::resume_at(const PlannerCheckpoint& resume) {
                             "; the batch stream cannot continue"));
     sources_[s].consumed = sources_[s].next_request = resume.consumed.at(s);
     sources_[s].seen_good = true;
+    // A stream continued across added sources or changed files (changed_mix.h).
+    const uint32_t key = resume.stream_keys.empty() ? s : resume.stream_keys.at(s);
+    if (s < resume.stream_eras.size() && !resume.stream_eras[s].empty())
+      sources_[s].order.emplace(resume.seed, key, resume.stream_eras[s]);
+    else
+      sources_[s].order.emplace(resume.seed, key, sources_[s].samples);
+    MSD_CHECK_EQ(sources_[s].order->samples(), sources_[s].samples);
   }
-  mixer_.restore(resume.step, resume.mixer_realized);
+  mixer_.restore(resume.step, resume.mixer_realized, resume.mixer_origin_step, resume.mixer_origin);
+  mixer_origin_step_ = resume.mixer_origin_step;
+  mixer_origin_ = resume.mixer_origin;
+}
+
+void SampleStreams::stream_state(PlannerCheckpoint& checkpoint) const {
+  checkpoint.stream_keys.clear();
+  checkpoint.stream_eras.clear();
+  bool keys = false, eras = false;
+  for (uint32_t s = 0; s < sources_.size(); ++s) {
+    keys = keys || sources_[s].order->key() != s;
+    eras = eras || !sources_[s].order->plain();
+  }
+  for (const SourceState& src : sources_) {
+    if (keys) checkpoint.stream_keys.push_back(src.order->key());
+    if (eras) checkpoint.stream_eras.push_back(src.order->plain() ? std::vector<StreamEra>{} : src.order->eras());
+  }
+  checkpoint.mixer_origin_step = mixer_origin_step_;
+  checkpoint.mixer_origin = mixer_origin_;
 }
 
 void SampleStreams::reload(const std::vector<HeldDoc>& held) {
@@ -112,16 +140,13 @@ void SampleStreams::request_ahead(uint64_t next_step, uint64_t limit, const std:
   send_outbox();
 }
 
-// stream_position(seed, source, samples, cursor).index, with the epoch's
-// permutation kept between calls.
+// The source's stream order at `cursor`: a document of the data now (a
+// held document whose file was removed never gets here: a changed mixture
+// drops it, changed_mix.h).
 uint64_t SampleStreams::file_index(uint32_t source, uint64_t cursor) {
-  SourceState& src = sources_[source];
-  const uint64_t epoch = cursor / src.samples;
-  if (!src.permutation || src.permutation_epoch != epoch) {
-    src.permutation.emplace(src.samples, permutation_key(job_.config.job.seed, source, epoch));
-    src.permutation_epoch = epoch;
-  }
-  return (*src.permutation)(cursor % src.samples);
+  const uint64_t index = sources_[source].order->index(cursor);
+  MSD_CHECK(index != kRemovedIndex);
+  return index;
 }
 
 // The earliest unplanned step needs a request that `loader`'s window cannot

@@ -1,5 +1,6 @@
 #include "source/source.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -47,9 +48,31 @@ std::vector<std::string> source_files(const SourceConfig& config) {
                         "' (expected jsonl, wds or indexed)"));
 }
 
+namespace {
+
+bool has_index_caches(const SourceConfig& config) { return config.format == "jsonl" || config.format == "wds"; }
+
+// Files i of `files` with i % shares == share.
+std::vector<std::string> share_of(const std::vector<std::string>& files, size_t share, size_t shares) {
+  std::vector<std::string> out;
+  for (size_t i = share; i < files.size(); i += shares) out.push_back(files[i]);
+  return out;
+}
+
+}  // namespace
+
 std::unique_ptr<Source> open_source(const SourceConfig& config, std::vector<std::string> files,
                                     const SourceOptions& options) {
   const size_t file_count = files.size();
+  IndexCacheScope caches;
+  const size_t shares = std::max<size_t>(options.index_shares, 1);
+  std::string bundle;  // the one bundle of every file, when there is one share
+  if (has_index_caches(config))
+    for (size_t share = 0; share < shares; ++share) {
+      const std::string path = index_bundle_path(share_of(files, share, shares), options.cache_dir);
+      caches.read_bundle(path);
+      if (shares == 1) bundle = path;
+    }
   std::unique_ptr<Source> source;
   if (config.format == "jsonl") {
     source = std::make_unique<JsonlSource>(std::move(files), JsonlOptions{config.text_field, options.cache_dir});
@@ -61,7 +84,22 @@ std::unique_ptr<Source> open_source(const SourceConfig& config, std::vector<std:
   if (source->size() == 0)
     throw ConfigError(str("source.", config.name, ".path: the ", file_count, " file(s) matched by '", config.path,
                           "' hold no samples"));
+  if (caches.outside_bundles() > 0) caches.write_bundle(bundle);
   return source;
+}
+
+IndexCounts build_index_caches(const SourceConfig& config, std::vector<std::string> files, const SourceOptions& options) {
+  if (!has_index_caches(config) || files.empty()) return {};
+  IndexCacheScope caches;
+  const std::string bundle = index_bundle_path(files, options.cache_dir);
+  caches.read_bundle(bundle);
+  IndexCounts counts;
+  if (config.format == "jsonl")
+    counts = JsonlSource(std::move(files), JsonlOptions{config.text_field, options.cache_dir}).index_counts();
+  else
+    counts = WdsSource(std::move(files), WdsOptions{config.caption_field, options.cache_dir}).index_counts();
+  if (caches.outside_bundles() > 0) caches.write_bundle(bundle);
+  return counts;
 }
 
 std::unique_ptr<Source> open_source(const SourceConfig& config, const SourceOptions& options) {
