@@ -16,6 +16,7 @@
 #include "transport/reads.h"
 #include "bench/memory.h"
 #include "bench/scaling.h"
+#include "bench/startup.h"
 #include "bench/sweep.h"
 #include "bench/throughput.h"
 #include "bench/transforms.h"
@@ -494,6 +495,46 @@ int compressed_main(int argc, char** argv) {
   return 0;
 }
 
+int startup_main(int argc, char** argv) {
+  msd::bench::StartupBenchOptions options;
+  bool json = false, no_baseline = false;
+  po::options_description described(
+      "Usage: msd-bench startup [options]\n\n"
+      "Start-up over thousands of shards: writes a source of many small JSON-lines\n"
+      "shards and one of fewer, larger ones, then runs msd-run under mpirun with\n"
+      "--loaders loader ranks (every rank on this machine), cold (no index caches,\n"
+      "the data evicted from the page cache) and warm (the caches of the run before),\n"
+      "--repeats times each; beside it practice's layout (colocated_samples: --loaders\n"
+      "training ranks that each open every source). Per run: the time to the first\n"
+      "batch and where it went (open and index, hello, the planner's state, the first\n"
+      "step, the first batch), each role's peak RSS, descriptors and CPU seconds at\n"
+      "the end of its start-up, and the files indexed or read from a cache\n"
+      "(docs/scaling.md, \"Start-up\").\n\n"
+      "Options");
+  described.add_options()
+      ("help,h", "print this help and exit")
+      ("small-shards", po::value(&options.small_shards)->default_value(options.small_shards), "shards of the small source")
+      ("small-shard-docs", po::value(&options.small_shard_docs)->default_value(options.small_shard_docs),
+       "web documents (about 1 KB) per small shard")
+      ("large-shards", po::value(&options.large_shards)->default_value(options.large_shards), "shards of the large source")
+      ("large-shard-docs", po::value(&options.large_shard_docs)->default_value(options.large_shard_docs),
+       "long documents (about 14 KB) per large shard")
+      ("loaders", po::value(&options.loaders)->default_value(options.loaders),
+       "loader ranks of msd's runs; training ranks of practice's")
+      ("clients", po::value(&options.clients)->default_value(options.clients), "data-parallel clients of msd's runs")
+      ("repeats", po::value(&options.repeats)->default_value(options.repeats), "runs of each row")
+      ("no-baseline", po::bool_switch(&no_baseline), "leave practice's (colocated_samples) rows out")
+      ("work-dir", po::value(&options.work_dir), "dataset, caches, summaries and logs (default: a new "
+                                                 "/tmp/msd-bench-startup-*, removed at the end)")
+      ("keep", po::bool_switch(&options.keep), "keep the default work directory")
+      ("json", po::bool_switch(&json), "print one JSON object instead of text");
+  if (!parse_or_help(argc, argv, described)) return 0;
+  options.baseline = !no_baseline;
+  const msd::bench::StartupReport report = msd::bench::run_startup_bench(options);
+  std::cout << (json ? msd::bench::startup_json(report) + "\n" : msd::bench::startup_text(report));
+  return 0;
+}
+
 struct Subcommand {
   const char* name;
   const char* summary;
@@ -510,6 +551,7 @@ constexpr Subcommand subcommands[] = {
     {"handoff-worker", "(started by handoff under mpirun)", handoff_worker_main},
     {"compressed", "reading .jsonl.zst, .jsonl.gz and Parquet against plain .jsonl, uniform and locality orders: index build, cache size, read+tokenize MB/s", compressed_main},
     {"scaling", "static, partition and online loader scaling through a text -> image curriculum shift", scaling_main},
+    {"startup", "time to the first batch over thousands of shards, cold and warm: where it goes, memory, descriptors", startup_main},
 };
 
 void print_usage(std::ostream& out) {

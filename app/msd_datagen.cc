@@ -46,6 +46,9 @@ int main(int argc, char** argv) {
       ("indexed-docs", po::value<uint64_t>(), "pre-tokenized corpus documents (overrides the scale)")
       ("vocab-size", po::value<uint32_t>(), "BPE vocabulary size, with the 256 byte tokens (tiny: 2048, else 8192)")
       ("bad-samples", po::value<uint64_t>(), "deliberately broken records (tiny: 0, demo: 6, large: 12)")
+      ("web-shard-docs", po::value<uint64_t>(), "web documents per shard (default 2500; small values make many "
+                                                "small shards)")
+      ("long-shard-docs", po::value<uint64_t>(), "long documents per shard (default 200)")
       ("compress", po::value(&options.compress)->default_value("none"),
        "none | zst | gz: write the web text compressed, as web/*.jsonl.zst (zstd frames of about 256 KiB, so a "
        "random read decompresses one frame) or web/*.jsonl.gz (one gzip member); sources read either as format "
@@ -66,6 +69,8 @@ int main(int argc, char** argv) {
     options.indexed_docs = optional_value<uint64_t>(values, "indexed-docs");
     options.vocab_size = optional_value<uint32_t>(values, "vocab-size");
     options.bad_samples = optional_value<uint64_t>(values, "bad-samples");
+    options.web_shard_docs = optional_value<uint64_t>(values, "web-shard-docs");
+    options.long_shard_docs = optional_value<uint64_t>(values, "long-shard-docs");
     const auto result = msd::datagen::generate_dataset(options);
     std::cout << msd::datagen::format_listing(result);
     return 0;

@@ -191,6 +191,9 @@ struct CheckpointConfig {
   // Implies resume. Default unset: the latest checkpoint's step.
   std::optional<uint64_t> resume_step;
   bool accept_changed_data = false;  // resume although the data fingerprint differs (warns)
+  // Resume although the mixture changed: weights, sources, a source's files
+  // (docs/checkpoint.md "Resume with a changed mixture"; warns, listing each).
+  bool accept_changed_mix = false;
   // Start at step 0 over a dir holding an earlier run's checkpoints (none of
   // which reads back, or without resume): they are moved to DIR/replaced-<time>/.
   bool start_over = false;

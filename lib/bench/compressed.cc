@@ -179,11 +179,6 @@ struct Opener {
   }
 };
 
-const IndexCounts& index_counts(const Source& source) {
-  if (auto* parquet = dynamic_cast<const ParquetSource*>(&source)) return parquet->index_counts();
-  return dynamic_cast<const JsonlSource&>(source).index_counts();
-}
-
 // Opens the files twice with a fresh index cache: the first open builds the
 // indexes, the second loads them. Fills the index figures of `out`.
 void measure_index(const Opener& opener, CompressedVariant& out) {
@@ -191,8 +186,8 @@ void measure_index(const Opener& opener, CompressedVariant& out) {
   std::unique_ptr<Source> source = opener.open(false);
   out.index_build_s = seconds_since(start);
   const size_t files = opener.paths.size();
-  if (index_counts(*source).scanned != files)
-    throw Error(str("expected ", files, " indexes built, got ", index_counts(*source).scanned));
+  if (source->index_counts().scanned != files)
+    throw Error(str("expected ", files, " indexes built, got ", source->index_counts().scanned));
   out.index_bytes = folder_bytes(opener.cache_dir);
   out.files = files;
   for (size_t file = 0; file < files; ++file) {
@@ -211,8 +206,8 @@ void measure_index(const Opener& opener, CompressedVariant& out) {
   source = opener.open(false);
   out.reopen_s = seconds_since(start);
   out.state_bytes = source->state_bytes();
-  if (index_counts(*source).cached != files)
-    throw Error(str("expected ", files, " indexes from the cache, got ", index_counts(*source).cached));
+  if (source->index_counts().cached != files)
+    throw Error(str("expected ", files, " indexes from the cache, got ", source->index_counts().cached));
 }
 
 // Restart intervals or row groups decoded: the cache's misses, and for

@@ -1,12 +1,12 @@
 #include "checkpoint/planner_checkpoint.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <cstddef>
 #include <filesystem>
 #include <map>
 #include <sstream>
 
+#include "checkpoint/changed_mix.h"
 #include "checkpoint/data_record.h"
 #include "checkpoint/hdf5.h"
 #include "checkpoint/integrity.h"
@@ -14,7 +14,6 @@
 #include "common/digest.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "source/source.h"
 
 namespace msd {
 
@@ -60,80 +59,81 @@ h5::CompoundType held_type() {
   return type;
 }
 
-// Option -> value of an INI text written by to_ini ("section.key" keys).
-std::map<std::string, std::string> ini_values(const std::string& ini) {
-  std::map<std::string, std::string> values;
-  std::istringstream in(ini);
-  std::string line, section;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    if (line.front() == '[' && line.back() == ']') {
-      section = line.substr(1, line.size() - 2);
-      continue;
+// The stream tables' rows (docs/checkpoint.md): one per era of a source
+// whose data changed, one per run of an era's index map.
+struct EraRow {
+  uint32_t source;
+  uint32_t era;
+  uint64_t begin;
+  uint64_t tail;
+  uint64_t first_epoch;
+  uint64_t samples;
+};
+struct EraMapRow {
+  uint32_t source;
+  uint32_t era;
+  uint64_t first;
+  uint64_t count;
+  uint64_t to;
+};
+
+h5::CompoundType era_type() {
+  h5::CompoundType type(sizeof(EraRow));
+  type.add("source", offsetof(EraRow, source), H5T_NATIVE_UINT32)
+      .add("era", offsetof(EraRow, era), H5T_NATIVE_UINT32)
+      .add("begin", offsetof(EraRow, begin), H5T_NATIVE_UINT64)
+      .add("tail", offsetof(EraRow, tail), H5T_NATIVE_UINT64)
+      .add("first_epoch", offsetof(EraRow, first_epoch), H5T_NATIVE_UINT64)
+      .add("samples", offsetof(EraRow, samples), H5T_NATIVE_UINT64);
+  return type;
+}
+
+h5::CompoundType era_map_type() {
+  h5::CompoundType type(sizeof(EraMapRow));
+  type.add("source", offsetof(EraMapRow, source), H5T_NATIVE_UINT32)
+      .add("era", offsetof(EraMapRow, era), H5T_NATIVE_UINT32)
+      .add("first", offsetof(EraMapRow, first), H5T_NATIVE_UINT64)
+      .add("count", offsetof(EraMapRow, count), H5T_NATIVE_UINT64)
+      .add("to", offsetof(EraMapRow, to), H5T_NATIVE_UINT64);
+  return type;
+}
+
+// Version 5's stream state: keys, eras and their maps, the mixer's origin.
+void write_streams(hid_t root, const PlannerCheckpoint& c) {
+  h5::write_array<uint32_t>(root, "stream_keys", c.stream_keys);
+  std::vector<EraRow> eras;
+  std::vector<EraMapRow> maps;
+  for (size_t source = 0; source < c.stream_eras.size(); ++source)
+    for (size_t era = 0; era < c.stream_eras[source].size(); ++era) {
+      const StreamEra& e = c.stream_eras[source][era];
+      const uint32_t s = checked_cast<uint32_t>(source), k = checked_cast<uint32_t>(era);
+      eras.push_back({s, k, e.begin, e.tail, e.first_epoch, e.samples});
+      for (const IndexRun& run : e.map) maps.push_back({s, k, run.first, run.count, run.to});
     }
-    const size_t equals = line.find(" = ");
-    if (equals == std::string::npos) continue;
-    values[section + "." + line.substr(0, equals)] = line.substr(equals + 3);
+  const h5::CompoundType era_rows = era_type(), map_rows = era_map_type();
+  h5::write_table<EraRow>(root, "stream_eras", era_rows.get(), eras);
+  h5::write_table<EraMapRow>(root, "stream_era_maps", map_rows.get(), maps);
+  h5::write_attribute(root, "mixer_origin_step", c.mixer_origin_step);
+  h5::write_array<uint64_t>(root, "mixer_origin", c.mixer_origin);
+}
+
+void read_streams(hid_t root, PlannerCheckpoint& c, const std::string& path) {
+  c.stream_keys = h5::read_array<uint32_t>(root, "stream_keys");
+  const h5::CompoundType era_rows = era_type(), map_rows = era_map_type();
+  for (const EraRow& row : h5::read_table<EraRow>(root, "stream_eras", era_rows.get())) {
+    if (row.source >= c.stream_eras.size()) c.stream_eras.resize(row.source + 1);
+    auto& eras = c.stream_eras[row.source];
+    if (row.era != eras.size())
+      throw IoError(str(path, ": stream_eras holds era ", row.era, " of source ", row.source, " after ", eras.size()));
+    eras.push_back({row.begin, row.tail, row.first_epoch, row.samples, {}});
   }
-  return values;
-}
-
-// Options that do not change which documents a step holds: how fast or by
-// whom they are read, and the mesh, which only places them (each step's
-// documents are the mix's job.global_batch samples whatever the layout;
-// docs/checkpoint.md, "What a resume may change").
-bool stream_independent(const std::string& key) {
-  for (const char* exact : {"job.steps", "job.prefetch_steps", "topology.loaders", "topology.shadow_loaders",
-                            "topology.broadcast_at", "topology.dp", "topology.pp", "topology.cp", "topology.tp",
-                            "topology.order", "topology.ranks_per_node", "topology.data_ranks", "job.micro_batches",
-                            "topology.partition_plan", "topology.network_reads", "job.stall_timeout_s", "job.startup_timeout_s"})
-    if (key == exact) return true;
-  for (const char* prefix : {"loader.", "emulator.", "output.", "checkpoint.", "fault.", "topology.scaling"})
-    if (key.rfind(prefix, 0) == 0) return true;
-  // Emulated storage latency (source.NAME.read_delay_us) only slows reads;
-  // the cache of decoded blocks (source.NAME.cache_mib) only speeds them.
-  auto ends_with = [&](const char* suffix) { return key.rfind("source.", 0) == 0 && key.ends_with(suffix); };
-  return ends_with(".read_delay_us") || ends_with(".cache_mib");
-}
-
-// The stream order's options (compared as the orders they resolve to: the
-// order, not its spelling, is what the stream depends on).
-bool order_option(const std::string& key) {
-  return key.rfind("source.", 0) == 0 &&
-         (key.ends_with(".shuffle") || key.ends_with(".shuffle_block_records") || key.ends_with(".shuffle_window_blocks"));
-}
-
-// Each source's stream order in the run that wrote the checkpoint (its INI
-// values `saved`) against this run's, both over the files `data` lists. A
-// run from before source.NAME.shuffle existed took the uniform order. Throws
-// ConfigError naming the first source whose order differs.
-void check_same_orders(const PlannerCheckpoint& checkpoint, const std::map<std::string, std::string>& saved,
-                       const Config& config, const DataFingerprint& data) {
-  for (size_t s = 0; s < config.sources.size(); ++s) {
-    const SourceConfig& now = config.sources[s];
-    std::vector<std::string> files;
-    for (const FileFingerprint& file : data.files)
-      if (file.source == s) files.push_back(file.path);
-    SourceConfig before = now;
-    const std::string prefix = "source." + now.name + ".";
-    const auto shuffle = saved.find(prefix + "shuffle");
-    before.shuffle = shuffle == saved.end() ? Shuffle::uniform
-                                            : find_option_value<Shuffle>(shuffle->second).value_or(Shuffle::automatic);
-    for (auto [key, field] : {std::pair{"shuffle_block_records", &SourceConfig::shuffle_block_records},
-                              std::pair{"shuffle_window_blocks", &SourceConfig::shuffle_window_blocks}})
-      if (const auto it = saved.find(prefix + key); it != saved.end())
-        before.*field = std::strtoull(it->second.c_str(), nullptr, 10);
-    const ShuffleOrder then = shuffle_order(before, files), order = shuffle_order(now, files);
-    auto describe = [](const ShuffleOrder& o) {
-      return o.blocks ? str("block (", o.block_records, " records a block, ", o.window_blocks, " a window)")
-                      : std::string("uniform");
-    };
-    if (then != order)
-      throw ConfigError(str("--resume: ", prefix, "shuffle: the stream's order was ", describe(then),
-                            " in the run that wrote the checkpoint at step ", checkpoint.step, " and is ",
-                            describe(order), " now; the batch stream would not continue (set ", prefix,
-                            "shuffle and its block options as that run had them)"));
+  for (const EraMapRow& row : h5::read_table<EraMapRow>(root, "stream_era_maps", map_rows.get())) {
+    if (row.source >= c.stream_eras.size() || row.era >= c.stream_eras[row.source].size())
+      throw IoError(str(path, ": stream_era_maps names era ", row.era, " of source ", row.source, ", which it lacks"));
+    c.stream_eras[row.source][row.era].map.push_back({row.first, row.count, row.to});
   }
+  c.mixer_origin_step = h5::read_u64_attribute(root, "mixer_origin_step");
+  c.mixer_origin = h5::read_array<uint64_t>(root, "mixer_origin");
 }
 
 }  // namespace
@@ -189,6 +189,7 @@ void write_planner_checkpoint_file(const std::string& path, const PlannerCheckpo
   const h5::CompoundType held_rows = held_type();
   h5::write_table<HeldRow>(root, "held", held_rows.get(), held);
   write_data_fingerprint(root, c.data);
+  write_streams(root, c);
   seal_file(root);
   file.close(str("closing ", path));
 }
@@ -244,8 +245,15 @@ PlannerCheckpoint read_planner_checkpoint(const std::string& path) {
     for (const auto& row : h5::read_table<HeldRow>(root, "held", held_rows.get()))
       c.held.push_back({row.source, row.cursor, row.positions, row.patches, row.since});
   }
+  if (version >= 5) read_streams(root, c, path);
   file.close(str("closing ", path));
   const size_t sources = c.source_samples.size();
+  if (!c.stream_eras.empty() && c.stream_eras.size() <= sources) c.stream_eras.resize(sources);  // the rows end at the last changed one
+  if ((!c.stream_keys.empty() && c.stream_keys.size() != sources) || c.stream_eras.size() > sources ||
+      (!c.mixer_origin.empty() && c.mixer_origin.size() != sources) || c.mixer_origin_step > c.step)
+    throw IoError(str(path, ": the stream state disagrees with its ", sources, " sources (", c.stream_keys.size(),
+                      " keys, eras of ", c.stream_eras.size(), ", ", c.mixer_origin.size(), " mixer origins at step ",
+                      c.mixer_origin_step, ")"));
   if (c.consumed.size() != sources || c.mixer_realized.size() != sources)
     throw IoError(str(path, ": per-source arrays disagree (source_samples ", sources, ", consumed ", c.consumed.size(),
                       ", mixer_realized ", c.mixer_realized.size(), ")"));
@@ -286,52 +294,47 @@ std::optional<PlannerCheckpoint> latest_planner_checkpoint(const std::string& di
   return std::nullopt;
 }
 
-// The data under the checkpoint against the data now (check_resumable).
-static void check_same_data(const PlannerCheckpoint& checkpoint, const Config& config, const DataFingerprint& data) {
-  const std::vector<std::string> differences = fingerprint_differences(checkpoint.data, data, config);
+// The data under the checkpoint against the data now (check_resumable):
+// `vocabulary_only` when the files are the changed mixture's business.
+static void check_same_data(const PlannerCheckpoint& checkpoint, const Config& config, const DataFingerprint& data,
+                            bool vocabulary_only) {
+  DataFingerprint recorded = checkpoint.data, now = data;
+  if (vocabulary_only) recorded.files.clear(), now.files.clear();
+  const std::vector<std::string> differences = fingerprint_differences(recorded, now, config);
   if (differences.empty()) return;
   std::string list;
   for (const auto& d : differences) list += "\n  " + d;
   if (!config.checkpoint.accept_changed_data)
     throw ConfigError(str("--resume: the data changed since the checkpoint at step ", checkpoint.step,
                           " was written; the batch stream would not continue:", list,
-                          "\n(--resume-accept-changed-data, = --checkpoint.accept_changed_data=true, resumes anyway)"));
+                          "\n(--resume-accept-changed-data, = --checkpoint.accept_changed_data=true, resumes anyway; "
+                          "--resume-accept-changed-mix continues over files added to or removed from a source)"));
   log_warn("--resume: the data changed since the checkpoint at step ", checkpoint.step,
            " was written; resuming anyway (checkpoint.accept_changed_data):", list);
 }
 
-void check_resumable(const PlannerCheckpoint& checkpoint, const Config& config, const DataFingerprint& data) {
+bool check_resumable(const PlannerCheckpoint& checkpoint, const Config& config, const DataFingerprint& data) {
   if (checkpoint.seed != config.job.seed)
     throw ConfigError(str("--resume: the checkpoint at step ", checkpoint.step, " was written with job.seed = ",
                           checkpoint.seed, ", this run has job.seed = ", config.job.seed));
-  const auto saved = ini_values(checkpoint.config_ini);
-  const auto now = ini_values(to_ini(config));
-  // An option the checkpoint's text lacks is newer than its run, which ran
-  // by the option's default (a source's too).
-  Config base;
-  for (const SourceConfig& source : config.sources) {
-    SourceConfig fresh;
-    fresh.name = source.name;
-    base.sources.push_back(fresh);
+  const ResumeChanges changes = resume_changes(checkpoint, config, data);
+  if (!changes.refused.empty())
+    throw ConfigError(str("--resume: ", changes.refused, "; the batch stream would not continue"));
+  const bool accept = config.checkpoint.accept_changed_mix;
+  if (changes.options_changed || (changes.files_changed && accept)) {
+    if (!accept) {
+      std::string list;
+      for (const auto& line : changes.mix) list += "\n  " + line;
+      throw ConfigError(str("--resume: the mixture changed since the checkpoint at step ", checkpoint.step,
+                            " was written:", list,
+                            "\n(--resume-accept-changed-mix, = --checkpoint.accept_changed_mix=true, resumes under the "
+                            "new mixture from that step; docs/checkpoint.md)"));
+    }
+    check_same_data(checkpoint, config, data, true);
+    return true;
   }
-  const auto defaults = ini_values(to_ini(base));
-  auto value_in = [&](const std::map<std::string, std::string>& values, const std::string& key) {
-    if (auto it = values.find(key); it != values.end()) return "'" + it->second + "'";
-    if (auto it = defaults.find(key); &values == &saved && it != defaults.end()) return "'" + it->second + "'";
-    return std::string("(not set)");
-  };
-  std::map<std::string, bool> keys;
-  for (const auto& [key, value] : saved) keys[key] = true;
-  for (const auto& [key, value] : now) keys[key] = true;
-  for (const auto& [key, unused] : keys) {
-    if (stream_independent(key) || order_option(key)) continue;
-    const std::string before = value_in(saved, key), after = value_in(now, key);
-    if (before != after)
-      throw ConfigError(str("--resume: ", key, " was ", before, " in the run that wrote the checkpoint at step ",
-                            checkpoint.step, " and is ", after, " now; the batch stream would not continue"));
-  }
-  check_same_orders(checkpoint, saved, config, data);
-  check_same_data(checkpoint, config, data);
+  check_same_data(checkpoint, config, data, false);
+  return false;
 }
 
 uint64_t stream_config_digest(const Config& config) {
@@ -344,7 +347,8 @@ uint64_t stream_config_digest(const Config& config) {
   return digest.value();
 }
 
-std::optional<PlannerCheckpoint> find_resume_checkpoint(const Config& config, const DataFingerprint& data) {
+std::optional<PlannerCheckpoint> find_resume_checkpoint(const Config& config, const DataFingerprint& data,
+                                                        std::vector<std::string>* changes) {
   const CheckpointConfig& ckpt = config.checkpoint;
   std::string path;
   std::vector<std::string> skipped;
@@ -369,7 +373,15 @@ std::optional<PlannerCheckpoint> find_resume_checkpoint(const Config& config, co
     if (!ckpt.resume_step) log_warn("checkpoint.resume: no planner checkpoint in ", ckpt.dir, "; starting at step 0");
     return std::nullopt;
   }
-  check_resumable(*found, config, data);
+  if (check_resumable(*found, config, data)) {
+    std::vector<std::string> lines;
+    *found = continue_with_changed_mix(*found, config, data, lines);
+    std::string list;
+    for (const auto& line : lines) list += "\n  " + line;
+    log_warn("--resume: the mixture changed since the checkpoint at step ", found->step, " (", path,
+             ") was written; it continues under the new one from that step (checkpoint.accept_changed_mix):", list);
+    if (changes) *changes = std::move(lines);
+  }
   if (ckpt.resume_step && *ckpt.resume_step > found->step)
     log_info("resuming from ", path, " at step ", found->step, ", fast-forwarding to step ", *ckpt.resume_step);
   else

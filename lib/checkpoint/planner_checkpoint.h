@@ -23,14 +23,17 @@
 #include "msd/config.h"
 #include "plan/step/outlier_hold.h"
 #include "source/fingerprint.h"
+#include "source/stream_order.h"
 
 namespace msd {
 
 // docs/checkpoint.md, "Planner checkpoint": bump on any change of the layout.
 // Version 2 added the integrity record and the data fingerprint; version 3
-// the loader assignment; version 4 the outlier hold's documents (version 2
-// and 3 files still read, without them).
-inline constexpr uint64_t kPlannerCheckpointVersion = 4;
+// the loader assignment; version 4 the outlier hold's documents; version 5
+// the streams' keys and eras, the mixer's origin and each data file's
+// samples, which a resume with a changed mixture needs (version 2 to 4 files
+// still read, without them).
+inline constexpr uint64_t kPlannerCheckpointVersion = 5;
 
 // A sample of the DGraph that is in flight beyond the checkpointed step.
 enum class SampleState : uint8_t { requested = 0, loaded = 1, planned = 2, failed = 3 };
@@ -62,6 +65,20 @@ struct PlannerCheckpoint {
   // documents of earlier steps not yet delivered. A resume loads them again
   // and holds them as the run did.
   std::vector<HeldDoc> held;
+  // Per source: the key of its stream's permutations, the source's index in
+  // the run that began its stream (StreamOrder, source/stream_order.h).
+  // Empty: every source's own index (version < 5, and no source ever added
+  // or removed).
+  std::vector<uint32_t> stream_keys;
+  // Per source: its stream's eras when a resume changed its data (eras[0]
+  // the run's own); empty for a source whose data never changed. Empty: none
+  // changed.
+  std::vector<std::vector<StreamEra>> stream_eras;
+  // The mixer's origin (Mixer::restore): the step from which a resume that
+  // changed the mix restarted its targets, and each source's realized total
+  // there. 0 and empty: targets from step 0.
+  uint64_t mixer_origin_step = 0;
+  std::vector<uint64_t> mixer_origin;
   bool operator==(const PlannerCheckpoint&) const = default;
 };
 
@@ -105,13 +122,18 @@ std::optional<PlannerCheckpoint> latest_planner_checkpoint(const std::string& di
 // further), job.prefetch_steps, topology.loaders, .shadow_loaders, .scaling*
 // and .broadcast_at, source.*.read_delay_us and .cache_mib, and the loader.,
 // emulator., output., checkpoint. and fault. sections. A source's
-// shuffle options are compared as the stream order they resolve to over the
-// data's files (shuffle_order; a checkpoint written before the option existed
-// took the uniform order). Then compares the checkpoint's data fingerprint with `data` (the
+// shuffle options are compared as the stream order they resolve to over its
+// files then and now (shuffle_order; a checkpoint written before the option
+// existed took the uniform order): the order holds for the whole stream, so
+// a changed mixture may not change it either. Then compares the checkpoint's data fingerprint with `data` (the
 // data as it is now): a changed, added or missing data file or a changed
 // vocabulary throws ConfigError naming each difference, unless
 // config.checkpoint.accept_changed_data, which logs them as a warning.
-void check_resumable(const PlannerCheckpoint& checkpoint, const Config& config, const DataFingerprint& data);
+// A changed mixture (changed_mix.h: weights, sources added or removed, files
+// added to or removed from a source) throws ConfigError listing every
+// change, unless config.checkpoint.accept_changed_mix: then returns true, and
+// the run continues from continue_with_changed_mix(checkpoint, config, data).
+bool check_resumable(const PlannerCheckpoint& checkpoint, const Config& config, const DataFingerprint& data);
 
 // A digest of the options the batch stream depends on: `config`'s to_ini
 // lines but those check_resumable lets differ.
@@ -124,8 +146,13 @@ uint64_t stream_config_digest(const Config& config);
 // none and N > 0 (for N = 0: nullopt, a start at step 0). Without: the newest,
 // or nullopt (with a warning) when `dir` holds none; when it holds some but
 // none reads back, throws ConfigError listing each file and why, unless
-// checkpoint.start_over (then nullopt: a start at step 0).
-std::optional<PlannerCheckpoint> find_resume_checkpoint(const Config& config, const DataFingerprint& data);
+// checkpoint.start_over (then nullopt: a start at step 0). After a changed
+// mixture it accepted (check_resumable), the checkpoint returned is the
+// state continued under `config` (continue_with_changed_mix), logged as a
+// warning line by line; `changes` (optional) receives the lines, and stays
+// empty when nothing changed.
+std::optional<PlannerCheckpoint> find_resume_checkpoint(const Config& config, const DataFingerprint& data,
+                                                        std::vector<std::string>* changes = nullptr);
 
 // Makes planner checkpoints durable off the caller's thread. submit() writes
 // the temporary file on the caller's thread (all HDF5 work stays there) and

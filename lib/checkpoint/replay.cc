@@ -1,5 +1,6 @@
 #include "checkpoint/replay.h"
 
+#include "checkpoint/changed_mix.h"
 #include "checkpoint/file_kind.h"
 
 #include <unistd.h>
@@ -11,7 +12,6 @@
 #include <sstream>
 
 #include "common/error.h"
-#include "common/files.h"
 #include "common/json_writer.h"
 #include "msd/place_tree.h"
 #include "plan/step/cost.h"
@@ -21,6 +21,7 @@
 #include "checkpoint/step_files.h"
 #include "source/fingerprint.h"
 #include "source/permutation.h"
+#include "source/stream_order.h"
 #include "source/source.h"
 
 namespace msd {
@@ -62,15 +63,15 @@ Divergence divergence_at(const Config& config, uint64_t step, int group, std::st
 // rows of `recorded` (bad flags and sizes taken as given) and returns the
 // first difference. `row` ends at the first row after them (the documents of
 // earlier steps the hold delivers here).
-std::optional<std::string> replay_samples(const TraceHeader& header, const std::vector<ShuffleOrder>& orders,
-                                          const std::vector<uint32_t>& quota, std::vector<uint64_t>& cursor,
+std::optional<std::string> replay_samples(const TraceHeader& header, const std::vector<uint32_t>& quota,
+                                          const std::vector<StreamOrder>& orders, std::vector<uint64_t>& cursor,
                                           const std::vector<TraceSample>& recorded, size_t& row) {
   row = 0;
   for (uint32_t s = 0; s < quota.size(); ++s) {
     uint32_t good = 0;
     while (good < quota[s]) {
       const uint64_t c = cursor[s];
-      const StreamPosition pos = stream_position(header.seed, s, header.source_samples[s], c, orders.at(s));
+      const StreamPosition pos{orders[s].epoch(c), orders[s].index(c)};
       const TraceSample want{s, 0, c, pos.index, 0, 0};
       if (row >= recorded.size())
         return str("the step ends after ", recorded.size(), " samples; expected next: ", describe(want, header),
@@ -88,24 +89,6 @@ std::optional<std::string> replay_samples(const TraceHeader& header, const std::
     }
   }
   return std::nullopt;
-}
-
-// Each source's stream order (shuffle_order) over the files the run read, as
-// the trace's data fingerprint records them; a trace without one (written
-// outside msd-run) resolves it by the globs' own names. A run from before
-// source.NAME.shuffle existed (its configuration never names it) took the
-// uniform order.
-std::vector<ShuffleOrder> trace_orders(const TraceHeader& header, const Config& config) {
-  std::vector<std::vector<std::string>> files(config.sources.size());
-  for (const FileFingerprint& file : header.data.files)
-    if (file.source < files.size()) files[file.source].push_back(file.path);
-  const bool names_orders = header.config_ini.find("\nshuffle = ") != std::string::npos;
-  std::vector<ShuffleOrder> orders;
-  for (size_t s = 0; s < config.sources.size(); ++s) {
-    if (header.data.files.empty()) files[s] = split_patterns(config.sources[s].path);
-    orders.push_back(names_orders ? shuffle_order(config.sources[s], files[s]) : ShuffleOrder{});
-  }
-  return orders;
 }
 
 // The hold's decision for a step whose consumed rows are recorded[0, end):
@@ -156,6 +139,39 @@ std::optional<Divergence> compare_pieces(const Config& config, uint64_t step, co
                            describe(extra)));
 }
 
+// The streams' orders of a checkpoint's state (keys, eras: changed_mix.h),
+// each in its source's shuffle order.
+std::vector<StreamOrder> stream_orders(const PlannerCheckpoint& state, const std::vector<ShuffleOrder>& shuffles) {
+  std::vector<StreamOrder> orders;
+  for (uint32_t s = 0; s < state.source_samples.size(); ++s) {
+    const uint32_t key = state.stream_keys.empty() ? s : state.stream_keys[s];
+    if (s < state.stream_eras.size() && !state.stream_eras[s].empty())
+      orders.emplace_back(state.seed, key, state.stream_eras[s], shuffles.at(s));
+    else
+      orders.emplace_back(state.seed, key, state.source_samples[s], shuffles.at(s));
+  }
+  return orders;
+}
+
+// The state a trace that begins at `start`'s step continues from: `start`
+// itself, or, when the trace's run resumed it under a changed mixture (the
+// trace's configuration changes the checkpoint's mix), the state continued
+// under it, as the run did (the trace's header has the data's fingerprint).
+PlannerCheckpoint continued_start(const PlannerCheckpoint& start, const Config& config, const TraceHeader& header) {
+  if (start.seed != header.seed) throw ConfigError("the checkpoint is of another run (its seed differs from the trace's)");
+  PlannerCheckpoint state = start;
+  const ResumeChanges changes = resume_changes(start, config, header.data);
+  if (changes.options_changed || changes.files_changed) {
+    if (!changes.refused.empty())
+      throw ConfigError(str("the checkpoint is of another run: ", changes.refused));
+    std::vector<std::string> lines;
+    state = continue_with_changed_mix(start, config, header.data, lines);
+  }
+  if (state.source_samples != header.source_samples)
+    throw ConfigError("the checkpoint is of another run (its source sizes differ from the trace's)");
+  return state;
+}
+
 }  // namespace
 
 Config trace_config(const TraceHeader& header) {
@@ -179,6 +195,10 @@ Config trace_config(const TraceHeader& header) {
   config.config_path.clear();
   if (config.sources.size() != header.source_names.size() || config.job.seed != header.seed)
     throw ConfigError("the trace's configuration disagrees with its header (sources or seed)");
+  // A run from before source.NAME.shuffle existed (its configuration never
+  // names it) took the uniform order.
+  if (header.config_ini.find("\nshuffle = ") == std::string::npos)
+    for (SourceConfig& source : config.sources) source.shuffle = Shuffle::uniform;
   return config;
 }
 
@@ -189,7 +209,8 @@ VerifyReport verify_trace(const TraceReader& trace, const std::optional<PlannerC
   const PackOptions pack = make_pack_options(config);
   Mixer mixer(make_schedule(config), config.job.global_batch);
   std::vector<uint64_t> cursor(header.source_samples.size(), 0);
-  const std::vector<ShuffleOrder> orders = trace_orders(header, config);
+  // Each source's order over the files the run read, as the trace's data fingerprint records them.
+  const std::vector<ShuffleOrder> shuffles = shuffle_orders(config, header.data);
 
   VerifyReport report;
   report.first_step = trace.first_step();
@@ -201,21 +222,24 @@ VerifyReport verify_trace(const TraceReader& trace, const std::optional<PlannerC
       throw ConfigError(str("the checkpoint is of step ", start->step, ", the trace begins at step ",
                             trace.first_step()));
   }
+  std::vector<StreamOrder> orders;
+  for (uint32_t s = 0; s < header.source_samples.size(); ++s)
+    orders.emplace_back(header.seed, s, header.source_samples[s], shuffles.at(s));
+  OutlierHold hold(pack.hold);
   if (start && start->step == trace.first_step()) {
-    if (start->source_samples != header.source_samples || start->seed != header.seed)
-      throw ConfigError("the checkpoint is of another run (seed or source sizes differ from the trace's)");
-    mixer.restore(start->step, start->mixer_realized);
-    cursor = start->consumed;
+    const PlannerCheckpoint state = continued_start(*start, config, header);
+    mixer.restore(state.step, state.mixer_realized, state.mixer_origin_step, state.mixer_origin);
+    cursor = state.consumed;
+    orders = stream_orders(state, shuffles);
+    hold.restore(state.held);
   }
 
-  OutlierHold hold(pack.hold);
-  if (start && start->step == trace.first_step()) hold.restore(start->held);
   for (uint64_t step = trace.first_step(); step < trace.end_step(); ++step) {
     const StepRecord recorded = trace.step(step);
     const std::vector<uint32_t> quota = mixer.next();
     size_t consumed = 0;
     std::vector<bool> held;
-    std::optional<std::string> what = replay_samples(header, orders, quota, cursor, recorded.samples, consumed);
+    std::optional<std::string> what = replay_samples(header, quota, orders, cursor, recorded.samples, consumed);
     if (!what) what = replay_hold(header, step, recorded.samples, consumed, hold, held);
     if (what) {
       report.divergence = divergence_at(config, step, -1, *what);

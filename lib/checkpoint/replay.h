@@ -22,7 +22,9 @@
 namespace msd {
 
 // The configuration of a trace (its header's config_ini read back through
-// parse_command_line). Throws ConfigError.
+// parse_command_line; a trace whose configuration never names
+// source.NAME.shuffle, from before the option, gets the uniform order it
+// took). Throws ConfigError.
 Config trace_config(const TraceHeader& header);
 
 struct Divergence {

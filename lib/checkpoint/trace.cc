@@ -135,8 +135,8 @@ void write_header(hid_t root, const TraceHeader& h, uint64_t first_step) {
 
 TraceHeader read_header(hid_t root, const std::string& path) {
   const uint64_t version = h5::read_u64_attribute(root, "format_version");
-  if (version != kTraceVersion)
-    throw IoError(str(path, ": trace format version ", version, ", this msd reads version ", kTraceVersion));
+  if (version != kTraceVersion && version != 3)
+    throw IoError(str(path, ": trace format version ", version, ", this msd reads versions 3 and ", kTraceVersion));
   TraceHeader h;
   h.config_ini = h5::read_string_attribute(root, "config_ini");
   h.seed = h5::read_u64_attribute(root, "seed");
@@ -270,18 +270,19 @@ StepRecord make_step_record(uint64_t step, std::vector<TraceSample> samples, con
 
 // --- writer -------------------------------------------------------------------
 
-TraceWriter::TraceWriter(std::string path, const TraceHeader& header, uint64_t first_step, uint32_t flush_every)
+TraceWriter::TraceWriter(std::string path, const TraceHeader& header, uint64_t first_step, uint32_t flush_every,
+                         bool changed)
     : path_(std::move(path)), flush_every_(std::max<uint32_t>(flush_every, 1)) {
   const auto parent = std::filesystem::path(path_).parent_path();
   if (!parent.empty()) make_directory(parent.string());
-  if (first_step > 0 && reopen(header, first_step)) return;
+  if (first_step > 0 && !changed && reopen(header, first_step)) return;
   if (first_step > 0 && std::filesystem::exists(path_)) {
     const std::string aside = str(path_, ".before-", first_step);
     std::error_code error;
     std::filesystem::rename(path_, aside, error);
     if (error) throw IoError(str("cannot move trace ", path_, " aside to ", aside, ": ", error.message()));
-    log_warn("trace ", path_, " cannot continue at step ", first_step, "; moved to ", aside,
-             " and a new trace begins at step ", first_step);
+    log_warn("trace ", path_, changed ? " holds the plans of the mixture before step " : " cannot continue at step ",
+             first_step, "; moved to ", aside, " and a new trace begins at step ", first_step);
   }
   create(header, first_step);
 }

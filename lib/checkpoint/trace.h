@@ -30,8 +30,10 @@ namespace msd {
 
 // docs/trace.md: bump on any change of the layout. Version 2 added the
 // integrity record, the step chain and the data fingerprint; version 3 the
-// samples' from_step (the outlier hold's documents of earlier steps).
-inline constexpr uint64_t kTraceVersion = 3;
+// samples' from_step (the outlier hold's documents of earlier steps);
+// version 4 each data file's samples (a version 3 trace still reads, without
+// them).
+inline constexpr uint64_t kTraceVersion = 4;
 
 struct TraceHeader {
   std::string config_ini;  // to_ini of the run's configuration
@@ -118,7 +120,11 @@ class TraceWriter {
   // unreadable, or ends before first_step (steps lost), it is moved aside to
   // PATH.before-<first_step> (with a warning) and a new trace starting at
   // first_step is begun. Throws IoError.
-  TraceWriter(std::string path, const TraceHeader& header, uint64_t first_step = 0, uint32_t flush_every = 16);
+  // `changed` (a resume under a changed mixture, changed_mix.h): the existing
+  // trace is moved aside to PATH.before-<first_step> whatever it holds, and a
+  // new trace of the new configuration begins at first_step.
+  TraceWriter(std::string path, const TraceHeader& header, uint64_t first_step = 0, uint32_t flush_every = 16,
+              bool changed = false);
   ~TraceWriter();  // close(), logging a failure
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;

@@ -1,5 +1,6 @@
 #include "common/memory.h"
 
+#include <dirent.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -22,6 +23,16 @@ uint64_t current_rss_bytes() {
   uint64_t pages = 0, resident = 0;
   statm >> pages >> resident;
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+uint64_t open_file_descriptors() {
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) return 0;
+  uint64_t entries = 0;
+  while (const dirent* entry = ::readdir(dir))
+    if (entry->d_name[0] != '.') ++entries;
+  ::closedir(dir);
+  return entries > 0 ? entries - 1 : 0;  // the listing's own descriptor
 }
 
 namespace {

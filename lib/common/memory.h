@@ -9,6 +9,9 @@ namespace msd {
 
 uint64_t peak_rss_bytes();
 uint64_t current_rss_bytes();
+// File descriptors this process holds now (entries of /proc/self/fd, the
+// listing's own left out); 0 without /proc.
+uint64_t open_file_descriptors();
 
 // The most resident memory this process held outside file-backed pages, over
 // the samples taken so far: RssAnon + RssShmem of /proc/self/status (heap,

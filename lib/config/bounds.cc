@@ -104,6 +104,7 @@ void dependent_options(const Config& c) {
   const CheckpointConfig& ckpt = c.checkpoint;
   needs(!ckpt.snapshot_sources.empty(), ckpt.loader_every > 0, "checkpoint.snapshot_sources", "checkpoint.loader_every");
   needs(ckpt.accept_changed_data, ckpt.resuming(), "checkpoint.accept_changed_data", "--resume or --resume-step");
+  needs(ckpt.accept_changed_mix, ckpt.resuming(), "checkpoint.accept_changed_mix", "--resume or --resume-step");
   for (const SourceConfig& source : c.sources)
     needs(!source.image_field.empty(), source.format == "parquet", ("source." + source.name + ".image_field").c_str(),
           "format = parquet");

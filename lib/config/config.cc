@@ -63,7 +63,8 @@ po::options_description command_line_only(const std::vector<Section>& sections) 
     description.add_options()(alias, po::value<std::string>()->value_name(find_spec(sections, target).value_name),
                               str("= --", target).c_str());
   description.add_options()("resume", "= --checkpoint.resume=true")(
-      "resume-accept-changed-data", "= --checkpoint.accept_changed_data=true");
+      "resume-accept-changed-data", "= --checkpoint.accept_changed_data=true")(
+      "resume-accept-changed-mix", "= --checkpoint.accept_changed_mix=true");
   return description;
 }
 
@@ -206,6 +207,7 @@ std::string alias_target(const std::string& key) {
 const std::map<std::string, std::string> kSwitches = {
     {"resume", "checkpoint.resume"},
     {"resume-accept-changed-data", "checkpoint.accept_changed_data"},
+    {"resume-accept-changed-mix", "checkpoint.accept_changed_mix"},
 };
 
 // The value of the last occurrence of `key` in `parsed`, if any.

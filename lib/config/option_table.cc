@@ -493,6 +493,13 @@ std::vector<OptionSpec> checkpoint_options() {
        "(alias --resume-accept-changed-data)",
        [](Config& c, const Setting& s, const ParseContext& x) { c.checkpoint.accept_changed_data = to_bool(s, x); },
        [](const Config& c) { return std::string(c.checkpoint.accept_changed_data ? "true" : "false"); }},
+      {"checkpoint.accept_changed_mix", "BOOL",
+       "resume although the mixture changed since the checkpoint: weights, sources added or removed, files added to "
+       "or removed from a source; the new mixture holds from the resume step, no document a source delivered comes "
+       "again before its epoch ends, a removed file's undelivered documents are dropped; the warning lists every "
+       "change (docs/checkpoint.md; alias --resume-accept-changed-mix)",
+       [](Config& c, const Setting& s, const ParseContext& x) { c.checkpoint.accept_changed_mix = to_bool(s, x); },
+       [](const Config& c) { return std::string(c.checkpoint.accept_changed_mix ? "true" : "false"); }},
       {"checkpoint.start_over", "BOOL",
        "start at step 0 over a checkpoint.dir that holds an earlier run's checkpoints (with --resume: only when none "
        "reads back), moving them to DIR/replaced-<time>/; else such a start is refused",

@@ -62,6 +62,12 @@ constexpr uint64_t bpe_text_bytes_per_part = 2ull << 20;
 constexpr const char* manifest_name = "MANIFEST";
 constexpr const char* manifest_magic = "msd-datagen dataset 1";
 
+// `base` with the documents per shard of --web-shard-docs / --long-shard-docs.
+Sharding sharding(Sharding base, std::optional<uint64_t> per_shard) {
+  if (per_shard) base.per_shard = *per_shard;
+  return base;
+}
+
 uint64_t shard_count(uint64_t records, Sharding sharding) {
   if (records == 0) return 0;
   return std::max(std::min(sharding.min_shards, records), (records + sharding.per_shard - 1) / sharding.per_shard);
@@ -281,8 +287,9 @@ class Generator {
         workers_(options.threads != 0 ? options.threads : std::clamp(std::thread::hardware_concurrency(), 1u, 8u)) {}
 
   void run(DatagenResult& result) {
-    write_text_part("web", TextStyle::web, counts_.web_docs, web_sharding, result);
-    write_text_part("books", TextStyle::book, counts_.long_docs, books_sharding, result);
+    write_text_part("web", TextStyle::web, counts_.web_docs, sharding(web_sharding, options_.web_shard_docs), result);
+    write_text_part("books", TextStyle::book, counts_.long_docs, sharding(books_sharding, options_.long_shard_docs),
+                    result);
     train_vocabulary(result);
     write_images(result);
     write_corpus(result);
@@ -575,13 +582,17 @@ class Generator {
 // The MANIFEST's first lines: everything the output depends on. A directory
 // whose MANIFEST starts with the same lines holds exactly this dataset. The
 // compression line is there only for a compressed web part, so the MANIFEST of
-// an uncompressed dataset is what it was before the option existed.
-std::string manifest_options(uint64_t seed, const DatasetCounts& counts, const WebFormat& web) {
-  std::string options = str(manifest_magic, "\nseed ", seed, "\nweb_docs ", counts.web_docs, "\nlong_docs ", counts.long_docs,
-                            "\nimages ", counts.images, "\nindexed_docs ", counts.indexed_docs, "\nvocab_size ",
-                            counts.vocab_size, "\nbad_samples ", counts.bad_samples, "\n");
+// an uncompressed JSON-lines dataset is what it was before the options
+// existed; so are the shard sizes' lines, there only when given.
+std::string manifest_options(const DatagenOptions& given, const DatasetCounts& counts) {
+  const WebFormat web = web_format(given);
+  std::string options = str(manifest_magic, "\nseed ", given.seed, "\nweb_docs ", counts.web_docs, "\nlong_docs ",
+                            counts.long_docs, "\nimages ", counts.images, "\nindexed_docs ", counts.indexed_docs,
+                            "\nvocab_size ", counts.vocab_size, "\nbad_samples ", counts.bad_samples, "\n");
   if (web.compression != Compression::none) options += str("web_compression ", compression_name(web.compression), "\n");
   if (web.parquet) options += str("web_format parquet ", parquet_codec_name(web.codec), "\n");
+  if (given.web_shard_docs) options += str("web_shard_docs ", *given.web_shard_docs, "\n");
+  if (given.long_shard_docs) options += str("long_shard_docs ", *given.long_shard_docs, "\n");
   return options;
 }
 
@@ -667,7 +678,10 @@ DatagenResult generate_dataset(const DatagenOptions& options) {
   if (options.out_dir.empty()) throw ConfigError("--out: the dataset directory is required");
   const auto start = Clock::now();
   const DatasetCounts counts = resolve_counts(options);
-  const std::string header = manifest_options(options.seed, counts, web_format(options));
+  for (const auto& [name, value] : {std::pair{"--web-shard-docs", options.web_shard_docs},
+                                    {"--long-shard-docs", options.long_shard_docs}})
+    if (value && *value == 0) throw ConfigError(str(name, ": a shard holds at least 1 document"));
+  const std::string header = manifest_options(options, counts);
   const std::string manifest_path = join_path(options.out_dir, manifest_name);
   DatagenResult result;
 

@@ -49,6 +49,11 @@ struct DatagenOptions {
   std::optional<uint64_t> indexed_docs;
   std::optional<uint32_t> vocab_size;   // >= 257 and <= 2^31
   std::optional<uint64_t> bad_samples;
+  // Documents per shard of the web and book parts (default 2500 and 200):
+  // small values make many small shards, as corpora of thousands of files
+  // are (msd-bench startup). Must be >= 1.
+  std::optional<uint64_t> web_shard_docs;
+  std::optional<uint64_t> long_shard_docs;
   // "zst" or "gz": the web shards are written compressed (web-NNNN.jsonl.zst in
   // zstd frames of about 256 KiB ending at line ends, or web-NNNN.jsonl.gz as one
   // gzip member); default empty (or "none"): plain .jsonl. Bad records'

@@ -48,11 +48,7 @@ void print_ids(std::ostream& out, const std::vector<int32_t>& ids, size_t max_id
 // How the source was indexed, a Parquet source's row groups and codecs, and
 // the order its stream takes (shuffle_order).
 void print_index(std::ostream& out, const Source& source, const SourceConfig& config, const std::vector<std::string>& files) {
-  const IndexCounts* counts = nullptr;
-  if (auto* jsonl = dynamic_cast<const JsonlSource*>(&source)) counts = &jsonl->index_counts();
-  if (auto* wds = dynamic_cast<const WdsSource*>(&source)) counts = &wds->index_counts();
   if (auto* parquet = dynamic_cast<const ParquetSource*>(&source)) {
-    counts = &parquet->index_counts();
     size_t groups = 0;
     uint64_t stored = 0, decoded = 0;
     std::set<std::string> codecs;
@@ -69,8 +65,11 @@ void print_index(std::ostream& out, const Source& source, const SourceConfig& co
         << (config.image_field.empty() ? config.text_field : config.caption_field) << "': " << stored << " bytes stored, "
         << decoded << " decoded, codec " << names << '\n';
   }
-  if (counts != nullptr)
-    out << "index: " << counts->scanned << " file(s) scanned, " << counts->cached << " from cache\n";
+  if (dynamic_cast<const JsonlSource*>(&source) || dynamic_cast<const WdsSource*>(&source) ||
+      dynamic_cast<const ParquetSource*>(&source)) {
+    const IndexCounts counts = source.index_counts();
+    out << "index: " << counts.scanned << " file(s) scanned, " << counts.cached << " from cache\n";
+  }
   const ShuffleOrder order = shuffle_order(config, files);
   out << "order: "
       << (order.blocks ? str("block (", order.block_records, " records a block, ", order.window_blocks, " blocks a window)")

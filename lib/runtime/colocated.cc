@@ -43,6 +43,8 @@ ColocatedClient::ColocatedClient(JobContext& job, int client_index)
     orders_.push_back(shuffle_order(source, files));
     sources_.push_back(open_source(source, std::move(files), options));
     state_bytes_ += sources_.back()->state_bytes();
+    job_.startup.files_indexed += sources_.back()->index_counts().scanned;
+    job_.startup.files_cached += sources_.back()->index_counts().cached;
     text = text || source.format != "indexed";
   }
   if (text) {
@@ -202,6 +204,7 @@ const Batch* ColocatedClient::next() {
   batch_.bytes_needed = job_.tree.is_tp_leader(client_index_) ? stats.bytes_needed : 0;
   batch_.wait_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++next_step_;
+  job_.end_startup();
   return &batch_;
 }
 

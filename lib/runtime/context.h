@@ -15,6 +15,7 @@
 #include "msd/config.h"
 #include "msd/place_tree.h"
 #include "runtime/assignment.h"
+#include "runtime/report.h"
 #include "transport/mpi.h"
 #include "transport/wire.h"
 
@@ -45,6 +46,9 @@ struct JobContext {
   // and their communicator; the summary is gathered over them only.
   Comm live;
   std::vector<int> live_ranks;
+  // This rank's start-up, measured from `origin` (the Job's construction).
+  std::chrono::steady_clock::time_point origin = std::chrono::steady_clock::now();
+  StartupFigures startup;
 
   JobContext(const Config& c, RoleLayout l)
       : config(c),
@@ -74,6 +78,13 @@ struct JobContext {
     if (message) message->source = to_planner_world.at(static_cast<size_t>(message->source));
     return message;
   }
+  // Marks a point of this rank's start-up (a StartupFigures member) now.
+  void mark_startup(double StartupFigures::*point) {
+    startup.*point = std::chrono::duration<double>(std::chrono::steady_clock::now() - origin).count();
+  }
+  // The end of this rank's start-up (StartupFigures::first_s), once: also
+  // takes the memory and descriptors it holds then.
+  void end_startup();
   // The world ranks of those clients, ascending by client index.
   std::vector<int> planner_peers() const {
     std::vector<int> ranks;

@@ -136,6 +136,7 @@ const Batch* DisaggregatedClient::next() {
     job_.send_to_planner(kTagAck, encode(AckMessage{next_step_, batch.wait_seconds, rss}), "acknowledging a step");
   }
   ++next_step_;
+  job_.end_startup();
   return &batch;
 }
 

@@ -31,6 +31,17 @@
 
 namespace msd {
 
+void JobContext::end_startup() {
+  if (startup.first_s > 0) return;
+  mark_startup(&StartupFigures::first_s);
+  startup.peak_rss_bytes = peak_rss_bytes();
+  startup.open_files = open_file_descriptors();
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  startup.cpu_s = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                  1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+}
+
 class JobImpl {
  public:
   JobImpl(const Config& config, MPI_Comm world);
@@ -124,6 +135,10 @@ JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(c
   stats.startup_rss_bytes = current_rss_bytes();
   sample_anon_shmem(true);
   split_communicators();
+  // Start-up is measured from here: the splits are collective, so every
+  // rank's origin is within one collective of the others'.
+  ctx.origin = std::chrono::steady_clock::now();
+  ctx.startup.origin_unix_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 void JobImpl::start_stream() {
@@ -287,13 +302,16 @@ JobImpl::StartUp JobImpl::start_colocated() {
     mine.error = e.what();
     mine.failed = true;
   }
+  ctx.mark_startup(&StartupFigures::open_s);
   return mine;
 }
 
 JobImpl::StartUp JobImpl::start_loader() {
   StartUp mine;
   loader = std::make_unique<LoaderRole>(ctx);
+  ctx.mark_startup(&StartupFigures::open_s);
   ctx.send_to_planner(kTagHello, encode(loader->hello()), "sending hello");
+  ctx.mark_startup(&StartupFigures::hello_s);
   mine.failed = !loader->hello().error.empty();
   mine.vocab_size = loader->vocab_size();
   return mine;
@@ -304,6 +322,7 @@ JobImpl::StartUp JobImpl::start_loader() {
 JobImpl::StartUp JobImpl::start_planner() {
   StartUp mine;
   const std::vector<LoaderHello> hellos = receive_hellos();
+  ctx.mark_startup(&StartupFigures::hello_s);
   std::set<std::string> errors;
   for (const auto& h : hellos)
     if (!h.hello.error.empty()) errors.insert(h.hello.error);
@@ -312,6 +331,7 @@ JobImpl::StartUp JobImpl::start_planner() {
   if (mine.failed) return mine;
   try {
     planner = make_planner(hellos);
+    ctx.mark_startup(&StartupFigures::ready_s);
     mine.first_step = static_cast<int64_t>(ctx.first_step);
   } catch (const std::exception& e) {
     mine.error = e.what();
@@ -375,6 +395,7 @@ void JobImpl::agree_and_start(const StartUp& mine) {
   ctx.first_step = static_cast<uint64_t>(global[2]);
   ctx.checkpoint_identity = {static_cast<uint64_t>(global[3]), static_cast<uint64_t>(global[4]),
                              static_cast<uint64_t>(global[5])};
+  ctx.mark_startup(&StartupFigures::agreed_s);
   if (loader) loader->resume(ctx.first_step);
   if (colocated) {
     colocated->start(token_id);
@@ -393,17 +414,23 @@ std::unique_ptr<PlannerRole> JobImpl::make_planner(const std::vector<LoaderHello
   const std::vector<SourceInfo> infos = agree_on_sources(hellos, ctx.config);
   // Checkpoints and the trace record the data they were taken over.
   const CheckpointConfig& ckpt = ctx.config.checkpoint;
+  // The loaders fingerprinted the data files, each its share: the planner
+  // opens none of them (docs/scaling.md, "Start-up").
   DataFingerprint data;
-  if (!ckpt.dir.empty() || !ckpt.trace.empty()) data = fingerprint_data(ctx.config);
+  if (!ckpt.dir.empty() || !ckpt.trace.empty()) {
+    data = fingerprint_of_sources(hellos, infos);
+    fingerprint_vocabulary(ctx.config, data);
+  }
   if (!ckpt.dir.empty())
     ctx.checkpoint_identity = {ctx.config.job.seed & kIdentityMask, stream_config_digest(ctx.config) & kIdentityMask,
                                fingerprint_digest(data) & kIdentityMask};
   std::optional<PlannerCheckpoint> resume;
-  if (ckpt.resuming()) resume = find_resume_checkpoint(ctx.config, data);
+  std::vector<std::string> changes;  // a changed mixture's, when the resume continues under one
+  if (ckpt.resuming()) resume = find_resume_checkpoint(ctx.config, data, &changes);
   if (!resume) prepare_fresh_start(ctx.config);  // never over an earlier run's checkpoints
   // The first step delivered: the trainer's step, or the checkpoint's.
   ctx.first_step = ckpt.resume_step.value_or(resume ? resume->step : 0);
-  return std::make_unique<PlannerRole>(ctx, infos, resume, std::move(data));
+  return std::make_unique<PlannerRole>(ctx, infos, resume, std::move(data), !changes.empty());
 }
 
 Job::Job(const Config& config, MPI_Comm world) : impl_(std::make_unique<JobImpl>(config, world)) {
@@ -620,6 +647,7 @@ Summary finish_job(JobImpl& job, const TrainerStats& trainer) {
     input.shuffles = job.report.shuffles;
   }
   job.stats.peak_rss_bytes = peak_rss_bytes();
+  job.stats.startup = job.ctx.startup;
   sample_anon_shmem(true);
   job.stats.peak_anon_shmem_bytes = peak_anon_shmem_bytes();
   input.stats = job.stats;

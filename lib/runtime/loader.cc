@@ -11,6 +11,9 @@
 #include "common/log.h"
 #include "common/memory.h"
 #include "runtime/fatal.h"
+#include "runtime/index_sharing.h"
+#include "source/fingerprint.h"
+#include "source/indexed/indexed_source.h"
 #include "runtime/metrics.h"
 #include "transport/progress.h"
 
@@ -55,6 +58,7 @@ LoaderRole::LoaderRole(JobContext& job) : job_(job) {
         if (job.config.sources[s].name == name) snapshot_source_[s] = true;
   }
   opened_.assign(job.config.sources.size(), {});
+  listed_.resize(job.config.sources.size());
   const FaultConfig& fault = job.config.fault;
   if (fault.kind == "startup_stall" && fault.loader == index) {
     // As a file system that hangs on open would hold it: the hello waits.
@@ -62,7 +66,8 @@ LoaderRole::LoaderRole(JobContext& job) : job_(job) {
     std::this_thread::sleep_for(std::chrono::milliseconds(fault.stall_ms));
   }
   try {
-    for (uint32_t s : mine) hello_.sources.push_back(open(s));
+    build_index_share(index, mine);
+    for (uint32_t s : mine) hello_.sources.push_back(open(s, file_share(job.assignment, s, index)));
     transform_ = std::make_unique<SampleTransform>(tokenizer_.get(),
                                                    ImageOptions{job.config.image.max_side, job.config.image.patch});
     for (uint32_t s : mine)
@@ -74,18 +79,66 @@ LoaderRole::LoaderRole(JobContext& job) : job_(job) {
   }
 }
 
-// Opens source `s` (and the tokenizer, the first time a source needs it).
-SourceInfo LoaderRole::open(uint32_t s) {
+// Start-up's index sharing (index_sharing.h): the index caches of this
+// loader's share of each of its sources' files, built before any source is
+// opened; then the word to and from the loaders it shares sources with,
+// also when building failed (that error is rethrown after).
+void LoaderRole::build_index_share(int index, const std::vector<uint32_t>& mine) {
+  std::exception_ptr failed;
+  try {
+    SourceOptions options;
+    options.cache_dir = job_.config.loader.cache_dir;
+    for (uint32_t s : mine) {
+      const std::optional<FileShare> share = file_share(job_.assignment, s, index);
+      if (!share || share->loaders < 2) continue;
+      listed_[s] = source_files(job_.config.sources[s]);  // open() takes this listing
+      const std::vector<std::string>& files = listed_[s];
+      std::vector<std::string> shared;
+      for (size_t f = 0; f < files.size(); ++f)
+        if (share->holds(f)) shared.push_back(files[f]);
+      const IndexCounts counts = build_index_caches(job_.config.sources[s], std::move(shared), options);
+      job_.startup.files_indexed += counts.scanned;
+      job_.startup.files_cached += counts.cached;
+    }
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  exchange_index_shares(job_, index);
+  if (failed) std::rethrow_exception(failed);
+}
+
+// Opens source `s` (and the tokenizer, the first time a source needs it);
+// with `share`, fingerprints those of its files (when checkpoints or a trace
+// record the data).
+SourceInfo LoaderRole::open(uint32_t s, std::optional<FileShare> share) {
   const SourceConfig& config = job_.config.sources[s];
   SourceOptions options;
   options.cache_dir = job_.config.loader.cache_dir;
-  std::vector<std::string> files = source_files(config);
-  SourceInfo info{s, 0, 0, {}};
-  for (const auto& path : files) info.files.push_back({path, file_stamp(path).size_bytes});
+  if (share) options.index_shares = share->loaders;  // the bundles its loaders wrote (build_index_share)
+  std::vector<std::string> files = listed_[s].empty() ? source_files(config) : std::move(listed_[s]);
+  listed_[s].clear();
+  SourceInfo info{s, 0, 0, {}, {}};
+  for (const auto& path : files) info.files.push_back({path, file_stamp(path).size_bytes, 0});
+  const CheckpointConfig& ckpt = job_.config.checkpoint;
+  if (share && (!ckpt.dir.empty() || !ckpt.trace.empty()))
+    for (uint32_t f = 0; f < files.size(); ++f) {
+      if (!share->holds(f)) continue;
+      std::vector<std::string> parts{files[f]};
+      if (config.format == "indexed") parts.push_back(indexed_bin_path(files[f]));
+      for (const auto& part : parts) {
+        const FileFingerprint print = fingerprint_file(part);
+        info.fingerprints.push_back({f, part, print.bytes, print.digest});
+      }
+    }
   sources_[s] = open_source(config, std::move(files), options);
   info.samples = sources_[s]->size();
+  const std::vector<uint64_t> samples = sources_[s]->file_samples();
+  MSD_CHECK_EQ(samples.size(), info.files.size());
+  for (size_t f = 0; f < samples.size(); ++f) info.files[f].samples = samples[f];
   info.state_bytes = sources_[s]->state_bytes();
   stats_.state_bytes += info.state_bytes;
+  job_.startup.files_indexed += sources_[s]->index_counts().scanned;
+  job_.startup.files_cached += sources_[s]->index_counts().cached;
   if (!tokenizer_ && config.format != "indexed") {
     tokenizer_ = open_tokenizer(job_.config.tokenizer);
     stats_.state_bytes += tokenizer_->state_bytes();
@@ -112,7 +165,7 @@ void LoaderRole::reassign(const ReassignMessage& move) {
     }
     for (uint32_t s : move.open) {
       if (s >= sources_.size()) throw ProtocolError(str("loader rank ", job_.rank, " asked to open source ", s));
-      answer.sources.push_back(sources_[s] ? opened_[s] : open(s));
+      answer.sources.push_back(sources_[s] ? opened_[s] : open(s, std::nullopt));
     }
   } catch (const std::exception& e) {
     answer.error = e.what();
@@ -392,6 +445,7 @@ RoleStats LoaderRole::serve() {
       status = {rss.bytes(), stats_.transform_seconds, std::chrono::duration<double>(Clock::now() - start).count()};
     job_.send_to_planner(kTagMeta, encode_meta(outbox, status), "sending sample metadata to the planner");
     outbox.clear();
+    job_.end_startup();
   };
   while (!stop) {
     bool progressed = false;

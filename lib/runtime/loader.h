@@ -13,6 +13,7 @@
 #include "checkpoint/loader_checkpoint.h"
 #include "profile/meter.h"
 #include "runtime/context.h"
+#include "runtime/index_sharing.h"
 #include "runtime/report.h"
 #include "source/source.h"
 #include "transform/transform.h"
@@ -49,7 +50,8 @@ class LoaderRole {
   void prepare(std::span<const LoadItem> items, std::deque<Prepared>& ready);
   bool place(Prepared& prepared, std::vector<SampleMeta>& outbox);
   bool on_control(const Message& message);
-  SourceInfo open(uint32_t source);
+  void build_index_share(int index, const std::vector<uint32_t>& mine);
+  SourceInfo open(uint32_t source, std::optional<FileShare> share);
   void reassign(const ReassignMessage& move);
   void write_checkpoint(std::span<const uint8_t> request);
   // Sends the planner this loader's profiles (kTagProfile).
@@ -60,6 +62,7 @@ class LoaderRole {
   HelloMessage hello_;
   std::vector<std::unique_ptr<Source>> sources_;  // indexed by source id (null: not ours)
   std::vector<SourceInfo> opened_;                // what open() told the planner of each open source
+  std::vector<std::vector<std::string>> listed_;  // a source's files as start-up's index sharing listed them
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<SampleTransform> transform_;
   std::unique_ptr<SlotAllocator> slots_;

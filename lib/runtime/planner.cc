@@ -36,7 +36,7 @@ uint64_t document_digest(uint64_t step, const std::vector<SampleMeta>& samples) 
 }  // namespace
 
 PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources,
-                         const std::optional<PlannerCheckpoint>& resume, DataFingerprint data)
+                         const std::optional<PlannerCheckpoint>& resume, DataFingerprint data, bool changed_mix)
     : job_(job),
       out_(job.world.get()),
       fleet_(job, out_, job.config.sources.size()),
@@ -69,9 +69,11 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
   if (!trace_path.empty()) {
     std::vector<uint64_t> sizes;
     for (uint32_t s = 0; s < streams_.sources(); ++s) sizes.push_back(streams_.samples(s));
-    trace_ = std::make_unique<TraceWriter>(trace_path, make_trace_header(job.config, sizes, data_), first_step_);
+    trace_ = std::make_unique<TraceWriter>(trace_path, make_trace_header(job.config, sizes, data_), first_step_, 16,
+                                           changed_mix);
   }
   if (!ckpt.dir.empty()) checkpoints_ = std::make_unique<PlannerCheckpointWriter>(ckpt.dir, ckpt.keep);
+  if (changed_mix && checkpoints_) checkpoints_->submit(*resume);
   if (!job.config.output.metrics.empty()) metrics_ = std::make_unique<MetricsWriter>(job.config);
 }
 
@@ -123,6 +125,7 @@ bool PlannerRole::try_plan_step() {
   if (delivered) {
     report_.tokens += record.tokens;
     acks_.sent(step, std::chrono::steady_clock::now());
+    job_.end_startup();
   }
   in_flight_[step] = std::move(record);
   if (!delivered) complete_step(step);
@@ -362,6 +365,7 @@ PlannerCheckpoint PlannerRole::state_before(uint64_t step) const {
     for (const auto& item : track.outstanding.items())
       cp.in_flight.push_back({item.source, SampleState::requested, rank, item.cursor, item.index});
   cp.loader_sources = fleet_.assignment();
+  streams_.stream_state(cp);
   return cp;
 }
 

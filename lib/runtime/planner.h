@@ -39,8 +39,11 @@ class PlannerRole {
   // Steps from there up to job.first_step are planned but delivered to no
   // client (the fast-forward of checkpoint.resume_step). `data`: the data's
   // fingerprint, recorded in checkpoints and the trace.
+  // `changed_mix`: `resume` is a checkpoint continued under a changed mixture
+  // (changed_mix.h); it is written at once as the checkpoint of its step (a
+  // resume after a crash then needs no flag), and the trace begins anew there.
   PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources,
-              const std::optional<PlannerCheckpoint>& resume, DataFingerprint data = {});
+              const std::optional<PlannerCheckpoint>& resume, DataFingerprint data = {}, bool changed_mix = false);
   PlannerReport serve();
   // What each source costs a loader, as the loaders last reported it
   // (kTagProfile, at most once a second per loader; docs/scaling.md

@@ -12,6 +12,26 @@
 
 namespace msd {
 
+// Where a rank's start-up went (summary "startup", docs/summary.md): seconds
+// from the Job's construction (after MPI_Init) to each point this rank
+// passes; 0 for a point of another role.
+struct StartupFigures {
+  double origin_unix_s = 0.0;  // the Job's construction, on the system clock
+  double open_s = 0.0;    // loader: its sources open (indexes built or read); colocated client: the same
+  double hello_s = 0.0;   // loader: hello sent; planner: every loader's hello received
+  double ready_s = 0.0;   // planner: its planning state built (sources agreed, data fingerprinted, checkpoint read)
+  double agreed_s = 0.0;  // every rank: the start-up agreement reached
+  // The end of this rank's start-up: planner, the first delivered step's
+  // plans sent; loader, its first samples answered; client, its first batch built.
+  double first_s = 0.0;
+  double cpu_s = 0.0;           // the process's CPU time (user + system, all threads) at first_s
+  uint64_t peak_rss_bytes = 0;  // VmHWM at first_s: the most resident memory of the start-up
+  uint64_t open_files = 0;      // file descriptors held at first_s (MPI's included)
+  // Loader (colocated: client): data files whose index it built by reading
+  // them, and those it read from an index cache, over the sources it opened.
+  uint64_t files_indexed = 0, files_cached = 0;
+};
+
 // Per-role numbers gathered into the summary (fixed size: one MPI_Gather).
 struct RoleStats {
   int32_t role = 0;  // Role
@@ -30,6 +50,7 @@ struct RoleStats {
   uint64_t open_sources = 0;  // loader: sources open at the end
   uint64_t peak_anon_shmem_bytes = 0;  // see peak_anon_shmem_bytes()
   uint64_t steps_read_ahead = 0;  // client: ClientLog::steps_read_ahead
+  StartupFigures startup;
 };
 
 // A shadow loader taking over a loader that missed its deadline.

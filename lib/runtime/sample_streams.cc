@@ -21,9 +21,10 @@ SampleStreams::SampleStreams(const JobContext& job, LoaderFleet& fleet, OnlineSc
     src.samples = info.samples;
     std::vector<std::string> files;
     for (const SourceFile& file : info.files) files.push_back(file.path);
-    src.order = shuffle_order(job.config.sources.at(info.source), files);
+    src.order.emplace(job.config.job.seed, info.source, info.samples,
+                      shuffle_order(job.config.sources.at(info.source), files));
   }
-  for (const auto& src : sources_) MSD_CHECK(src.samples > 0);
+  for (const auto& src : sources_) MSD_CHECK(src.samples > 0 && src.order);
 }
 
 void SampleStreams::resume_at(const PlannerCheckpoint& resume) {
@@ -35,8 +36,35 @@ void SampleStreams::resume_at(const PlannerCheckpoint& resume) {
                             "; the batch stream cannot continue"));
     sources_[s].consumed = sources_[s].next_request = resume.consumed.at(s);
     sources_[s].seen_good = true;
+    // A stream continued across added sources or changed files (changed_mix.h).
+    // Its shuffle order is this run's: check_resumable refused a change.
+    const uint32_t key = resume.stream_keys.empty() ? s : resume.stream_keys.at(s);
+    const ShuffleOrder shuffle = sources_[s].order->shuffle();
+    if (s < resume.stream_eras.size() && !resume.stream_eras[s].empty())
+      sources_[s].order.emplace(resume.seed, key, resume.stream_eras[s], shuffle);
+    else
+      sources_[s].order.emplace(resume.seed, key, sources_[s].samples, shuffle);
+    MSD_CHECK_EQ(sources_[s].order->samples(), sources_[s].samples);
   }
-  mixer_.restore(resume.step, resume.mixer_realized);
+  mixer_.restore(resume.step, resume.mixer_realized, resume.mixer_origin_step, resume.mixer_origin);
+  mixer_origin_step_ = resume.mixer_origin_step;
+  mixer_origin_ = resume.mixer_origin;
+}
+
+void SampleStreams::stream_state(PlannerCheckpoint& checkpoint) const {
+  checkpoint.stream_keys.clear();
+  checkpoint.stream_eras.clear();
+  bool keys = false, eras = false;
+  for (uint32_t s = 0; s < sources_.size(); ++s) {
+    keys = keys || sources_[s].order->key() != s;
+    eras = eras || !sources_[s].order->plain();
+  }
+  for (const SourceState& src : sources_) {
+    if (keys) checkpoint.stream_keys.push_back(src.order->key());
+    if (eras) checkpoint.stream_eras.push_back(src.order->plain() ? std::vector<StreamEra>{} : src.order->eras());
+  }
+  checkpoint.mixer_origin_step = mixer_origin_step_;
+  checkpoint.mixer_origin = mixer_origin_;
 }
 
 void SampleStreams::reload(const std::vector<HeldDoc>& held) {
@@ -122,21 +150,18 @@ void SampleStreams::request_ahead(uint64_t next_step, uint64_t limit, const std:
 // serves a sample never changes its content.
 int SampleStreams::loader_for(uint32_t source, uint64_t cursor, uint64_t index) {
   const std::vector<int>& serving = fleet_.serving(source);
-  const ShuffleOrder& order = sources_[source].order;
+  const ShuffleOrder& order = sources_[source].order->shuffle();
   const uint64_t spread = order.blocks ? index / order.block_records : cursor;
   return serving[spread % serving.size()];
 }
 
-// stream_position(seed, source, samples, cursor, order).index, with the
-// epoch's order kept between calls.
+// The source's stream order at `cursor`: a document of the data now (a
+// held document whose file was removed never gets here: a changed mixture
+// drops it, changed_mix.h).
 uint64_t SampleStreams::file_index(uint32_t source, uint64_t cursor) {
-  SourceState& src = sources_[source];
-  const uint64_t epoch = cursor / src.samples;
-  if (!src.permutation || src.permutation_epoch != epoch) {
-    src.permutation.emplace(src.samples, permutation_key(job_.config.job.seed, source, epoch), src.order);
-    src.permutation_epoch = epoch;
-  }
-  return (*src.permutation)(cursor % src.samples);
+  const uint64_t index = sources_[source].order->index(cursor);
+  MSD_CHECK(index != kRemovedIndex);
+  return index;
 }
 
 // The earliest unplanned step needs a request that `loader`'s window cannot

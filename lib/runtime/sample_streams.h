@@ -26,7 +26,7 @@
 #include "runtime/online_scaler.h"
 #include "runtime/slot_releases.h"
 #include "runtime/window_budget.h"
-#include "source/permutation.h"
+#include "source/stream_order.h"
 #include "transport/mpi.h"
 
 namespace msd {
@@ -72,11 +72,15 @@ class SampleStreams {
 
   size_t sources() const { return sources_.size(); }
   uint64_t samples(uint32_t source) const { return sources_.at(source).samples; }
-  const ShuffleOrder& order(uint32_t source) const { return sources_.at(source).order; }
+  const ShuffleOrder& order(uint32_t source) const { return sources_.at(source).order->shuffle(); }
   const Schedule& schedule() const { return mixer_.schedule(); }
   // What a checkpoint of the next unplanned step records.
   std::vector<uint64_t> consumed() const;
   std::vector<uint64_t> realized_next() const;
+  // The streams' keys and eras (the checkpoint's stream_keys, stream_eras:
+  // empty when every source keeps its own index and plain order) and the
+  // mixer's origin, for a checkpoint.
+  void stream_state(PlannerCheckpoint& checkpoint) const;
   // Every sample loaded (or failed) but not yet in a step.
   void for_each_resolved(const std::function<void(uint32_t source, uint64_t cursor, const SampleMeta&)>& f) const;
 
@@ -89,12 +93,10 @@ class SampleStreams {
     CursorRing<SampleMeta> resolved;  // cursor -> metadata
     uint64_t resolved_good = 0;  // good samples in `resolved`: a step needs its quota of them first
     bool seen_good = false;
-    // The stream's order (shuffle_order of the loaders' files) and its
-    // epoch last requested from: the file index of every cursor requested
-    // (stream_position), built once an epoch.
-    ShuffleOrder order;
-    std::optional<SourceOrder> permutation;
-    uint64_t permutation_epoch = 0;
+    // The stream's order (source/stream_order.h): the file index of every
+    // cursor requested, in the source's shuffle order (shuffle_order of the
+    // loaders' files), across resumes that changed the source's data.
+    std::optional<StreamOrder> order;
   };
 
   uint64_t file_index(uint32_t source, uint64_t cursor);
@@ -110,6 +112,8 @@ class SampleStreams {
   AsyncSender& out_;
   std::vector<SourceState> sources_;
   Mixer mixer_;
+  uint64_t mixer_origin_step_ = 0;      // a resume's (Mixer::restore), carried into checkpoints
+  std::vector<uint64_t> mixer_origin_;
   WindowBudget window_;
   SlotReleases releases_;  // stale slots to give back, sent by release
   std::deque<std::vector<uint32_t>> quotas_;  // for the steps from the next unplanned one on

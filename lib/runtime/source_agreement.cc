@@ -65,21 +65,53 @@ std::vector<SourceInfo> agree_on_sources(std::span<const LoaderHello> arrived, c
       const std::string option = info.source < config.sources.size()
                                      ? str("source.", config.sources[info.source].name, ".path")
                                      : str("source ", info.source);
-      if (seen->files != info.files) {
+      const auto path_and_size = [](const SourceFile& f) { return std::pair<const std::string&, uint64_t>(f.path, f.bytes); };
+      if (!std::ranges::equal(seen->files, info.files, {}, path_and_size, path_and_size)) {
         const std::string why = file_difference(seen->files, info.files);
         throw DataError(str(option, ": ", who(*by), " and ", who(h), " match different files (", seen->files.size(),
                             " and ", info.files.size(), "; ", why.empty() ? "in another order" : why,
                             "): every loader must read the same data; check that each node sees the same files"));
       }
-      if (seen->samples != info.samples)
+      size_t differs = 0;
+      while (differs < info.files.size() && seen->files[differs].samples == info.files[differs].samples) ++differs;
+      if (seen->samples != info.samples || differs < info.files.size())
         throw DataError(str(option, ": ", who(*by), " counts ", seen->samples, " samples and ", who(h), " ",
-                            info.samples, " in the same ", info.files.size(),
-                            " file(s): a file changed while the job started, or an index cache is stale"));
+                            info.samples, " in the same ", info.files.size(), " file(s)",
+                            differs < info.files.size() ? str(" (", info.files[differs].path, ": ",
+                                                              seen->files[differs].samples, " and ",
+                                                              info.files[differs].samples, ")")
+                                                        : "",
+                            ": a file changed while the job started, or an index cache is stale"));
     }
   }
   std::vector<SourceInfo> infos;
   for (const auto& [source, entry] : first) infos.push_back(*entry.second);
   return infos;
+}
+
+DataFingerprint fingerprint_of_sources(std::span<const LoaderHello> hellos, const std::vector<SourceInfo>& infos) {
+  // Per source, per file: the digests of it any loader took (its share's).
+  std::map<uint32_t, std::map<uint32_t, std::vector<const FileDigest*>>> taken;
+  for (const LoaderHello& h : hellos)
+    for (const SourceInfo& info : h.hello.sources)
+      for (const FileDigest& d : info.fingerprints) {
+        auto& digests = taken[info.source][d.file];
+        if (std::ranges::none_of(digests, [&](const FileDigest* other) { return other->path == d.path; }))
+          digests.push_back(&d);
+      }
+  DataFingerprint data;
+  for (const SourceInfo& info : infos)
+    for (uint32_t f = 0; f < info.files.size(); ++f) {
+      const auto& digests = taken[info.source][f];
+      if (digests.empty())
+        throw ProtocolError(str("start-up: no loader fingerprinted ", info.files[f].path, " (file ", f, " of source ",
+                                info.source, ")"));
+      // A file of an indexed source is its .idx, then its .bin; the samples
+      // are the .idx's.
+      for (const FileDigest* d : digests)
+        data.files.push_back({info.source, d->path, d->bytes, d->digest, d->path == info.files[f].path ? info.files[f].samples : 0});
+    }
+  return data;
 }
 
 }  // namespace msd

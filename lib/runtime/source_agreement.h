@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "msd/config.h"
+#include "source/fingerprint.h"
 #include "transport/wire.h"
 
 namespace msd {
@@ -24,5 +25,12 @@ struct LoaderHello {
 // two loaders of a source saw other files (paths or sizes) or counted other
 // samples.
 std::vector<SourceInfo> agree_on_sources(std::span<const LoaderHello> hellos, const Config& config);
+
+// The data's fingerprint from the loaders' shares of it (each loader
+// fingerprints a share of its sources' files, docs/scaling.md "Start-up"), for
+// the sources `infos` (agree_on_sources'), with each file's samples; the
+// vocabulary is not in it (fingerprint_vocabulary). Throws ProtocolError when
+// a file was fingerprinted by no loader.
+DataFingerprint fingerprint_of_sources(std::span<const LoaderHello> hellos, const std::vector<SourceInfo>& infos);
 
 }  // namespace msd

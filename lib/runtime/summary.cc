@@ -8,6 +8,7 @@
 #include "common/json_writer.h"
 #include "plan/step/mix.h"
 #include "plan/step/modes.h"
+#include "runtime/startup_summary.h"
 #include "source/source.h"
 
 namespace msd {
@@ -335,6 +336,7 @@ struct Report {
   RoleTotals roles;
   Traffic traffic;
   Mix mix;
+  const std::vector<RoleStats>& stats;  // every rank's, by world rank
 
   double tokens_per_s() const { return roles.client_wall > 0 ? mix.tokens / roles.client_wall : 0.0; }
   double wait_mean() const { return roles.clients ? roles.wait_sum / roles.clients : 0.0; }
@@ -585,6 +587,7 @@ std::string summary_json(const Report& r) {
   write_resources_json(w, r);
   write_profiles_json(w, r);
   write_shuffle_json(w, r);
+  write_startup_json(w, r.stats);
   w.end_object();
   return w.str();
 }
@@ -743,7 +746,8 @@ Summary gather_summary(JobContext& job, const SummaryInput& input) {
                       balance(job, records, steps),
                       role_totals(job, records.stats),
                       traffic(job, records, steps),
-                      mix(job, std::move(records.totals), steps)};
+                      mix(job, std::move(records.totals), steps),
+                      records.stats};
   return {summary_json(report), run_text(report) + data_text(report)};
 }
 

@@ -75,17 +75,20 @@ DataFingerprint fingerprint_data(const Config& config) {
       }
     }
   }
-  // The file the ids come from: a tokenizer.json holds its vocabulary too.
-  if (const std::string& file = config.tokenizer.hf.empty() ? config.tokenizer.vocab : config.tokenizer.hf;
-      !file.empty()) {
-    const std::vector<unsigned char> bytes = read_file(file);
-    Digest digest;
-    digest.update(bytes.data(), bytes.size());
-    fingerprint.vocabulary = file;
-    fingerprint.vocabulary_bytes = bytes.size();
-    fingerprint.vocabulary_digest = digest.value();
-  }
+  fingerprint_vocabulary(config, fingerprint);
   return fingerprint;
+}
+
+void fingerprint_vocabulary(const Config& config, DataFingerprint& data) {
+  // The file the ids come from: a tokenizer.json holds its vocabulary too.
+  const std::string& file = config.tokenizer.hf.empty() ? config.tokenizer.vocab : config.tokenizer.hf;
+  if (file.empty()) return;
+  const std::vector<unsigned char> bytes = read_file(file);
+  Digest digest;
+  digest.update(bytes.data(), bytes.size());
+  data.vocabulary = file;
+  data.vocabulary_bytes = bytes.size();
+  data.vocabulary_digest = digest.value();
 }
 
 uint64_t fingerprint_digest(const DataFingerprint& data) {

@@ -21,6 +21,10 @@ struct FileFingerprint {
   std::string path;     // as the source's globs resolve it
   uint64_t bytes = 0;
   uint64_t digest = 0;  // of the first and last kFingerprintBlockBytes (the whole file when smaller)
+  // The reader's samples of the file (0 for an indexed source's .bin, and
+  // when not known: fingerprint_data does not open the sources); not part of
+  // fingerprint_differences or fingerprint_digest.
+  uint64_t samples = 0;
   bool operator==(const FileFingerprint&) const = default;
 };
 
@@ -39,6 +43,9 @@ FileFingerprint fingerprint_file(const std::string& path);
 // Every data file of every source of `config`, and its vocabulary. Throws
 // ConfigError for a glob that matches nothing, IoError for an unreadable file.
 DataFingerprint fingerprint_data(const Config& config);
+// The vocabulary's part of `data` (tokenizer.hf, else tokenizer.vocab).
+// Throws IoError for an unreadable file.
+void fingerprint_vocabulary(const Config& config, DataFingerprint& data);
 
 // One digest of a fingerprint, blind to paths as fingerprint_differences is:
 // each file's source, position, size and digest, and the vocabulary's size

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <set>
 
 #include "common/digest.h"
 #include "common/log.h"
@@ -18,11 +20,40 @@ namespace {
 
 constexpr char cache_magic[8] = {'M', 'S', 'D', 'I', 'N', 'D', 'E', 'X'};
 
+// Directories found writable (or made) before: a source of 10,000 files
+// asks for the same one 10,000 times.
+std::mutex known_mutex;
+std::set<std::string> known_writable;
+
 bool ensure_directory(const std::string& dir) {
+  {
+    std::lock_guard lock(known_mutex);
+    if (known_writable.count(dir)) return true;
+  }
   std::error_code error;
   std::filesystem::create_directories(dir, error);
-  return std::filesystem::is_directory(dir, error) && ::access(dir.c_str(), W_OK) == 0;
+  const bool writable = std::filesystem::is_directory(dir, error) && ::access(dir.c_str(), W_OK) == 0;
+  if (writable) {
+    std::lock_guard lock(known_mutex);
+    known_writable.insert(dir);
+  }
+  return writable;
 }
+
+thread_local IndexCacheScope* active_scope = nullptr;
+
+// Appends the Digest of `digested` to `bytes`; `digested` may view `bytes`
+// itself (it is digested before `bytes` grows).
+void append_digest(std::vector<unsigned char>& bytes, std::span<const unsigned char> digested) {
+  Digest digest;
+  digest.update(digested.data(), digested.size());
+  const uint64_t value = digest.value();
+  const auto* p = reinterpret_cast<const unsigned char*>(&value);
+  bytes.insert(bytes.end(), p, p + sizeof value);
+}
+
+constexpr char bundle_magic[8] = {'M', 'S', 'D', 'B', 'U', 'N', 'D', 'L'};
+constexpr uint32_t bundle_version = 1;
 
 std::string derived_name(const std::string& data_path) {
   std::error_code error;
@@ -57,16 +88,13 @@ std::string index_cache_path(const std::string& data_path, const std::string& ca
   return {};
 }
 
-std::optional<std::vector<unsigned char>> load_index_cache(const std::string& cache_path, uint32_t format_tag,
-                                                           uint32_t version, const FileStamp& stamp) {
-  if (cache_path.empty() || !file_exists(cache_path)) return std::nullopt;
-  std::vector<unsigned char> bytes;
-  try {
-    bytes = read_file(cache_path);
-  } catch (const IoError& error) {
-    log_warn("ignoring unreadable index cache: ", error.what());
-    return std::nullopt;
-  }
+namespace {
+
+// The payload of a cache's bytes when they hold a cache of (format_tag,
+// version) for a data file with exactly `stamp`.
+std::optional<std::vector<unsigned char>> cache_payload(const std::vector<unsigned char>& bytes,
+                                                        const std::string& cache_path, uint32_t format_tag,
+                                                        uint32_t version, const FileStamp& stamp) {
   PayloadReader reader(bytes);
   char magic[8];
   uint32_t tag = 0, cached_version = 0;
@@ -97,6 +125,31 @@ std::optional<std::vector<unsigned char>> load_index_cache(const std::string& ca
   return std::vector<unsigned char>(bytes.begin() + header_bytes, bytes.begin() + header_bytes + payload_bytes);
 }
 
+}  // namespace
+
+std::optional<std::vector<unsigned char>> load_index_cache(const std::string& cache_path, uint32_t format_tag,
+                                                           uint32_t version, const FileStamp& stamp) {
+  if (cache_path.empty()) return std::nullopt;
+  IndexCacheScope* scope = IndexCacheScope::active();
+  if (scope != nullptr)
+    if (const std::vector<unsigned char>* bytes = scope->bundled(cache_path))
+      if (auto payload = cache_payload(*bytes, cache_path, format_tag, version, stamp)) {
+        scope->collect(cache_path, *bytes, true);
+        return payload;
+      }
+  if (!file_exists(cache_path)) return std::nullopt;
+  std::vector<unsigned char> bytes;
+  try {
+    bytes = read_file(cache_path);
+  } catch (const IoError& error) {
+    log_warn("ignoring unreadable index cache: ", error.what());
+    return std::nullopt;
+  }
+  auto payload = cache_payload(bytes, cache_path, format_tag, version, stamp);
+  if (payload && scope != nullptr) scope->collect(cache_path, std::move(bytes), false);
+  return payload;
+}
+
 void store_index_cache(const std::string& cache_path, uint32_t format_tag, uint32_t version,
                        const FileStamp& stamp, std::span<const unsigned char> payload) {
   if (cache_path.empty()) return;
@@ -109,15 +162,95 @@ void store_index_cache(const std::string& cache_path, uint32_t format_tag, uint3
   writer.put(uint64_t{payload.size()});
   std::vector<unsigned char> bytes(writer.bytes().begin(), writer.bytes().end());
   bytes.insert(bytes.end(), payload.begin(), payload.end());
-  Digest digest;
-  digest.update(payload.data(), payload.size());
-  uint64_t value = digest.value();
-  const auto* p = reinterpret_cast<const unsigned char*>(&value);
-  bytes.insert(bytes.end(), p, p + sizeof value);
+  append_digest(bytes, payload);
   try {
     write_file_atomic(cache_path, bytes);
   } catch (const IoError& error) {
     log_warn("cannot write index cache (the index will be rebuilt next time): ", error.what());
+  }
+  if (IndexCacheScope* scope = IndexCacheScope::active()) scope->collect(cache_path, std::move(bytes), false);
+}
+
+std::string index_bundle_path(const std::vector<std::string>& files, const std::string& cache_dir) {
+  if (files.empty()) return {};
+  const std::string first = index_cache_path(files.front(), cache_dir);
+  if (first.empty()) return {};
+  Digest digest;
+  digest.update_u64(files.size());
+  for (const std::string& file : files) {
+    std::error_code error;
+    std::string absolute = std::filesystem::absolute(file, error).lexically_normal().string();
+    if (error) absolute = file;
+    digest.update(absolute.data(), absolute.size() + 1);  // with the NUL: "ab","c" is not "a","bc"
+  }
+  const std::string stem = first.substr(0, first.size() - std::strlen(kIndexCacheSuffix));
+  return str(stem, ".", digest.hex(), ".bundle", kIndexCacheSuffix);
+}
+
+IndexCacheScope::IndexCacheScope() : outer_(active_scope) { active_scope = this; }
+IndexCacheScope::~IndexCacheScope() { active_scope = outer_; }
+IndexCacheScope* IndexCacheScope::active() { return active_scope; }
+
+const std::vector<unsigned char>* IndexCacheScope::bundled(const std::string& cache_path) const {
+  const auto it = bundled_.find(cache_path);
+  return it == bundled_.end() ? nullptr : &it->second;
+}
+
+void IndexCacheScope::collect(const std::string& cache_path, std::vector<unsigned char> bytes, bool from_bundle) {
+  if (!from_bundle) ++outside_;
+  collected_[cache_path] = std::move(bytes);
+}
+
+void IndexCacheScope::read_bundle(const std::string& path) {
+  if (path.empty() || !file_exists(path)) return;
+  std::vector<unsigned char> bytes;
+  try {
+    bytes = read_file(path);
+  } catch (const IoError& error) {
+    log_warn("ignoring unreadable index bundle: ", error.what());
+    return;
+  }
+  if (bytes.size() < sizeof(bundle_magic) + sizeof(uint64_t)) return;
+  const size_t body = bytes.size() - sizeof(uint64_t);
+  Digest digest;
+  digest.update(bytes.data(), body);
+  uint64_t stored = 0;
+  std::memcpy(&stored, bytes.data() + body, sizeof stored);
+  PayloadReader reader(std::span<const unsigned char>(bytes.data(), body));
+  char magic[8];
+  uint32_t version = 0;
+  uint64_t records = 0;
+  for (char& c : magic) reader.get(c);
+  reader.get(version);
+  reader.get(records);
+  if (stored != digest.value() || !reader.ok() || std::memcmp(magic, bundle_magic, sizeof magic) != 0 ||
+      version != bundle_version) {
+    log_warn("index bundle ", path, " is damaged or of another version; ignoring it");
+    return;
+  }
+  for (uint64_t r = 0; r < records && reader.ok(); ++r) {
+    std::vector<char> name;
+    std::vector<unsigned char> cache;
+    if (reader.get_all(name) && reader.get_all(cache)) bundled_[std::string(name.begin(), name.end())] = std::move(cache);
+  }
+}
+
+void IndexCacheScope::write_bundle(const std::string& path) const {
+  if (path.empty()) return;
+  PayloadWriter writer;
+  for (char c : bundle_magic) writer.put(c);
+  writer.put(bundle_version);
+  writer.put(uint64_t{collected_.size()});
+  for (const auto& [cache_path, bytes] : collected_) {
+    writer.put_all(std::span<const char>(cache_path.data(), cache_path.size()));
+    writer.put_all(std::span<const unsigned char>(bytes));
+  }
+  std::vector<unsigned char> out(writer.bytes().begin(), writer.bytes().end());
+  append_digest(out, out);
+  try {
+    write_file_atomic(path, out);
+  } catch (const IoError& error) {
+    log_warn("cannot write index bundle (the per-file caches are used): ", error.what());
   }
 }
 
@@ -128,6 +261,12 @@ FileOffsets::Position FileOffsets::find(uint64_t index) const {
   auto it = std::upper_bound(starts_.begin(), starts_.end(), index);
   size_t file = static_cast<size_t>(it - starts_.begin()) - 1;
   return {file, index - starts_[file]};
+}
+
+std::vector<uint64_t> FileOffsets::samples_per_file() const {
+  std::vector<uint64_t> samples(starts_.size());
+  for (size_t f = 0; f < starts_.size(); ++f) samples[f] = (f + 1 < starts_.size() ? starts_[f + 1] : total_) - starts_[f];
+  return samples;
 }
 
 void warn_empty_file(const std::string& path) {

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -51,6 +52,54 @@ std::optional<std::vector<unsigned char>> load_index_cache(const std::string& ca
 // cache only saves time.
 void store_index_cache(const std::string& cache_path, uint32_t format_tag, uint32_t version,
                        const FileStamp& stamp, std::span<const unsigned char> payload);
+
+// Bundles: the caches of a list of data files (a loader's share of a source's
+// files, or all of them) in one file, so that opening a source of 10,000
+// shards reads a few files instead of 10,000 (docs/formats.md, "Index
+// caches"). A bundle holds each file's cache as stored (its own header and
+// digest), under the cache's path:
+//   8 bytes  magic "MSDBUNDL", u32 version 1, u64 records
+//   per record: u64 path bytes, the cache path, u64 cache bytes, the cache file's bytes
+//   u64      Digest of everything before it (a torn or damaged bundle is ignored)
+// Each record is checked against its data file's stamp as a cache file is, so
+// a stale record is rebuilt and never used; a bundle only saves time.
+//
+// The bundle of `files` (in this order): beside the first file's cache
+// (index_cache_path), named after it and a digest of every file's absolute
+// path; empty when no writable place exists.
+std::string index_bundle_path(const std::vector<std::string>& files, const std::string& cache_dir);
+
+// While one is alive on a thread, the index caches that thread's readers load
+// are looked up first in the bundles it read, and every cache they load or
+// store is collected, for write_bundle. Not shared between threads; scopes
+// nest (the inner one is used).
+class IndexCacheScope {
+ public:
+  IndexCacheScope();
+  ~IndexCacheScope();
+  IndexCacheScope(const IndexCacheScope&) = delete;
+  IndexCacheScope& operator=(const IndexCacheScope&) = delete;
+
+  // Reads the bundle at `path` (missing: nothing; damaged: a warning).
+  void read_bundle(const std::string& path);
+  // Writes the caches collected so far as the bundle at `path`, atomically
+  // (a failure is a warning). Nothing when `path` is empty.
+  void write_bundle(const std::string& path) const;
+  // Caches collected that did not come from a bundle: those read from their
+  // own files or built.
+  size_t outside_bundles() const { return outside_; }
+
+  // For load_index_cache / store_index_cache: the active scope of this thread, or null.
+  static IndexCacheScope* active();
+  const std::vector<unsigned char>* bundled(const std::string& cache_path) const;
+  void collect(const std::string& cache_path, std::vector<unsigned char> bytes, bool from_bundle);
+
+ private:
+  IndexCacheScope* outer_;
+  std::map<std::string, std::vector<unsigned char>> bundled_;    // cache path -> cache bytes, from bundles
+  std::map<std::string, std::vector<unsigned char>> collected_;  // cache path -> cache bytes, loaded or stored
+  size_t outside_ = 0;
+};
 
 // Appends / reads trivially copyable values to / from a payload.
 class PayloadWriter {
@@ -119,6 +168,8 @@ class FileOffsets {
   uint64_t total() const { return total_; }
   size_t files() const { return starts_.size(); }
   uint64_t first_of(size_t file) const { return starts_[file]; }
+  // Samples of each file, in order.
+  std::vector<uint64_t> samples_per_file() const;
   // REQUIRES: index < total().
   Position find(uint64_t index) const;
   uint64_t state_bytes() const { return starts_.capacity() * sizeof(uint64_t); }

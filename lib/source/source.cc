@@ -83,11 +83,43 @@ void warn_window_past_cache(const Source& source, const SourceConfig& config, co
              "cache_mib or make the window smaller (docs/formats.md \"The locality order\")");
 }
 
+bool has_index_caches(const SourceConfig& config) {
+  return config.format == "jsonl" || config.format == "wds" || config.format == "parquet";
+}
+
+// Files i of `files` with i % shares == share.
+std::vector<std::string> share_of(const std::vector<std::string>& files, size_t share, size_t shares) {
+  std::vector<std::string> out;
+  for (size_t i = share; i < files.size(); i += shares) out.push_back(files[i]);
+  return out;
+}
+
+// How a parquet source of `config` reads its files (`cache_bytes`: its cache of decoded row groups).
+ParquetOptions parquet_options(const SourceConfig& config, const SourceOptions& options, uint64_t cache_bytes) {
+  const bool images = !config.image_field.empty();
+  const std::string prefix = str("source.", config.name, ".");
+  return ParquetOptions{.text_column = images ? config.caption_field : config.text_field,
+                        .image_column = config.image_field,
+                        .cache_dir = options.cache_dir,
+                        .cache_bytes = cache_bytes,
+                        .text_option = prefix + (images ? "caption_field" : "text_field"),
+                        .image_option = prefix + "image_field"};
+}
+
 }  // namespace
 
 std::unique_ptr<Source> open_source(const SourceConfig& config, std::vector<std::string> files,
                                     const SourceOptions& options) {
   const size_t file_count = files.size();
+  IndexCacheScope caches;
+  const size_t shares = std::max<size_t>(options.index_shares, 1);
+  std::string bundle;  // the one bundle of every file, when there is one share
+  if (has_index_caches(config))
+    for (size_t share = 0; share < shares; ++share) {
+      const std::string path = index_bundle_path(share_of(files, share, shares), options.cache_dir);
+      caches.read_bundle(path);
+      if (shares == 1) bundle = path;
+    }
   std::unique_ptr<Source> source;
   const uint64_t cache_bytes = config.cache_mib << 20;
   const ShuffleOrder order = shuffle_order(config, files);
@@ -98,15 +130,7 @@ std::unique_ptr<Source> open_source(const SourceConfig& config, std::vector<std:
         std::move(files), JsonlOptions{.text_field = config.text_field, .cache_dir = options.cache_dir,
                                        .cache_bytes = order.blocks ? cache_bytes : 0});
   } else if (config.format == "parquet") {
-    const bool images = !config.image_field.empty();
-    const std::string prefix = str("source.", config.name, ".");
-    source = std::make_unique<ParquetSource>(
-        std::move(files), ParquetOptions{.text_column = images ? config.caption_field : config.text_field,
-                                         .image_column = config.image_field,
-                                         .cache_dir = options.cache_dir,
-                                         .cache_bytes = cache_bytes,
-                                         .text_option = prefix + (images ? "caption_field" : "text_field"),
-                                         .image_option = prefix + "image_field"});
+    source = std::make_unique<ParquetSource>(std::move(files), parquet_options(config, options, cache_bytes));
   } else if (config.format == "wds") {
     source = std::make_unique<WdsSource>(std::move(files), WdsOptions{config.caption_field, options.cache_dir});
   } else {
@@ -115,8 +139,26 @@ std::unique_ptr<Source> open_source(const SourceConfig& config, std::vector<std:
   if (source->size() == 0)
     throw ConfigError(str("source.", config.name, ".path: the ", file_count, " file(s) matched by '", config.path,
                           "' hold no samples"));
+  if (caches.outside_bundles() > 0) caches.write_bundle(bundle);
   warn_window_past_cache(*source, config, order);
   return source;
+}
+
+IndexCounts build_index_caches(const SourceConfig& config, std::vector<std::string> files, const SourceOptions& options) {
+  if (!has_index_caches(config) || files.empty()) return {};
+  IndexCacheScope caches;
+  const std::string bundle = index_bundle_path(files, options.cache_dir);
+  caches.read_bundle(bundle);
+  IndexCounts counts;
+  if (config.format == "jsonl")
+    counts = JsonlSource(std::move(files), JsonlOptions{.text_field = config.text_field, .cache_dir = options.cache_dir})
+                 .index_counts();
+  else if (config.format == "parquet")
+    counts = ParquetSource(std::move(files), parquet_options(config, options, 0)).index_counts();
+  else
+    counts = WdsSource(std::move(files), WdsOptions{config.caption_field, options.cache_dir}).index_counts();
+  if (caches.outside_bundles() > 0) caches.write_bundle(bundle);
+  return counts;
 }
 
 std::unique_ptr<Source> open_source(const SourceConfig& config, const SourceOptions& options) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "msd/config.h"
+#include "source/index_cache.h"
 #include "source/permutation.h"
 
 namespace msd {
@@ -76,14 +77,28 @@ class Source {
   virtual uint64_t length_hint(uint64_t index) const = 0;
   virtual void read(uint64_t index, RawSample& out) = 0;
   virtual SampleLocation locate(uint64_t index) const = 0;
+  // Samples of each of its files, in its files' order (they sum to size()):
+  // what a resume over added or removed files maps its old file-order
+  // indexes through (docs/checkpoint.md, "Resume with a changed mixture").
+  virtual std::vector<uint64_t> file_samples() const = 0;
   // Bytes this reader keeps resident for its open state (indexes, buffers).
   virtual uint64_t state_bytes() const = 0;
+  // How its per-file indexes were obtained when it opened: built by reading
+  // the data, or read from their caches (index_cache.h). Zero for a format
+  // whose files are their own index.
+  virtual IndexCounts index_counts() const { return {}; }
 };
 
 struct SourceOptions {
   // Where index caches go. Default empty: beside the data when its directory
   // is writable, else $HOME/.cache/msd (index_cache.h).
   std::string cache_dir;
+  // The shares the source's files were indexed in (file i in share
+  // i % index_shares, runtime/index_sharing.h), each share's caches in one
+  // bundle (index_cache.h): opening reads those bundles before any cache
+  // file. Default 1: one share, every file; opening then writes the bundle
+  // when a cache came from anywhere else.
+  size_t index_shares = 1;
 };
 
 // Opens a source of `config.format` ("jsonl", "wds", "indexed" or "parquet") over the
@@ -109,6 +124,15 @@ std::unique_ptr<Source> open_source(const SourceConfig& config, std::vector<std:
 // files' names, so every role that maps cursors to records agrees
 // (the planner from its loaders' file lists, msd-replay from the trace's).
 ShuffleOrder shuffle_order(const SourceConfig& config, const std::vector<std::string>& files);
+
+// Builds (or finds valid) the index caches of `files` of a source of
+// `config`'s format, as opening them would, and keeps nothing: a loader's
+// share of a source's files, indexed before it opens the whole source, whose
+// other files' indexes then come from the caches its peers wrote
+// (docs/scaling.md, "Start-up"). Returns how the indexes were obtained; zero
+// for a format whose files are their own index. Throws as open_source does
+// for unreadable or inconsistent files (an empty `files` is no error).
+IndexCounts build_index_caches(const SourceConfig& config, std::vector<std::string> files, const SourceOptions& options);
 
 // source.read(index, out) after the source's emulated storage latency
 // (config.read_delay_us): how loaders, colocated ranks and msd-plan profile

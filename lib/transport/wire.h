@@ -23,7 +23,8 @@
 
 namespace msd {
 
-inline constexpr uint8_t kWireVersion = 2;  // 2: the plan's loss_tokens
+// 2: the plan's loss_tokens; 3: the hello's per-file samples and fingerprints
+inline constexpr uint8_t kWireVersion = 3;
 
 enum Tag : int {
   kTagHello = 1,    // loader -> planner: the sources it opened (or its error)
@@ -41,6 +42,7 @@ enum Tag : int {
   kTagReassign = 14,   // planner -> loader: close these sources, open those; loader -> planner: what it opened (hello body)
   kTagArrived = 15,    // live loader or client -> planner (on the world): here for the end of the job (empty)
   kTagStopping = 16,   // client -> planner: the trainer finished early; the step it stops at (AckMessage)
+  kTagIndexShared = 17,  // loader -> loader (on the loader communicator): its share of the index caches is built (empty)
   kTagRead = 20,       // client -> loader, network path: the window pieces of one step (lib/transport/reads.h)
   kTagReadReply = 21,  // loader -> client: those pieces' bytes, one message into the client's buffers
 };
@@ -257,17 +259,32 @@ void decode_fields(std::span<const uint8_t> bytes, const char* what, T&... field
 struct SourceFile {
   std::string path;
   uint64_t bytes = 0;
+  uint64_t samples = 0;  // the reader's samples of the file
   bool operator==(const SourceFile&) const = default;
 };
-inline auto wire_fields(SourceFile& m) { return std::tie(m.path, m.bytes); }
+inline auto wire_fields(SourceFile& m) { return std::tie(m.path, m.bytes, m.samples); }
+
+// A data file's fingerprint (source/fingerprint.h), taken by the loader whose
+// share of the source's files holds it (docs/scaling.md, "Start-up").
+struct FileDigest {
+  uint32_t file = 0;  // index in SourceInfo::files
+  std::string path;   // the file's (for an indexed source: its .idx, or its .bin)
+  uint64_t bytes = 0;
+  uint64_t digest = 0;
+  bool operator==(const FileDigest&) const = default;
+};
+inline auto wire_fields(FileDigest& m) { return std::tie(m.file, m.path, m.bytes, m.digest); }
 
 struct SourceInfo {
   uint32_t source = 0;
   uint64_t samples = 0;
   uint64_t state_bytes = 0;
   std::vector<SourceFile> files;  // in the reader's order; every loader of the source must see the same
+  // This loader's share of the files' fingerprints (with checkpoint.dir or
+  // checkpoint.trace; else empty), in file order.
+  std::vector<FileDigest> fingerprints;
 };
-inline auto wire_fields(SourceInfo& m) { return std::tie(m.source, m.samples, m.state_bytes, m.files); }
+inline auto wire_fields(SourceInfo& m) { return std::tie(m.source, m.samples, m.state_bytes, m.files, m.fingerprints); }
 
 struct HelloMessage {
   std::string error;  // non-empty: this loader could not open its sources

@@ -27,13 +27,14 @@ msd_add_script_test(bench_memory SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/benc
 msd_add_script_test(bench_handoff SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_handoff.sh TIMEOUT 300)
 msd_add_script_test(bench_fanout SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_fanout.sh TIMEOUT 300)
 msd_add_script_test(bench_scaling SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_scaling.sh TIMEOUT 300)
+msd_add_script_test(bench_startup SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_startup.sh TIMEOUT 300)
 
 # A tiny C++ trainer that throws, unwinds or finishes early (tests/scripts/trainer_faults.sh).
 add_executable(fault_trainer mpi/fault_trainer.cc)
 target_link_libraries(fault_trainer PRIVATE msd::msd)
 foreach(script determinism layout megatron_paths world_size config_errors bench_throughput shadow resume resume_mesh resume_step
         resume_locality
-        hold_resume
+        hold_resume resume_mix
         bad_input window_backpressure stuck_loader checkpoint_join stuck_peer fail_fast startup_watchdog soak metrics
         scaling_partition scaling trainer_faults checkpoint_owner signals)
   msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 300)

@@ -245,16 +245,24 @@ std::vector<__int128> Mixer::largest_remainder_quotas(const std::vector<__int128
   return quota;
 }
 
-void Mixer::restore(uint64_t step, const std::vector<uint64_t>& realized) {
+void Mixer::restore(uint64_t step, const std::vector<uint64_t>& realized) { restore(step, realized, 0, {}); }
+
+void Mixer::restore(uint64_t step, const std::vector<uint64_t>& realized, uint64_t origin_step,
+                    const std::vector<uint64_t>& origin) {
   const size_t n = schedule_.sources();
-  if (realized.size() != n)
-    throw Error(str("mix: restoring ", realized.size(), " realized totals into a schedule of ", n, " sources"));
-  __int128 sum = 0;
+  if (realized.size() != n || (!origin.empty() && origin.size() != n))
+    throw Error(str("mix: restoring ", realized.size(), " realized totals (origin: ", origin.size(),
+                    ") into a schedule of ", n, " sources"));
+  if (origin_step > step) throw Error(str("mix: an origin at step ", origin_step, " after step ", step));
+  __int128 sum = 0, origin_sum = 0;
   for (uint64_t r : realized) sum += r;
-  if (sum != static_cast<__int128>(step) * batch_)
-    throw Error(str("mix: realized totals at step ", step, " do not sum to ", step, " * ", batch_));
+  for (uint64_t o : origin) origin_sum += o;
+  if (sum != origin_sum + static_cast<__int128>(step - origin_step) * batch_)
+    throw Error(str("mix: realized totals at step ", step, " do not sum to ", static_cast<uint64_t>(origin_sum), " + (", step, " - ",
+                    origin_step, ") * ", batch_));
   std::vector<__int128> target(n, 0);
-  for (uint64_t u = 0; u < step;) {
+  for (size_t s = 0; s < origin.size(); ++s) target[s] = static_cast<__int128>(origin[s]) * kUnit;
+  for (uint64_t u = origin_step; u < step;) {
     const uint64_t until = std::min(schedule_.next_change(u), step);
     const std::vector<uint64_t> increment = increments(u);
     for (size_t s = 0; s < n; ++s) target[s] += static_cast<__int128>(increment[s]) * (until - u);

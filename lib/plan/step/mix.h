@@ -87,6 +87,15 @@ class Mixer {
   // `realized` cannot come from this schedule and batch (wrong size, wrong
   // sum, or a source a whole sample ahead of its target).
   void restore(uint64_t step, const std::vector<uint64_t>& realized);
+  // The same for a mixer whose targets restarted at `origin_step` from
+  // `origin`, each source's realized total there (a resume that changed the
+  // mix, docs/checkpoint.md "Resume with a changed mixture": no source starts
+  // the new weights ahead or behind): T_s(t) = origin_s + the targets'
+  // increments over steps [origin_step, t]. The realized totals then sum to
+  // the origin's plus batch per step since. An empty `origin` with
+  // origin_step 0 is restore(step, realized).
+  void restore(uint64_t step, const std::vector<uint64_t>& realized, uint64_t origin_step,
+               const std::vector<uint64_t>& origin);
 
   uint64_t step() const { return step_; }  // the step next() returns next
   // Running targets T_s(step() - 1), in samples (rounded from the exact state).

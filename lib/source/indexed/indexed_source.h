@@ -71,6 +71,7 @@ class IndexedSource final : public Source {
   uint64_t length_hint(uint64_t index) const override;
   void read(uint64_t index, RawSample& out) override;
   SampleLocation locate(uint64_t index) const override;
+  std::vector<uint64_t> file_samples() const override { return offsets_.samples_per_file(); }
   uint64_t state_bytes() const override;
 
   size_t file_count() const { return pairs_.size(); }

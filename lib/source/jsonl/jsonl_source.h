@@ -61,10 +61,11 @@ class JsonlSource final : public Source {
   uint64_t length_hint(uint64_t index) const override;
   void read(uint64_t index, RawSample& out) override;
   SampleLocation locate(uint64_t index) const override;
+  std::vector<uint64_t> file_samples() const override { return offsets_.samples_per_file(); }
   uint64_t state_bytes() const override;
 
   size_t file_count() const { return files_.size(); }
-  const IndexCounts& index_counts() const { return index_counts_; }
+  IndexCounts index_counts() const override { return index_counts_; }
   // File `file`'s restart points (compression none for a plain file).
   const CompressedIndex& compressed_index(size_t file) const { return files_[file].compressed; }
   const BlockCache<DecompressedInterval>& cache() const { return cache_; }

@@ -63,10 +63,11 @@ class ParquetSource final : public Source {
   uint64_t length_hint(uint64_t index) const override;
   void read(uint64_t index, RawSample& out) override;
   SampleLocation locate(uint64_t index) const override;
+  std::vector<uint64_t> file_samples() const override { return offsets_.samples_per_file(); }
   uint64_t state_bytes() const override;
 
   size_t file_count() const { return files_.size(); }
-  const IndexCounts& index_counts() const { return index_counts_; }
+  IndexCounts index_counts() const override { return index_counts_; }
   size_t row_groups(size_t file) const { return files_[file].text_chunks.size(); }
   const ParquetChunk& text_chunk(size_t file, size_t row_group) const { return files_[file].text_chunks[row_group]; }
   const BlockCache<ParquetRowGroup>& cache() const { return cache_; }

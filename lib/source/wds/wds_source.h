@@ -40,10 +40,11 @@ class WdsSource final : public Source {
   uint64_t length_hint(uint64_t index) const override;
   void read(uint64_t index, RawSample& out) override;
   SampleLocation locate(uint64_t index) const override;
+  std::vector<uint64_t> file_samples() const override { return offsets_.samples_per_file(); }
   uint64_t state_bytes() const override;
 
   size_t file_count() const { return shards_.size(); }
-  const IndexCounts& index_counts() const { return index_counts_; }
+  IndexCounts index_counts() const override { return index_counts_; }
 
   static constexpr uint32_t cache_tag = 0x5344574d;  // "MWDS"
   static constexpr uint32_t cache_version = 1;

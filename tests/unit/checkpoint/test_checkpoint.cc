@@ -17,6 +17,7 @@
 #include "msd/config.h"
 #include "source/fingerprint.h"
 #include "tools/h5_poke.h"
+#include "unit/checkpoint/parse_config.h"
 #include "unit/scratch.h"
 
 namespace fs = std::filesystem;
@@ -25,12 +26,7 @@ using test::scratch_dir;
 
 namespace {
 
-Config parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "msd-run");
-  std::vector<const char*> argv;
-  for (const auto& arg : args) argv.push_back(arg.c_str());
-  return parse_command_line(static_cast<int>(argv.size()), argv.data()).config;
-}
+Config parse(std::vector<std::string> args) { return test::parse_config(std::move(args)); }
 
 std::vector<std::string> job_args() {
   return {"--mix.sources=web,corpus", "--source.web.format=jsonl", "--source.web.path=/data/web/*.jsonl",
@@ -54,6 +50,12 @@ PlannerCheckpoint sample_checkpoint(uint64_t step) {
                  {1, SampleState::failed, 2, step * 6 + 2, 30}};
   c.loader_sources = {{1}, {0}, {}, {0, 1}};  // online scaling's assignment; an idle shadow
   if (step > 1) c.held = {{0, step * 18 - 5, 4000, 0, step - 2}, {1, step * 6 - 1, 3000, 64, step - 1}};  // the hold's
+  // A run resumed under a changed mixture at step / 2: its corpus source added
+  // (key 2), its web files grown from 900 to 1000 samples.
+  c.stream_keys = {0, 2};
+  c.stream_eras = {StreamOrder(77, 0, 900).changed(step * 9, 1000, {{0, 900, 100}}).eras(), {}};
+  c.mixer_origin_step = step / 2;
+  c.mixer_origin = {step * 9, 0};
   return c;
 }
 
@@ -204,6 +206,10 @@ TEST_CASE("synchronous planner checkpoint cost", "[checkpoint]") {
   c.source_samples.assign(8, 100000);
   c.consumed.assign(8, 5000);
   c.mixer_realized.assign(8, 5000);
+  c.stream_keys.clear();
+  c.stream_eras.clear();
+  c.mixer_origin.clear();
+  c.mixer_origin_step = 0;
   c.in_flight.assign(512, InFlightSample{3, SampleState::loaded, 2, 5001, 77});
   const int rounds = 20;
   const auto start = std::chrono::steady_clock::now();

@@ -44,7 +44,7 @@ const std::set<std::string> kValid = {
     "model.cost_vision_scale=0", "model.cost_vision_scale=-0", "model.preset= ", "emulator.time_scale=0",
     "emulator.time_scale=-0", "output.progress_every=0", "checkpoint.loader_every=0", "checkpoint.resume=0",
     "checkpoint.resume_step=0", "checkpoint.resume_step= ",
-    "checkpoint.accept_changed_data=0", "checkpoint.start_over=0", "fault.loader=-1", "fault.loader=-0",
+    "checkpoint.accept_changed_data=0", "checkpoint.accept_changed_mix=0", "checkpoint.start_over=0", "fault.loader=-1", "fault.loader=-0",
     "fault.loader=0", "fault.rank=-1", "fault.step=0", "fault.stall_ms=0", "source.web.read_delay_us=0",
     "source.web.max_read_bytes=0", "source.web.cache_mib=0", "job.hold_above=0", "job.hold_above=-0", "model.cost_micro_batch=0",
     "model.cost_micro_batch=-0",

@@ -18,7 +18,7 @@ Config two_sources() {
   return config;
 }
 
-SourceInfo web(std::vector<SourceFile> files, uint64_t samples = 10) { return {0, samples, 100, std::move(files)}; }
+SourceInfo web(std::vector<SourceFile> files, uint64_t samples = 10) { return {0, samples, 100, std::move(files), {}}; }
 
 std::string refusal(const std::vector<LoaderHello>& hellos) {
   try {
@@ -34,8 +34,8 @@ std::string refusal(const std::vector<LoaderHello>& hellos) {
 TEST_CASE("loaders that saw the same files agree; each source is kept once", "[agreement]") {
   const std::vector<SourceFile> files{{"/d/a.jsonl", 5}, {"/d/b.jsonl", 6}};
   const std::vector<LoaderHello> hellos{{1, 0, {"", {web(files)}}},
-                                        {2, 1, {"", {{1, 4, 50, {{"/c/x.jsonl", 3}}}}}},
-                                        {3, 2, {"", {web(files), {1, 4, 50, {{"/c/x.jsonl", 3}}}}}}};
+                                        {2, 1, {"", {{1, 4, 50, {{"/c/x.jsonl", 3}}, {}}}}},
+                                        {3, 2, {"", {web(files), {1, 4, 50, {{"/c/x.jsonl", 3}}, {}}}}}};
   const auto infos = agree_on_sources(hellos, two_sources());
   REQUIRE(infos.size() == 2);
   REQUIRE(infos[0].source == 0);
@@ -64,4 +64,31 @@ TEST_CASE("loaders that matched other files are refused, naming them", "[agreeme
     const std::string why = refusal({{1, 0, {"", {web(files, 10)}}}, {2, 1, {"", {web(files, 12)}}}});
     REQUIRE_THAT(why, Catch::Contains("loader 0 (world rank 1) counts 10 samples and loader 1 (world rank 2) 12"));
   }
+}
+
+TEST_CASE("the same files with another file's count are refused, naming the file", "[agreement]") {
+  const std::vector<SourceFile> files{{"/d/a.jsonl", 5, 4}, {"/d/b.jsonl", 6, 6}};
+  const std::vector<SourceFile> other{{"/d/a.jsonl", 5, 3}, {"/d/b.jsonl", 6, 7}};
+  const std::string why = refusal({{1, 0, {"", {web(files)}}}, {2, 1, {"", {web(other)}}}});
+  REQUIRE_THAT(why, Catch::Contains("(/d/a.jsonl: 4 and 3)"));
+}
+
+TEST_CASE("the data's fingerprint is assembled from the loaders' shares", "[agreement]") {
+  const std::vector<SourceFile> files{{"/d/a.jsonl", 5, 4}, {"/d/b.jsonl", 6, 6}, {"/d/c.jsonl", 7, 1}};
+  SourceInfo first = web(files, 11), second = web(files, 11);
+  first.fingerprints = {{0, "/d/a.jsonl", 5, 0xa}, {2, "/d/c.jsonl", 7, 0xc}};  // files 0 and 2: position 0 of 2
+  second.fingerprints = {{1, "/d/b.jsonl", 6, 0xb}};
+  SourceInfo code{1, 2, 50, {{"/c/x.idx", 30, 2}}, {{0, "/c/x.idx", 30, 0x1}, {0, "/c/x.bin", 90, 0x2}}};
+  const std::vector<LoaderHello> hellos{{1, 0, {"", {first}}}, {2, 1, {"", {second, code}}}};
+  const DataFingerprint data = fingerprint_of_sources(hellos, agree_on_sources(hellos, two_sources()));
+  REQUIRE(data.files.size() == 5);
+  CHECK(data.files[0] == FileFingerprint{0, "/d/a.jsonl", 5, 0xa, 4});
+  CHECK(data.files[1] == FileFingerprint{0, "/d/b.jsonl", 6, 0xb, 6});
+  CHECK(data.files[2] == FileFingerprint{0, "/d/c.jsonl", 7, 0xc, 1});
+  CHECK(data.files[3] == FileFingerprint{1, "/c/x.idx", 30, 0x1, 2});
+  CHECK(data.files[4] == FileFingerprint{1, "/c/x.bin", 90, 0x2, 0});  // an index's samples are its .idx's
+  // A file no loader fingerprinted is a protocol error, not a silent gap.
+  second.fingerprints.clear();
+  const std::vector<LoaderHello> short_of_one{{1, 0, {"", {first}}}, {2, 1, {"", {second, code}}}};
+  CHECK_THROWS_AS(fingerprint_of_sources(short_of_one, agree_on_sources(short_of_one, two_sources())), ProtocolError);
 }

@@ -2,6 +2,7 @@
 // JSON lines reader with its index cache.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -288,11 +289,76 @@ TEST_CASE("index caches go to the cache directory when one is given") {
   CHECK_FALSE(file_exists(cache_beside(data_dir + "/x.jsonl")));
   std::vector<std::string> cached;
   for (const auto& entry : fs::directory_iterator(cache_dir)) cached.push_back(entry.path().filename().string());
-  REQUIRE(cached.size() == 1);
+  std::sort(cached.begin(), cached.end());
+  REQUIRE(cached.size() == 2);  // the file's cache, and the bundle of the source's one file
   CHECK(cached[0].rfind("x.jsonl.", 0) == 0);
-  CHECK(cached[0].find(".msdidx") != std::string::npos);
+  CHECK(cached[0].ends_with(".bundle.msdidx"));
+  CHECK(cached[1].rfind("x.jsonl.", 0) == 0);
+  CHECK(cached[1].ends_with(".msdidx"));
+  CHECK_FALSE(cached[1].ends_with(".bundle.msdidx"));
   JsonlSource again({data_dir + "/x.jsonl"}, {.text_field = "text", .cache_dir = cache_dir});
   CHECK(again.index_counts().cached == 1);
   // The derived name depends on the absolute path: another file, another cache.
   CHECK(index_cache_path(data_dir + "/x.jsonl", cache_dir) != index_cache_path(data_dir + "/y.jsonl", cache_dir));
+}
+
+TEST_CASE("index bundles: a source of many files reads one cache file, and a stale or damaged one costs only time") {
+  TempDir dir;
+  std::vector<std::string> files;
+  for (int f = 0; f < 5; ++f) {
+    files.push_back(dir / ("s" + std::to_string(f) + ".jsonl"));
+    write_text(files.back(), json_line("a" + std::to_string(f)) + json_line("b"));
+  }
+  auto config = source_config("jsonl", dir / "*.jsonl");
+  const std::string bundle = index_bundle_path(files, "");
+  CHECK(open_source(config, {})->index_counts().scanned == 5);
+  REQUIRE(file_exists(bundle));
+  for (const auto& f : files) fs::remove(cache_beside(f));  // only the bundle is left
+  {
+    const auto again = open_source(config, {});
+    CHECK(again->index_counts().cached == 5);
+    CHECK(again->size() == 10);
+  }
+  for (const auto& f : files) CHECK_FALSE(file_exists(cache_beside(f)));
+  // A file that changed: its record is stale and rebuilt; the bundle is written again.
+  write_text(files[2], json_line("a") + json_line("b") + json_line("c"));
+  {
+    const auto changed = open_source(config, {});
+    CHECK(changed->index_counts().scanned == 1);
+    CHECK(changed->index_counts().cached == 4);
+    CHECK(changed->size() == 11);
+  }
+  CHECK(open_source(config, {})->index_counts().cached == 5);
+  // A damaged bundle is ignored (the per-file caches, where there are any, are used).
+  auto bytes = read_file(bundle);
+  bytes[bytes.size() / 2] ^= 0xff;
+  write_file_atomic(bundle, bytes);
+  CHECK(open_source(config, {})->index_counts().scanned == 4);
+}
+
+TEST_CASE("index shares: each share's caches in a bundle, the whole source opened from the bundles") {
+  TempDir dir;
+  std::vector<std::string> files;
+  for (int f = 0; f < 7; ++f) {
+    files.push_back(dir / ("s" + std::to_string(f) + ".jsonl"));
+    write_text(files.back(), json_line("x" + std::to_string(f)));
+  }
+  auto config = source_config("jsonl", dir / "*.jsonl");
+  const std::string cache_dir = dir / "cache";
+  for (size_t share = 0; share < 3; ++share) {
+    std::vector<std::string> mine;
+    for (size_t f = share; f < files.size(); f += 3) mine.push_back(files[f]);
+    CHECK(build_index_caches(config, mine, SourceOptions{cache_dir}).scanned == mine.size());
+  }
+  for (const auto& entry : fs::directory_iterator(cache_dir))
+    if (!entry.path().filename().string().ends_with(".bundle.msdidx")) fs::remove(entry.path());
+  SourceOptions three{cache_dir};
+  three.index_shares = 3;
+  const auto source = open_source(config, files, three);
+  CHECK(source->index_counts().cached == 7);
+  CHECK(source->file_samples() == std::vector<uint64_t>(7, 1));
+  // Another division finds no bundle of its shares and reads (here: builds) the files' own.
+  SourceOptions two{cache_dir};
+  two.index_shares = 2;
+  CHECK(open_source(config, files, two)->index_counts().scanned == 7);
 }

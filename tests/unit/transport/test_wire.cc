@@ -60,11 +60,13 @@ TEST_CASE("truncated and corrupt messages are protocol errors") {
 }
 
 TEST_CASE("hello, release and ack round trips") {
-  HelloMessage hello{"", {{0, 10, 1000, {}}, {2, 20, 2000, {{"/data/a.jsonl", 7}, {"/data/b.jsonl", 9}}}}};
+  HelloMessage hello{"", {{0, 10, 1000, {}, {}},
+                          {2, 20, 2000, {{"/data/a.jsonl", 7, 3}, {"/data/b.jsonl", 9, 17}}, {{1, "/data/b.jsonl", 9, 0xabc}}}}};
   auto back = decode_hello(encode(hello));
   REQUIRE(back.sources.size() == 2);
   REQUIRE(back.sources[1].samples == 20);
   REQUIRE(back.sources[1].files == hello.sources[1].files);
+  REQUIRE(back.sources[1].fingerprints == hello.sources[1].fingerprints);
   REQUIRE(decode_hello(encode(HelloMessage{"cannot open x", {}})).error == "cannot open x");
   const std::vector<SlotRange> ranges = {{64, 128}, {1024, 64}};
   REQUIRE(decode_release(encode_release(ranges)) == ranges);
@@ -237,7 +239,7 @@ TEST_CASE("each message's size on the wire is the one docs/wire.md gives") {
   CHECK(encode(FaultMessage{"stall", 5}).size() == 1 + 4 + 5 + 8);
   CHECK(encode(RanksMessage{7, {1, 2}}).size() == 1 + 8 + 4 + 8);
   CHECK(encode(ReassignMessage{{1}, {2, 3}}).size() == 1 + 4 + 4 + 4 + 8);
-  CHECK(encode(HelloMessage{"", {SourceInfo{1, 2, 3, {{"ab", 4}}}}}).size() == 1 + 4 + 4 + 24 + 4 + 2 + 8);
+  CHECK(encode(HelloMessage{"", {SourceInfo{1, 2, 3, {{"ab", 4, 5}}, {}}}}).size() == 1 + 4 + 4 + 24 + 4 + 2 + 16 + 4);
   const RanksMessage ranks = decode_ranks(encode(RanksMessage{7, {1, 2}}));
   CHECK(ranks.step == 7);
   CHECK(ranks.ranks == std::vector<int32_t>{1, 2});

@@ -261,3 +261,35 @@ TEST_CASE("mix: restore is cheap over constant stretches and rejects foreign sta
   CHECK_THROWS_AS(mixer.restore(10, {42, 38}), msd::Error);          // source 0 two samples ahead
   CHECK_NOTHROW(mixer.restore(10, {40, 40}));
 }
+
+TEST_CASE("mix: a mixer restarted from its realized totals under new weights starves and floods none", "[mix]") {
+  // 300 steps at 0.7 / 0.3, then the weights change to 0.2 / 0.8 at step 300
+  // with a source added at weight 0.5 (a resume with a changed mixture).
+  const uint32_t batch = 16;
+  Mixer before(Schedule(ScheduleKind::constant, {{{0, 0.7}}, {{0, 0.3}}}), batch);
+  for (int t = 0; t < 300; ++t) before.next();
+  const std::vector<uint64_t> origin = {before.realized()[0], before.realized()[1], 0};
+  const Schedule after_schedule(ScheduleKind::constant, {{{0, 0.2}}, {{0, 0.8}}, {{0, 0.5}}});
+  Mixer after(after_schedule, batch);
+  after.restore(300, origin, 300, origin);
+  std::vector<uint64_t> gained(3, 0);
+  for (int t = 0; t < 150; ++t) {
+    const std::vector<uint32_t> quota = after.next();
+    // From the first step on, each quota is the new weight's share, not a catch-up.
+    REQUIRE(quota[0] <= 3);
+    REQUIRE(quota[1] >= 7);
+    REQUIRE(quota[2] >= 4);
+    for (size_t s = 0; s < 3; ++s) gained[s] += quota[s];
+  }
+  // Over the new stretch the realized mix is the new weights', within a sample.
+  const std::vector<double> weights = {0.2 / 1.5, 0.8 / 1.5, 0.5 / 1.5};
+  for (size_t s = 0; s < 3; ++s) CHECK(std::abs(static_cast<double>(gained[s]) - 150.0 * batch * weights[s]) < 1.0);
+  // A later resume restores the same state: the origin is part of it.
+  Mixer again(after_schedule, batch);
+  again.restore(450, after.realized(), 300, origin);
+  CHECK(again.target() == after.target());
+  Mixer copy = after;
+  for (int t = 0; t < 50; ++t) REQUIRE(again.next() == copy.next());
+  CHECK_THROWS_AS(again.restore(450, after.realized(), 0, {}), msd::Error);        // not a state from step 0
+  CHECK_THROWS_AS(again.restore(450, after.realized(), 460, origin), msd::Error);  // an origin after the step
+}
