@@ -137,7 +137,8 @@ std::optional<double> ratio(const Evaluations& cell, const SweepComparison& c) {
   if (!cell.count(c.mine) || !cell.count(c.theirs)) return std::nullopt;
   const ModeEvaluation& mine = cell.at(c.mine);
   const ModeEvaluation& theirs = cell.at(c.theirs);
-  MSD_CHECK_EQ(mine.real_positions, theirs.real_positions);  // the same tokens
+  MSD_CHECK_EQ(mine.real_positions, theirs.real_positions);  // the same tokens,
+  MSD_CHECK_EQ(mine.steps, theirs.steps);                    // in the same steps
   return theirs.tokens_per_s > 0 ? mine.tokens_per_s / theirs.tokens_per_s : 0.0;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "common/error.h"
+#include "plan/step/compared_steps.h"
 
 namespace msd {
 namespace {
@@ -107,21 +108,26 @@ void finish(ModeEvaluation& e, const std::vector<double>& dp_ratio, const std::v
   e.cost_model_fit = median(fit);
 }
 
-// megatron_dynamic_cp: each step's groups timed as dynamic_cp_step_time does.
+// megatron_dynamic_cp: each step's groups timed as dynamic_cp_step_time does;
+// in a compared run (stream's batch given) the steps of compared_steps, as
+// place_run places the other step modes.
 ModeEvaluation evaluate_dynamic_cp(const RunDocs& run, const PackOptions& options, const CostModel& cost,
-                                   const DeviceModel& device, const Parallel& parallel) {
+                                   const DeviceModel& device, const Parallel& parallel, const StreamOptions& stream) {
   ModeEvaluation e;
   e.mode = TrainingMode::megatron_dynamic_cp;
   e.varlen = true;
   e.sequences_per_rank_min = UINT64_MAX;
   std::vector<double> dp_ratio, mb_ratio, fit;
-  for (const std::vector<PlanDoc>& step : run.steps) {
+  const uint64_t global = global_batch_positions(stream, options);
+  const ComparedSteps compared = global > 0 ? compared_steps(run.steps, global) : ComparedSteps{};
+  for (const std::vector<PlanDoc>& step : global > 0 ? compared.steps : run.steps) {
     std::vector<CpGroupShape> shapes;
     std::vector<uint64_t> samples_of_rank(uint64_t{options.dp} * options.cp, 0);
     std::vector<double> predicted, actual;
-    for (const CpGroup& group : place_dynamic_cp(step, options)) {
+    for (CpGroup& group : place_dynamic_cp(step, options)) {
       CpGroupShape& shape = shapes.emplace_back();
-      for (const CpTeam& team : group) {
+      for (CpTeam& team : group) {
+        if (global > 0) restore_pieces(team.samples, compared.origins);
         CpTeamShape& t = shape.emplace_back();
         t.first_rank = team.first_rank;
         t.ranks = team.ranks;
@@ -163,7 +169,8 @@ ModeEvaluation evaluate_mode(TrainingMode mode, const std::vector<std::vector<Pl
   MSD_CHECK_EQ(options.cp, parallel.cp);
   check_mode(mode, options, "mode");
   const RunDocs run = number_run(steps);
-  if (mode == TrainingMode::megatron_dynamic_cp) return evaluate_dynamic_cp(run, options, cost, device, parallel);
+  if (mode == TrainingMode::megatron_dynamic_cp)
+    return evaluate_dynamic_cp(run, options, cost, device, parallel, stream);
   ModeEvaluation e;
   e.mode = mode;
   e.varlen = varlen_rows(mode, options.varlen);
