@@ -30,7 +30,7 @@ StepTime step_time_of(const std::vector<BucketPlan>& buckets, const std::vector<
   std::vector<std::vector<MicroBatchShape>> shapes(buckets.size());
   for (size_t r = 0; r < buckets.size(); ++r)
     for (const MicroBatchPlan& mb : buckets[r].micro_batches)
-      shapes[r].push_back(shape_of(mb, seq_len, docs_by_id, varlen, attention));
+      shapes[r].push_back(shape_of(mb, seq_len, docs_by_id, varlen, attention, parallel.cp));
   return step_time(device, parallel, shapes);
 }
 
@@ -65,10 +65,10 @@ void add_step(ModeEvaluation& e, const std::vector<BucketPlan>& buckets, const s
     for (const MicroBatchPlan& mb : bucket.micro_batches) {
       e.real_positions += mb.positions;
       for (const PackedSequence& sequence : mb.sequences)
-        e.computed_positions += row_positions(sequence.used, options.seq_len, e.varlen);
+        e.computed_positions += row_positions(sequence, options.seq_len, e.varlen, options.cp);
       if (mb.positions == 0) continue;
       const MicroBatchShape shape =
-          shape_of(mb, options.seq_len, docs, e.varlen, row_attention(e.mode, options.varlen));
+          shape_of(mb, options.seq_len, docs, e.varlen, row_attention(e.mode, options.varlen), options.cp);
       predicted.push_back(planner_cost(e.varlen ? cost.unpadded() : cost, shape, options.cp));
       actual.push_back(micro_batch_seconds(device, parallel, shape));
     }

@@ -327,12 +327,13 @@ MicroBatchShape shape_of(const MicroBatch& micro_batch) {
   for (size_t i = 0; i < shape.size(); ++i) {
     MSD_CHECK_LE(used[i], micro_batch.seq_len);
     shape[i].padding = micro_batch.seq_len - used[i];
+    if (micro_batch.cp_by_segment) shape[i].attention = RowAttention::thd;
   }
   return shape;
 }
 
 MicroBatchShape shape_of(const MicroBatchPlan& plan, uint32_t seq_len, const std::vector<PlanDoc>& docs,
-                         bool varlen, RowAttention attention) {
+                         bool varlen, RowAttention attention, uint32_t cp) {
   MicroBatchShape shape;
   for (const PackedSequence& packed : plan.sequences) {
     SequenceShape sequence;
@@ -343,7 +344,7 @@ MicroBatchShape shape_of(const MicroBatchPlan& plan, uint32_t seq_len, const std
       sequence.segments.push_back(piece.length);
       sequence.patches.push_back(piece.begin < fixed ? std::min(fixed - piece.begin, piece.length) : 0);
     }
-    const uint64_t row = row_positions(packed.used, seq_len, varlen);
+    const uint64_t row = row_positions(packed, seq_len, varlen, attention == RowAttention::thd ? cp : 1);
     MSD_CHECK_LE(packed.used, row);
     sequence.padding = static_cast<uint32_t>(row - packed.used);
     sequence.attention = attention;

@@ -145,10 +145,12 @@ double one_f_one_b_seconds(std::span<const double> seconds, std::span<const doub
 // `msd-plan simulate` build them), for their patches.
 MicroBatchShape shape_of(const MicroBatch& micro_batch);
 // `varlen`: each packed sequence is a variable-length row padded only to
-// row_positions (plan/step/pack.h), as PackOptions::varlen plans are computed.
-// `attention`: every sequence's (row_attention of the placement's mode).
+// row_positions (plan/step/pack.h; under `cp` > 1 each piece padded to 2 x cp,
+// THD), as PackOptions::varlen plans are computed. `attention`: every
+// sequence's (row_attention of the placement's mode). The MicroBatch form
+// takes the layout the batch says (MicroBatch::cp_by_segment: THD).
 MicroBatchShape shape_of(const MicroBatchPlan& plan, uint32_t seq_len, const std::vector<PlanDoc>& docs,
-                         bool varlen = false, RowAttention attention = RowAttention::segments);
+                         bool varlen = false, RowAttention attention = RowAttention::segments, uint32_t cp = 1);
 
 // Megatron's hybrid (dynamic) context parallelism (megatron_dynamic_cp,
 // plan/step/megatron.h): ranks [first_rank, first_rank + ranks) of the dp x cp

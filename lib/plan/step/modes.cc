@@ -43,7 +43,7 @@ void fill_costs(std::vector<BucketPlan>& buckets, const FixedById& fixed_of, con
           lengths.push_back(p.length);
           patches.push_back(p.begin < fixed ? std::min(fixed - p.begin, p.length) : 0);
         }
-        const uint64_t row = row_positions(seq.used, options.seq_len, varlen);
+        const uint64_t row = row_positions(seq, options.seq_len, varlen, options.cp);
         mb.positions += seq.used;
         mb.cost += row_cost(cost, lengths, patches, static_cast<uint32_t>(row), options.cp, attention);
         if (!varlen) mb.cost += cost.padding(options.seq_len - seq.used);
