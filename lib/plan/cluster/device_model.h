@@ -106,6 +106,8 @@ struct StepTime {
   // ranks and indices; empty micro-batches count as 0). 1 when all are empty.
   double microbatch_max_over_mean = 1.0;
   double padding_fraction = 0.0;  // padding positions / all positions computed
+  // Per DP rank, each micro-batch's micro_batch_seconds (a stage's; 0 when empty).
+  std::vector<std::vector<double>> micro_batch_seconds;
 };
 
 // One DP rank's share of a step: its micro-batches, in order, through pp
