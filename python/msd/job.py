@@ -27,13 +27,15 @@ class MicroBatch:
 
     tokens, labels, positions, loss_mask: [sequences, seq_len // cp_size]
     (int32, loss_mask uint8); cu_seqlens: int32 segment boundaries over the
-    flattened whole sequences; patches: uint8 [n, patch, patch, 3];
+    flattened whole sequences (with cp_by_segment, each document piece split
+    over the CP ranks on its own: Transformer Engine's THD layout, and
+    cu_seqlens its cu_seqlens_padded); patches: uint8 [n, patch, patch, 3];
     patch_positions: int32 [n]. A pipeline stage that does not hold inputs
     (or targets) has None there. docs/batch.md says what each holds.
     """
 
     def __init__(self, info, tensors, lease):
-        self.__dict__.update(info)  # sequences, seq_len, cp_rank, cp_size, has_inputs, has_targets
+        self.__dict__.update(info)  # sequences, seq_len, cp_rank, cp_size, cp_by_segment, has_inputs, has_targets
         self._tensors = tensors
         self._lease = lease
 
