@@ -57,6 +57,7 @@ set_tests_properties(replay PROPERTIES FIXTURES_REQUIRED tiny_data)
 if(MSD_PYTHON)
   # configs_and_demos: every file in configs/, tools/demo.sh and tools/train-demo.sh;
   # bench_trainer: tools/bench-trainer.sh (the real trainer bench) at a tiny size.
+  msd_add_script_test(python_device SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/python_device.sh TIMEOUT 120)
   foreach(script python_job python_faults train_gpt configs_and_demos bench_trainer)
     msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 600)
     set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)
