@@ -248,7 +248,7 @@ int place_main(int argc, char** argv) {
   sim.steps = 6;
   sim.lengths = "pile";
   sim.image_share = 0.0;
-  sim.hold_above = 0.5;  // for the _hold placements
+  sim.hold_above = 0.625;  // for the _hold placements (docs/cost-and-balance.md "Choosing the defaults")
   std::string modes = "megatron,megatron_docmask,megatron_dp_balanced,msd_tokens,msd_greedy";
   po::options_description described(
       "Usage: msd-plan place [options]\n\n"
@@ -263,7 +263,11 @@ int place_main(int argc, char** argv) {
       "causal attention over each row), megatron_docmask (the same rows, attention per\n"
       "document piece), megatron_dp_balanced (Megatron core's DpBalancedScheduler per\n"
       "step: variable-length rows), and the msd modes step by step with the planner's\n"
-      "analytic cost (a = 6 x --hidden, or --cost-a). An msd mode with _varlen\n"
+      "analytic cost (a = 6 x --hidden, or --cost-a). Every placement has the same\n"
+      "steps, each of exactly Megatron's global batch of positions: the placements but\n"
+      "megatron and megatron_docmask take the stream in arrival order in steps of that\n"
+      "many positions, a document across a step's edge cut there and continued in the\n"
+      "next step (its pieces keep its id and begin offsets). An msd mode with _varlen\n"
       "(msd_greedy_varlen) places variable-length rows; _cut cuts documents to balance\n"
       "(job.cuts = balance), _vmb gives each rank its own micro-batch count\n"
       "(job.micro_batch_count = variable), _hold holds outlier documents (job.hold_above),\n"
@@ -271,8 +275,9 @@ int place_main(int argc, char** argv) {
       "rows). docs/evaluation.md, docs/cost-and-balance.md.\n\n"
       "Prints one JSON object: documents (lengths in stream order; a piece's doc indexes\n"
       "it; the cut one shortened), positions (every placement's), dropped_positions (cut\n"
-      "off the end), megatron_batch (micro_batch_size, micro_batches: Megatron's batch\n"
-      "per DP rank and step, a global batch of about a step), and per placement: rows\n"
+      "off the end), step_positions (every step's, every placement's), megatron_batch\n"
+      "(micro_batch_size, micro_batches: Megatron's batch per DP rank and step, a\n"
+      "global batch of about a step), and per placement: rows\n"
       "(fixed: each sequence a seq_len row, its tail padding; varlen: a micro-batch one\n"
       "row of its pieces), attention (row: one causal span over each row, positions\n"
       "counting on across its documents and each label the stream's next token;\n"

@@ -234,6 +234,7 @@ uint64_t digest_of(uint64_t step, const std::vector<py::dict>& micro_batches) {
     mb.cp_size = f["cp_size"].cast<uint32_t>();
     mb.has_inputs = f["has_inputs"].cast<bool>();
     mb.has_targets = f["has_targets"].cast<bool>();
+    mb.cp_by_segment = f.contains("cp_by_segment") && f["cp_by_segment"].cast<bool>();
     mb.tokens = values_of<int32_t>(f, "tokens");
     mb.labels = values_of<int32_t>(f, "labels");
     mb.positions = values_of<int32_t>(f, "positions");
@@ -255,6 +256,7 @@ py::dict micro_info(const PythonJob& job, size_t index) {
   info["cp_size"] = mb.cp_size;
   info["has_inputs"] = mb.has_inputs;
   info["has_targets"] = mb.has_targets;
+  info["cp_by_segment"] = mb.cp_by_segment;
   return info;
 }
 

@@ -7,7 +7,8 @@ one stream of synthetic documents under Megatron's cut and under msd's
 placements, and this script charges every rank of every step the planner's
 cost, a*L + L^2 per document piece (document-masked attention, a = S / 5 by
 default) plus --overhead per micro-batch, and sums the heaviest rank over the
-steps: the run's compute time in units of cost. The baseline is
+steps: the run's compute time in units of cost. Every placement has the same
+steps (msd-plan place forms them by tokens: Megatron's global batches). The baseline is
 Megatron with document-masked attention: the stream's documents concatenated
 and cut into rows of S (msd-plan place's "megatron"), the rows shuffled and
 dealt to the ranks, each row a micro-batch computing all S positions. Every
@@ -15,7 +16,7 @@ placement trains the same tokens, so the ratio of the sums is a speedup.
 
 Usage: tools/placement-model.py [--msd-plan PATH] [--seeds 3] [--steps 50]
        [--cases 16:8192:pile,8:4096:pile,16:8192:longtail] [--placements ...]
-       [--hold-above 0.5] [--hold-steps 8] [--overhead 0] [--json FILE]
+       [--hold-above 0.625] [--hold-steps 8] [--overhead 0] [--json FILE]
 """
 import argparse
 import json
@@ -145,7 +146,7 @@ def main():
     parser.add_argument("--planned-overhead", type=float, default=None,
                         help="the per-micro-batch cost msd's placement is told, x S^2 (default: --overhead)")
     parser.add_argument("--max-positions", type=float, default=0.0, help="micro-batch budget, x S (0: default)")
-    parser.add_argument("--hold-above", type=float, default=0.5)
+    parser.add_argument("--hold-above", type=float, default=0.625)
     parser.add_argument("--hold-steps", type=int, default=8)
     parser.add_argument("--json", help="write every figure here")
     args = parser.parse_args()

@@ -11,9 +11,10 @@
 // that row's length, which differs between micro-batches.
 //
 // A rank holds what its place in the mesh uses (docs/batch.md "Slices and
-// stages"): a context-parallel rank only its zigzag chunks of every sequence,
-// a pipeline stage only its fields; tensor-parallel peers hold identical
-// batches.
+// stages"): a context-parallel rank only its zigzag chunks of every sequence
+// (of every document piece, in variable-length rows: Transformer Engine's THD
+// layout), a pipeline stage only its fields; tensor-parallel peers hold
+// identical batches.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,22 @@ inline constexpr uint64_t varlen_row_positions(uint64_t used) {
   return (used + kVarlenAlign - 1) / kVarlenAlign * kVarlenAlign;
 }
 
+// A variable-length row split over cp > 1 context-parallel ranks per
+// document piece (MicroBatch::cp_by_segment): each piece of `length`
+// positions takes thd_piece_positions of the row (padded to a multiple of
+// 2 x cp, so that it cuts into 2 x cp equal chunks), and the row is their sum
+// rounded up to a multiple of kVarlenAlign and of 2 x cp (thd_row_positions;
+// the tail is one more padding segment, cut the same way).
+inline constexpr uint64_t thd_piece_positions(uint64_t length, uint32_t cp) {
+  const uint64_t align = 2 * uint64_t{cp};
+  return (length + align - 1) / align * align;
+}
+inline constexpr uint64_t thd_row_positions(uint64_t padded_used, uint32_t cp) {
+  uint64_t align = kVarlenAlign;
+  while (align % (2 * uint64_t{cp}) != 0) align += kVarlenAlign;  // the least common multiple
+  return (padded_used + align - 1) / align * align;
+}
+
 // Where a segment of the batch came from, for auditing and tests.
 struct DocSpan {
   uint32_t source = 0;     // index into the configuration's mix.sources
@@ -38,7 +55,7 @@ struct DocSpan {
   uint32_t begin = 0;      // first position of the document in this piece
   uint32_t length = 0;     // positions in this piece
   uint32_t sequence = 0;   // which packed sequence of the micro-batch
-  uint32_t offset = 0;     // position inside that sequence
+  uint32_t offset = 0;     // position inside that sequence (cp_by_segment: the padded piece's start)
   uint32_t patches = 0;    // image patches at the start of this piece
 };
 
@@ -52,6 +69,14 @@ struct MicroBatch {
   // load-balanced zigzag split. Default: the whole sequence (0 of 1).
   uint32_t cp_rank = 0;
   uint32_t cp_size = 1;
+  // Variable-length rows under CP (job.micro_batch_shape = varlen, cp_size >
+  // 1): the split is per segment instead, Transformer Engine's THD layout with
+  // context parallelism. Every segment of cu_seqlens (each document piece
+  // padded to thd_piece_positions, then the row's tail padding) is cut into
+  // 2 * cp_size chunks of its own, and this rank holds chunks cp_rank and 2 *
+  // cp_size - 1 - cp_rank of every segment, segment after segment: each CP
+  // rank does the same share of every document's attention. Default: false.
+  bool cp_by_segment = false;
   // Pipeline-stage fields: the first stage holds the inputs (tokens,
   // positions, patches), the last the targets (labels, loss_mask); a middle
   // stage neither, only shapes, cu_seqlens and docs. Default: both (pp = 1).
@@ -67,7 +92,10 @@ struct MicroBatch {
 
   // Segment boundaries over the flattened whole sequences (not the slice):
   // 0, end of segment 1, ..., sequences * seq_len. Every segment lies inside
-  // one sequence. The same on every rank of a data group.
+  // one sequence. The same on every rank of a data group. With cp_by_segment
+  // they are the padded pieces' boundaries, Transformer Engine's
+  // cu_seqlens_padded; a piece's unpadded end is its DocSpan's offset +
+  // length (TE's cu_seqlens).
   std::vector<int32_t> cu_seqlens;
 
   // Image patches (inputs): patch_positions[k] is the held (local) flattened
@@ -81,7 +109,8 @@ struct MicroBatch {
 
   uint32_t local_len() const { return seq_len / cp_size; }  // held positions per sequence
   // The flattened whole-sequence position of held position `local`
-  // (0 <= local < sequences * local_len()).
+  // (0 <= local < sequences * local_len()); with cp_by_segment, by
+  // cu_seqlens.
   uint64_t global_position(uint64_t local) const;
   uint64_t tokens_used() const;  // non-padding positions of the whole sequences
 };

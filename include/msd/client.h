@@ -30,6 +30,10 @@
 //   second batch (Batch::read_ahead); the one returned is never written
 //   meanwhile.
 // - next() returns nullptr after the configured number of steps.
+// - Where the batch's buffers land is the client's BatchSink
+//   (lib/construct/batch_sink.h, docs/gpu.md): by default the host buffers
+//   of the returned Batch; a device sink set with set_sink() also receives
+//   every batch, finished, before next() returns it.
 // - Every batch is a pure function of (configuration, seed, step): the number
 //   of loaders, their speed and restarts do not change it.
 // - Sub-communicators for the trainer (dp, tp, cp, pp, and all clients) are
@@ -78,6 +82,7 @@
 
 namespace msd {
 
+class BatchSink;
 class ClientImpl;
 
 // What a client records about every batch it hands out, for the summary:
@@ -107,10 +112,19 @@ class Client {
   uint64_t steps() const;  // job.steps
   const ClientLog& log() const { return log_; }
 
+  // Delivers every following batch to `sink` as well (deliver() inside
+  // next(), finish() at the stream's end or an early finish). The caller
+  // keeps `sink` alive until the Job's finish() or the next set_sink().
+  // nullptr: the default host sink, which leaves batches where they are.
+  void set_sink(BatchSink* sink);
+  BatchSink& sink() { return *sink_; }
+
  private:
   std::unique_ptr<ClientImpl> impl_;
   const Config& config_;
   ClientLog log_;
+  std::unique_ptr<BatchSink> host_sink_;
+  BatchSink* sink_ = nullptr;
 };
 
 // Ends the whole job now, from any rank, without any collective call: logs

@@ -99,13 +99,14 @@ Calibration add_evaluations(Evaluations& out, SimulateOptions sim, CompareOption
 // The placements that are placed together: same row shape, cost and options.
 bool same_options(const SweepPlacement& a, const SweepPlacement& b) {
   return a.varlen == b.varlen && a.calibrated == b.calibrated && a.cuts == b.cuts &&
-         a.variable_micro_batches == b.variable_micro_batches && a.hold_above == b.hold_above;
+         a.variable_micro_batches == b.variable_micro_batches && a.hold_above == b.hold_above &&
+         a.cp_rows == b.cp_rows;
 }
 
 // Every evaluation one row and seed needs: the baselines with the placements
 // of the default options (fixed rows, analytic cost) in one pass, then each
 // other set of options (calibrated ones when asked, the first fit reused and
-// returned in *calibration; variable-length ones only where cp == 1).
+// returned in *calibration; variable-length rows under CP split per piece).
 Evaluations evaluate_cell(const SimulateOptions& sim, const CompareOptions& compare, bool calibrated,
                           Calibration* calibration = nullptr) {
   Evaluations out;
@@ -116,7 +117,7 @@ Evaluations evaluate_cell(const SimulateOptions& sim, const CompareOptions& comp
       groups.push_back(&p);
   std::optional<Calibration> fit;
   for (const SweepPlacement* group : groups) {
-    if ((group->calibrated && !calibrated) || (group->needs_cp1() && sim.cp > 1)) continue;
+    if ((group->calibrated && !calibrated) || (!group->cp_rows && sim.cp > 1)) continue;
     std::vector<std::pair<TrainingMode, std::string>> modes;
     if (group == &plain) {
       modes.push_back({TrainingMode::colocated_samples, training_mode_name(TrainingMode::colocated_samples)});
@@ -137,7 +138,8 @@ std::optional<double> ratio(const Evaluations& cell, const SweepComparison& c) {
   if (!cell.count(c.mine) || !cell.count(c.theirs)) return std::nullopt;
   const ModeEvaluation& mine = cell.at(c.mine);
   const ModeEvaluation& theirs = cell.at(c.theirs);
-  MSD_CHECK_EQ(mine.real_positions, theirs.real_positions);  // the same tokens
+  MSD_CHECK_EQ(mine.real_positions, theirs.real_positions);  // the same tokens,
+  MSD_CHECK_EQ(mine.steps, theirs.steps);                    // in the same steps
   return theirs.tokens_per_s > 0 ? mine.tokens_per_s / theirs.tokens_per_s : 0.0;
 }
 
@@ -220,6 +222,21 @@ void write_summary(JsonWriter& w, const std::string& key, const Summary& s) {
   w.end_object();
 }
 
+// One comparison's summaries as "key": its row shapes, the cp 1 rows'
+// geomean, n and ci95, then seq_len_32k_and_above and context_parallel.
+void write_comparison(JsonWriter& w, const std::string& key, const SweepComparison& c, const SweepReport& report) {
+  if (!report.overall.count(c.name) && !report.context_parallel.count(c.name)) return;
+  w.begin_object(key).value("rows", rows_of(c));
+  if (report.overall.count(c.name)) {
+    const Summary& s = report.overall.at(c.name);
+    w.value("geomean", s.geomean).value("n", s.n);
+    w.begin_array("ci95").value("", s.low).value("", s.high).end_array();
+  }
+  if (report.long_context.count(c.name)) write_summary(w, "seq_len_32k_and_above", report.long_context.at(c.name));
+  if (report.context_parallel.count(c.name)) write_summary(w, "context_parallel", report.context_parallel.at(c.name));
+  w.end_object();
+}
+
 }  // namespace
 
 std::vector<SweepMix> sweep_mixes(const std::string& lengths_file) {
@@ -237,9 +254,11 @@ const std::vector<SweepPlacement>& sweep_placements() {
   static const std::vector<SweepPlacement> placements = {
       {"msd_greedy", M::msd_greedy, false, false},
       {"msd_tokens", M::msd_tokens, false, false},
-      {"msd_greedy_varlen", M::msd_greedy, true, false},
+      {"msd_greedy_varlen", M::msd_greedy, true, false, Cuts::whole, false, 0.0, false},
+      {"msd_greedy_cut_vmb", M::msd_greedy, true, false, Cuts::balance, true},
+      {"msd_greedy_cut_vmb_hold", M::msd_greedy, true, false, Cuts::balance, true, kSweepHoldAbove},
       {"calibrated_msd_greedy", M::msd_greedy, false, true},
-      {"calibrated_msd_greedy_varlen", M::msd_greedy, true, true},
+      {"calibrated_msd_greedy_varlen", M::msd_greedy, true, true, Cuts::whole, false, 0.0, false},
   };
   return placements;
 }
@@ -322,6 +341,32 @@ std::vector<std::pair<RowShape, SweepMix>> row_shapes(const SweepOptions& option
   return rows;
 }
 
+// The placement of the highest geometric mean over kBestChosenOver over
+// every (row, seed) of both row kinds; one missing from some row cannot be best.
+std::string best_placement(const std::map<std::string, std::vector<double>>& cp1,
+                           const std::map<std::string, std::vector<double>>& cp_rows) {
+  std::vector<std::pair<std::string, std::vector<double>>> pooled;
+  size_t most = 0;
+  for (const SweepPlacement& p : sweep_placements()) {
+    const std::string name = str(p.name, "_over_", training_mode_name(kBestChosenOver));
+    std::vector<double> ratios;
+    for (const auto* kind : {&cp1, &cp_rows})
+      if (kind->count(name)) ratios.insert(ratios.end(), kind->at(name).begin(), kind->at(name).end());
+    most = std::max(most, ratios.size());
+    pooled.emplace_back(p.name, std::move(ratios));
+  }
+  std::string best;
+  double best_mean = 0.0;
+  for (const auto& [name, ratios] : pooled) {
+    if (ratios.empty() || ratios.size() < most) continue;
+    if (const double mean = geomean(ratios); best.empty() || mean > best_mean) {
+      best = name;
+      best_mean = mean;
+    }
+  }
+  return best;
+}
+
 void check_options(const SweepOptions& options) {
   if (options.seq_lens.empty() || options.dps.empty() || options.pps.empty() || options.mixes.empty())
     throw ConfigError("--seq-lens, --dps, --pps and --mixes need a value each");
@@ -367,6 +412,7 @@ SweepReport run_sweep(const SweepOptions& options) {
   for (const auto& [name, values] : long_context) report.long_context[name] = summarize(values, options.resamples);
   for (const auto& [name, values] : context_parallel)
     report.context_parallel[name] = summarize(values, options.resamples);
+  report.best = best_placement(all, context_parallel);
   if (options.sensitivity) report.sensitivity = run_sensitivity(options);
   return report;
 }
@@ -412,18 +458,15 @@ std::string sweep_json(const SweepReport& report) {
   for (const SweepRow& row : report.rows) write_row(w, row);
   w.end_array();
   w.begin_object("comparisons");
-  for (const SweepComparison& c : sweep_comparisons()) {
-    if (!report.overall.count(c.name) && !report.context_parallel.count(c.name)) continue;
-    w.begin_object(c.name).value("rows", rows_of(c));
-    if (report.overall.count(c.name)) {
-      const Summary& s = report.overall.at(c.name);
-      w.value("geomean", s.geomean).value("n", s.n);
-      w.begin_array("ci95").value("", s.low).value("", s.high).end_array();
-    }
-    if (report.long_context.count(c.name)) write_summary(w, "seq_len_32k_and_above", report.long_context.at(c.name));
-    if (report.context_parallel.count(c.name)) write_summary(w, "context_parallel", report.context_parallel.at(c.name));
-    w.end_object();
-  }
+  for (const SweepComparison& c : sweep_comparisons()) write_comparison(w, c.name, c, report);
+  w.end_object();
+  // msd's best placement against every baseline (the aims' comparisons).
+  w.begin_object("best").value("placement", report.best);
+  w.value("chosen_by", str("the highest geometric mean over ", training_mode_name(kBestChosenOver),
+                           " over every row and seed"));
+  for (const SweepComparison& c : sweep_comparisons())
+    if (!report.best.empty() && c.mine == report.best && c.theirs.starts_with("megatron"))
+      write_comparison(w, "best_over_" + c.theirs, c, report);
   w.end_object();
   w.begin_array("sensitivity");
   for (const SensitivityRow& row : report.sensitivity) {
@@ -460,6 +503,8 @@ const std::pair<const char*, const char*> kColumns[] = {
     {"msd_greedy_over_megatron", "gr/meg"},
     {"msd_greedy_over_megatron_dp_balanced", "gr/dpbal"},
     {"msd_greedy_varlen_over_megatron_dp_balanced", "grV/dpbal"},
+    {"msd_greedy_cut_vmb_over_megatron_docmask", "cv/docm"},
+    {"msd_greedy_cut_vmb_over_megatron_dynamic_cp", "cv/dyncp"},
     {"msd_greedy_over_megatron_dynamic_cp", "gr/dyncp"},
     {"msd_tokens_over_megatron_docmask", "tok/docm"},
     {"msd_greedy_over_colocated_samples", "gr/col"},
@@ -504,6 +549,30 @@ void write_rows(const SweepReport& report, std::ostream& out) {
   }
 }
 
+// msd's best placement against each Megatron baseline: cp 1 rows, >= 32k, CP rows.
+void write_best(const SweepReport& report, std::ostream& out) {
+  if (report.best.empty()) return;
+  out << "  msd's best placement (the highest geometric mean over " << training_mode_name(kBestChosenOver)
+      << " over every row and seed): " << report.best << "\n";
+  char line[256];
+  auto cell = [&](const std::map<std::string, Summary>& summaries, const std::string& name) {
+    if (!summaries.count(name)) return std::string("-");
+    const Summary& s = summaries.at(name);
+    std::snprintf(line, sizeof line, "%.3fx [%.3f, %.3f]", s.geomean, s.low, s.high);
+    return std::string(line);
+  };
+  std::snprintf(line, sizeof line, "    %-34s %-24s %-24s %-24s\n", "", "cp 1 rows", "cp 1, seq_len >= 32k",
+                "CP rows (cp > 1)");
+  out << line;
+  for (const SweepComparison& c : sweep_comparisons()) {
+    if (c.mine != report.best || !c.theirs.starts_with("megatron")) continue;
+    const std::string name = "best_over_" + c.theirs;
+    std::snprintf(line, sizeof line, "    %-34s %-24s %-24s %-24s\n", name.c_str(), cell(report.overall, c.name).c_str(),
+                  cell(report.long_context, c.name).c_str(), cell(report.context_parallel, c.name).c_str());
+    out << line;
+  }
+}
+
 }  // namespace
 
 void write_sweep_text(const SweepReport& report, std::ostream& out) {
@@ -516,7 +585,8 @@ void write_sweep_text(const SweepReport& report, std::ostream& out) {
       << "  baselines: docm = megatron_docmask (fixed rows, attention per document), meg = megatron (fixed rows, "
          "causal over each row), dpbal = megatron_dp_balanced (varlen), dyncp = megatron_dynamic_cp (varlen, CP "
          "rows), col = colocated_samples (the published system's baseline); gr = msd_greedy, grV = in varlen rows, "
-         "tok = msd_tokens\n";
+         "cv = msd_greedy_cut_vmb (cuts and variable micro-batch counts, varlen rows, THD under CP), tok = "
+         "msd_tokens\n";
   write_rows(report, out);
   out << "  cp 1 rows, all seeds (geometric mean [95% bootstrap interval]):\n";
   write_summaries(report.overall, out);
@@ -528,6 +598,7 @@ void write_sweep_text(const SweepReport& report, std::ostream& out) {
     out << "  context-parallel rows (cp > 1):\n";
     write_summaries(report.context_parallel, out);
   }
+  write_best(report, out);
   std::vector<std::string> headline;
   for (const auto& [name, title] : kColumns) headline.push_back(name);
   for (const SensitivityRow& row : report.sensitivity) {

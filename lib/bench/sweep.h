@@ -44,17 +44,27 @@ struct SweepPlacement {
   bool calibrated;  // placed by the calibrated cost
   // msd's placement options (SimulateOptions'): cuts = balance and variable
   // micro-batches place variable-length rows; the outlier hold's threshold
-  // (x seq_len, 0: none). A placement in variable-length rows is placed only
-  // where cp == 1.
+  // (x seq_len, 0: none). Variable-length rows under CP are split per
+  // document piece (THD, docs/batch.md).
   Cuts cuts = Cuts::whole;
   bool variable_micro_batches = false;
   double hold_above = 0.0;
-
-  bool needs_cp1() const { return varlen || cuts == Cuts::balance || variable_micro_batches; }
+  // Placed in the CP rows too (msd_greedy_varlen and its calibrated twin
+  // are not: their whole-document THD rows add a third to the sweep's time
+  // there and msd_greedy_cut_vmb covers variable-length rows under CP).
+  bool cp_rows = true;
 };
-// msd_tokens and msd_greedy (fixed rows), msd_greedy_varlen, and msd_greedy
-// placed by the calibrated cost in both row shapes.
+// msd_tokens and msd_greedy (fixed rows), msd_greedy_varlen (cp 1 rows),
+// msd_greedy with cuts and variable micro-batch counts (msd_greedy_cut_vmb),
+// the same with the outlier hold (msd_greedy_cut_vmb_hold, above
+// kSweepHoldAbove x seq_len), and msd_greedy placed by the calibrated cost in
+// both row shapes (varlen: cp 1 rows).
 const std::vector<SweepPlacement>& sweep_placements();
+// The hold's threshold in the sweep: msd-plan place's `_hold` default
+// (docs/cost-and-balance.md "Choosing the defaults").
+inline constexpr double kSweepHoldAbove = 0.625;
+// The baseline msd's best placement is chosen over (SweepReport::best).
+inline constexpr TrainingMode kBestChosenOver = TrainingMode::megatron_docmask;
 // The Megatron baselines every placement is compared with: megatron,
 // megatron_docmask, megatron_dp_balanced, megatron_dynamic_cp (cp > 1 rows).
 const std::vector<TrainingMode>& sweep_megatron_baselines();
@@ -136,6 +146,12 @@ struct SweepReport {
   std::vector<SweepRow> rows;
   // By comparison: over the cp 1 rows, those of seq_len >= 32768, and the CP rows.
   std::map<std::string, Summary> overall, long_context, context_parallel;
+  // msd's best placement overall: of sweep_placements(), the one whose
+  // tokens/s over kBestChosenOver has the highest geometric mean over every
+  // (row, seed), cp 1 and CP rows together. Its comparisons are the summaries
+  // of "<best>_over_<baseline>" (every placement's stay in the maps above).
+  // Choosing it on the same rows favours msd slightly.
+  std::string best;
   std::vector<SensitivityRow> sensitivity;
 };
 

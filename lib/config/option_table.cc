@@ -259,7 +259,8 @@ std::vector<OptionSpec> job_options() {
             [](auto& c) -> auto& { return c.job.max_sample_bytes; }),
       choice("job.micro_batch_shape", "S",
            "fixed | varlen: a micro-batch as [sequences, seq_len] padded rows, or one row of its positions "
-           "(packed THD attention; planner-driven modes, topology.cp = 1; docs/batch.md)",
+           "(packed THD attention, under topology.cp > 1 each document piece split over the CP ranks on its own; "
+           "planner-driven modes; docs/batch.md)",
            [](auto& c) -> auto& { return c.job.micro_batch_shape; }),
       choice("job.balance", "M", "greedy | karmarkar_karp | tokens: how the planner balances DP ranks and micro-batches (docs/cost-and-balance.md)",
            [](auto& c) -> auto& { return c.job.balance; }),

@@ -160,9 +160,6 @@ void validate(const Config& config) {
   validate_bounds(config);  // first: no check below may overflow
   const auto& job = config.job;
   const auto& topo = config.topology;
-  require(job.micro_batch_shape != RowShape::varlen || topo.cp <= 1,
-          str("job.micro_batch_shape: varlen needs topology.cp = 1 (got ", topo.cp,
-              "); context-parallel ranks split fixed rows"));
   require_at_least(job.steps, uint64_t{1}, "job.steps");
   require_at_least(topo.dp, 1, "topology.dp");
   require_at_least(topo.pp, 1, "topology.pp");

@@ -56,10 +56,19 @@ uint64_t MicroBatch::tokens_used() const {
 }
 
 uint64_t MicroBatch::global_position(uint64_t local) const {
+  if (cp_size <= 1) return local;
+  if (cp_by_segment) {
+    // Segment s holds held indices [cu[s] / cp, cu[s + 1] / cp): every segment is a multiple of 2 x cp.
+    const auto next = std::upper_bound(cu_seqlens.begin(), cu_seqlens.end(), static_cast<int64_t>(local * cp_size));
+    MSD_CHECK(next != cu_seqlens.begin() && next != cu_seqlens.end());
+    const uint64_t begin = static_cast<uint64_t>(*(next - 1)), end = static_cast<uint64_t>(*next);
+    const uint64_t chunk = (end - begin) / (2 * cp_size), k = local - begin / cp_size;
+    const uint64_t index = k < chunk ? cp_rank : 2 * cp_size - 1 - cp_rank;
+    return begin + index * chunk + k % chunk;
+  }
   const uint32_t len = local_len();
   const uint64_t sequence = local / len;
   const uint32_t k = static_cast<uint32_t>(local % len);
-  if (cp_size <= 1) return local;
   const uint32_t chunk = seq_len / (2 * cp_size);
   const uint32_t index = k < chunk ? cp_rank : 2 * cp_size - 1 - cp_rank;
   return sequence * seq_len + uint64_t{index} * chunk + k % chunk;
@@ -86,22 +95,34 @@ struct Layout {
   }
 };
 
+// Whether variable-length rows are split per segment (THD under CP).
+bool by_segment(const BuildOptions& options) { return options.varlen && options.cp_size > 1; }
+
+// Positions a piece of `length` takes in its row: itself, or under THD its
+// length padded to 2 x cp.
+uint32_t piece_span(const BuildOptions& options, uint32_t length) {
+  return by_segment(options) ? static_cast<uint32_t>(thd_piece_positions(length, options.cp_size)) : length;
+}
+
 // A micro-batch's rows: its sequences and their length, seq_len (fixed), or
-// one row of its pieces rounded up to kVarlenAlign (varlen; none when empty).
+// one row of its pieces rounded up to kVarlenAlign (varlen; none when empty;
+// under THD each piece padded to 2 x cp, the row to thd_row_positions).
 struct Rows {
   size_t count = 0;
   uint32_t length = 0;
   uint32_t local_len = 0;  // positions held of a row
 };
 Rows rows_of(const Layout& layout, const MicroBatchWire& wire) {
-  if (!layout.options.varlen) return {wire.sequences.size(), layout.plan.seq_len, layout.local_len};
+  const BuildOptions& options = layout.options;
+  if (!options.varlen) return {wire.sequences.size(), layout.plan.seq_len, layout.local_len};
   uint64_t used = 0;
   for (const auto& sequence : wire.sequences)
-    for (const auto& piece : sequence.pieces) used += piece.length;
-  const uint64_t length = varlen_row_positions(used);
+    for (const auto& piece : sequence.pieces) used += piece_span(options, piece.length);
+  const uint32_t cp = std::max<uint32_t>(1, options.cp_size);
+  const uint64_t length = by_segment(options) ? thd_row_positions(used, cp) : varlen_row_positions(used);
   if (length > UINT32_MAX / 2)
     throw ProtocolError(str("step ", layout.plan.step, ": a variable-length row of ", used, " positions"));
-  return {used > 0 ? size_t{1} : size_t{0}, static_cast<uint32_t>(length), static_cast<uint32_t>(length)};
+  return {used > 0 ? size_t{1} : size_t{0}, static_cast<uint32_t>(length), static_cast<uint32_t>(length / cp)};
 }
 
 // Sizes and clears one micro-batch's arrays for its rows.
@@ -112,6 +133,7 @@ void reset_micro_batch(const Layout& layout, const Rows& rows, MicroBatch& mb) {
   mb.seq_len = rows.length;
   mb.cp_rank = options.cp_size <= 1 ? 0 : options.cp_rank;
   mb.cp_size = std::max<uint32_t>(1, options.cp_size);
+  mb.cp_by_segment = by_segment(options);
   mb.has_inputs = options.inputs;
   mb.has_targets = options.targets;
   const size_t held = options.inputs || options.targets ? sequences * rows.local_len : 0;
@@ -150,9 +172,10 @@ void lay_out_micro_batch(Layout& layout, size_t m, MicroBatch& mb) {
   const size_t n = wire.sequences.size();
   const Rows rows = rows_of(layout, wire);
   reset_micro_batch(layout, rows, mb);
-  // A variable-length row is one whole chunk; its sequences follow each other in it.
+  // A variable-length row is one whole chunk; its sequences follow each other
+  // in it. Under THD each piece has chunks of its own.
   const std::vector<Chunk> row_chunk{{0, rows.length, 0}};
-  const std::vector<Chunk>& chunks = options.varlen ? row_chunk : layout.chunks;
+  std::vector<Chunk> piece_chunks;
   uint64_t patch_total = 0;
   uint32_t offset = 0;
   for (size_t wire_q = 0; wire_q < n; ++wire_q) {
@@ -170,6 +193,16 @@ void lay_out_micro_batch(Layout& layout, size_t m, MicroBatch& mb) {
       }
       mb.docs.push_back({s.source, s.index, lo, piece.length, static_cast<uint32_t>(q), offset,
                          patch_hi > lo ? patch_hi - lo : 0});
+      const uint32_t span = piece_span(options, piece.length);
+      if (by_segment(options)) {
+        piece_chunks = held_chunks(span, options.cp_rank, options.cp_size, layout.plan.step);
+        for (Chunk& chunk : piece_chunks) {
+          chunk.begin += offset;
+          chunk.end += offset;
+          chunk.local += offset / options.cp_size;
+        }
+      }
+      const std::vector<Chunk>& chunks = by_segment(options) ? piece_chunks : options.varlen ? row_chunk : layout.chunks;
       for (const Chunk& chunk : chunks) {
         const uint32_t g0 = std::max(offset, chunk.begin);
         const uint32_t g1 = std::min(offset + piece.length, chunk.end);
@@ -180,7 +213,7 @@ void lay_out_micro_batch(Layout& layout, size_t m, MicroBatch& mb) {
         if (layout.needs_edge(run, s)) ++layout.edges;
         layout.runs[m].push_back(run);
       }
-      offset += piece.length;
+      offset += span;
     }
   }
   if (!options.inputs) mb.patch_bytes = 0;
@@ -258,9 +291,12 @@ void derive_positions_and_labels(const Layout& layout, size_t m, size_t& edge, M
   }
 }
 
-// cu_seqlens over the whole sequences: every piece, then the padding at the
-// end of a sequence as one more segment.
+// cu_seqlens over the whole sequences: every piece (under THD its padded
+// span), then the padding at the end of a sequence as one more segment.
 void derive_cu_seqlens(uint32_t seq_len, MicroBatch& mb) {
+  auto span = [&](uint32_t length) {
+    return mb.cp_by_segment ? static_cast<uint32_t>(thd_piece_positions(length, mb.cp_size)) : length;
+  };
   uint32_t current_sequence = 0;
   uint32_t end_of_sequence = 0;  // offset of the first padding position
   auto close_sequence = [&](uint32_t q) {
@@ -272,8 +308,8 @@ void derive_cu_seqlens(uint32_t seq_len, MicroBatch& mb) {
       ++current_sequence;
       end_of_sequence = 0;
     }
-    end_of_sequence = doc.offset + doc.length;
-    mb.cu_seqlens.push_back(static_cast<int32_t>(size_t{doc.sequence} * seq_len + doc.offset + doc.length));
+    end_of_sequence = doc.offset + span(doc.length);
+    mb.cu_seqlens.push_back(static_cast<int32_t>(size_t{doc.sequence} * seq_len + end_of_sequence));
   }
   for (; current_sequence < mb.sequences; ++current_sequence) {
     close_sequence(current_sequence);
@@ -297,8 +333,6 @@ BatchBuild::BatchBuild(BatchBuild&& other) noexcept = default;
 BatchBuild& BatchBuild::operator=(BatchBuild&& other) noexcept = default;
 
 BatchBuild begin_build(const StepPlan& plan, ByteFetcher& fetcher, const BuildOptions& options, Batch& out) {
-  if (options.varlen && options.cp_size > 1)
-    throw ProtocolError("variable-length micro-batches cannot be split over context-parallel ranks");
   const uint32_t seq_len = plan.seq_len;
   const size_t micro_batches = plan.micro_batches.size();
   Layout empty{plan,
@@ -362,6 +396,12 @@ uint64_t needed_bytes(const StepPlan& plan, const BuildOptions& options) {
     if (bits.empty()) bits.assign(plan.samples[sample].positions(), false);
     bits.at(position) = true;
   };
+  // Document position j of a held piece: its byte, and the next one when it has a label.
+  auto use = [&](const PiecePlan& piece, uint32_t j) {
+    if (options.inputs) mark(piece.sample, j);
+    const SampleMeta& s = plan.samples[piece.sample];
+    if (options.targets && j >= s.patches && j + 1 < piece.begin + piece.length) mark(piece.sample, j + 1);
+  };
   std::vector<uint32_t> starts;
   std::vector<std::vector<PiecePlan>> rows;
   for (const auto& wire : plan.micro_batches) {
@@ -372,6 +412,14 @@ uint64_t needed_bytes(const StepPlan& plan, const BuildOptions& options) {
       rows.back().insert(rows.back().end(), sequence.pieces.begin(), sequence.pieces.end());
     }
     for (const auto& row : rows) {
+      if (by_segment(options)) {  // THD: chunks r and 2cp-1-r of every piece, padded to 2cp
+        for (const auto& piece : row) {
+          const uint32_t chunk = static_cast<uint32_t>(thd_piece_positions(piece.length, cp) / (2 * cp));
+          for (uint32_t i = 0; i < piece.length; ++i)
+            if (i / chunk == shape.cp_rank || i / chunk == 2 * cp - 1 - shape.cp_rank) use(piece, piece.begin + i);
+        }
+        continue;
+      }
       starts.clear();
       uint32_t offset = 0;
       for (const auto& piece : row) {
@@ -385,10 +433,7 @@ uint64_t needed_bytes(const StepPlan& plan, const BuildOptions& options) {
         if (p == 0) continue;
         const PiecePlan& piece = row[p - 1];
         if (g >= starts[p - 1] + piece.length) continue;  // padding
-        const uint32_t j = piece.begin + (g - starts[p - 1]);
-        if (options.inputs) mark(piece.sample, j);
-        const SampleMeta& s = plan.samples[piece.sample];
-        if (options.targets && j >= s.patches && j + 1 < piece.begin + piece.length) mark(piece.sample, j + 1);
+        use(piece, piece.begin + (g - starts[p - 1]));
       }
     }
   }
@@ -409,7 +454,7 @@ uint64_t batch_digest(const Batch& batch) {
     digest.update_u64(mb.seq_len);
     digest.update_u64(mb.cp_rank);
     digest.update_u64(mb.cp_size);
-    digest.update_u64((mb.has_inputs ? 1u : 0u) | (mb.has_targets ? 2u : 0u));
+    digest.update_u64((mb.has_inputs ? 1u : 0u) | (mb.has_targets ? 2u : 0u) | (mb.cp_by_segment ? 4u : 0u));
     digest.update(std::span<const int32_t>(mb.tokens));
     digest.update(std::span<const int32_t>(mb.labels));
     digest.update(std::span<const int32_t>(mb.positions));

@@ -2,8 +2,8 @@
 // bytes the rank uses from the loaders' windows (tokens straight into the
 // batch's token array, patches into its patch array), then derives labels,
 // positions, loss mask and cu_seqlens (docs/batch.md). A context-parallel rank
-// reads only its zigzag chunks of every sequence and a pipeline stage only its
-// fields. MPI-free except through the fetcher, so tests can feed it from
+// reads only its zigzag chunks of every sequence (of every document piece, in
+// variable-length rows) and a pipeline stage only its fields. MPI-free except through the fetcher, so tests can feed it from
 // memory.
 #pragma once
 
@@ -33,7 +33,9 @@ struct BuildOptions {
   bool targets = true;         // last pipeline stage: labels, loss mask
   // Variable-length micro-batches (job.micro_batch_shape = varlen): each
   // micro-batch is one row holding its sequences' pieces back to back,
-  // seq_len = their positions rounded up to kVarlenAlign. REQUIRES cp_size 1.
+  // seq_len = their positions rounded up to kVarlenAlign. With cp_size > 1
+  // each piece is padded to 2 x cp_size and split over the CP ranks on its
+  // own (MicroBatch::cp_by_segment, Transformer Engine's THD layout).
   bool varlen = false;
 };
 

@@ -78,7 +78,7 @@ void encode_to(const Batch& batch, Writer& w) {
     w.value(mb.seq_len);
     w.value(mb.cp_rank);
     w.value(mb.cp_size);
-    w.value<uint8_t>((mb.has_inputs ? 1 : 0) | (mb.has_targets ? 2 : 0));
+    w.value<uint8_t>((mb.has_inputs ? 1 : 0) | (mb.has_targets ? 2 : 0) | (mb.cp_by_segment ? 4 : 0));
     w.value(mb.patch_bytes);
     w.array(mb.tokens);
     w.array(mb.labels);
@@ -136,6 +136,7 @@ void decode_batch(const uint8_t* bytes, uint64_t size, Batch& out) {
     const uint8_t stage = r.value<uint8_t>();
     mb.has_inputs = stage & 1;
     mb.has_targets = stage & 2;
+    mb.cp_by_segment = stage & 4;
     mb.patch_bytes = r.value<uint32_t>();
     r.array(mb.tokens);
     r.array(mb.labels);

@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "common/memory.h"
+#include "construct/batch_sink.h"
 #include "plan/step/cost.h"
 #include "plan/step/pack.h"
 #include "runtime/fatal.h"
@@ -149,14 +150,20 @@ void DisaggregatedClient::stop_early() {
     job_.send_to_planner(kTagStopping, encode(AckMessage{next_step_, 0.0, 0}), "telling the planner this client stops");
 }
 
-Client::Client(std::unique_ptr<ClientImpl> impl, const Config& config) : impl_(std::move(impl)), config_(config) {}
+Client::Client(std::unique_ptr<ClientImpl> impl, const Config& config)
+    : impl_(std::move(impl)), config_(config), host_sink_(std::make_unique<HostSink>()), sink_(host_sink_.get()) {}
 Client::~Client() = default;
 uint64_t Client::steps() const { return impl_->steps(); }
+void Client::set_sink(BatchSink* sink) { sink_ = sink != nullptr ? sink : host_sink_.get(); }
 
 const Batch* Client::next() {
   const Batch* batch = nullptr;
   try {
     batch = impl_->next();
+    if (batch != nullptr)
+      sink_->deliver(*batch);
+    else
+      sink_->finish();
   } catch (...) {
     note_failure(std::current_exception());  // named if the trainer lets it unwind through the Job
     throw;

@@ -14,6 +14,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/memory.h"
+#include "construct/batch_sink.h"
 #include "msd/client.h"
 #include "profile/plan_file.h"
 #include "runtime/disaggregated.h"
@@ -591,6 +592,7 @@ namespace {
 // the stream at that step for every rank, or names a client that went on.
 void end_client_early(JobImpl& job) {
   if (job.role != Role::client || job.client_impl == nullptr) return;
+  job.client->sink().finish();  // the trainer's last batch, if it went to a device
   const uint64_t end = job.ctx.first_step + job.client->log().step_digests.size();
   if (end >= job.ctx.config.job.steps) return;
   log_info("finish() at step ", end, ", before the stream's end (job.steps = ", job.ctx.config.job.steps,

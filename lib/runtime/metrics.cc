@@ -83,7 +83,9 @@ void MetricsWriter::planned(uint64_t step, const std::vector<BucketPlan>& bucket
       for (const PackedSequence& seq : mb.sequences) padding += varlen_ ? 0 : seq_len - seq.used;
     cost.push_back(bucket.cost - cost_.padding(padding));
     std::vector<MicroBatchShape> shapes;
-    for (const MicroBatchPlan& mb : bucket.micro_batches) shapes.push_back(shape_of(mb, seq_len, docs, varlen_));
+    for (const MicroBatchPlan& mb : bucket.micro_batches)  // varlen rows under CP: THD, as the batches are built
+      shapes.push_back(shape_of(mb, seq_len, docs, varlen_, varlen_ ? RowAttention::thd : RowAttention::segments,
+                                parallel_.cp));
     device.push_back(rank_time(device_, parallel_, shapes).seconds);
   }
   balance_[step] = Balance{max_over_mean(cost), max_over_mean(device)};

@@ -27,13 +27,15 @@ class MicroBatch:
 
     tokens, labels, positions, loss_mask: [sequences, seq_len // cp_size]
     (int32, loss_mask uint8); cu_seqlens: int32 segment boundaries over the
-    flattened whole sequences; patches: uint8 [n, patch, patch, 3];
+    flattened whole sequences (with cp_by_segment, each document piece split
+    over the CP ranks on its own: Transformer Engine's THD layout, and
+    cu_seqlens its cu_seqlens_padded); patches: uint8 [n, patch, patch, 3];
     patch_positions: int32 [n]. A pipeline stage that does not hold inputs
     (or targets) has None there. docs/batch.md says what each holds.
     """
 
     def __init__(self, info, tensors, lease):
-        self.__dict__.update(info)  # sequences, seq_len, cp_rank, cp_size, has_inputs, has_targets
+        self.__dict__.update(info)  # sequences, seq_len, cp_rank, cp_size, cp_by_segment, has_inputs, has_targets
         self._tensors = tensors
         self._lease = lease
 
@@ -143,6 +145,28 @@ sys.excepthook = _excepthook
 atexit.register(_finish_at_exit)
 
 
+def _check_device(device):
+    """`device` as "cpu" or "cuda[:N]"; ConfigError naming the option when it
+    cannot be used here."""
+    text = str(device)
+    if text == "cpu":
+        return text
+    if not (text == "cuda" or (text.startswith("cuda:") and text[5:].isdigit())):
+        raise _msd.ConfigError(f"msd.Job(device={device!r}): device is 'cpu' or 'cuda' (or 'cuda:N')")
+    try:
+        import torch
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except ImportError:
+        count = 0
+    if count == 0:
+        raise _msd.ConfigError(f"msd.Job(device={device!r}): no CUDA device is visible to PyTorch on this rank "
+                               f"(torch.cuda.is_available() is False); use device='cpu', the default")
+    index = int(text[5:]) if ":" in text else 0
+    if index >= count:
+        raise _msd.ConfigError(f"msd.Job(device={device!r}): this rank sees {count} CUDA device(s)")
+    return text
+
+
 class Job:
     """msd's job over an MPI communicator: planner, loader and client ranks.
 
@@ -160,9 +184,17 @@ class Job:
     ranks and ``serve()`` on the others, so that ``load_state_dict`` can come
     after construction (the PyTorch order) and every rank agrees on the step
     the stream continues from.
+
+    ``device``: where a client's tensors live. ``"cpu"`` (the default):
+    views of msd's host buffers, valid for one step. ``"cuda"`` (or
+    ``"cuda:N"``): CUDA tensors, copied from pinned memory on a stream of
+    their own (the current stream waits for the copy), owned by the trainer
+    and valid as long as it keeps them. Without a CUDA device ``"cuda"``
+    raises msd.ConfigError on every rank before any work (docs/gpu.md).
     """
 
-    def __init__(self, config, overrides=(), comm=None):
+    def __init__(self, config, overrides=(), comm=None, device="cpu"):
+        self._device = _check_device(device)  # before any work: no MPI, no job
         MPI = _mpi()
         self._comm = MPI.COMM_WORLD if comm is None else comm
         argv = ["msd"] + (["--config", os.fspath(config)] if config is not None else []) + list(overrides)
@@ -274,6 +306,8 @@ class Job:
         impl = self._impl
         infos = [impl.micro_info(i) for i in range(impl.micro_batches)]
         arrays = [{name: impl.field(i, name) for name in FIELDS} for i in range(len(infos))]
+        if self._device != "cpu":
+            return self._device_batch(infos, arrays)
         ranges = [(a.ctypes.data, a.ctypes.data + a.nbytes) for fields in arrays for a in fields.values() if a.nbytes]
         lease = Lease(impl.step, ranges)
         micro_batches = []
@@ -286,6 +320,35 @@ class Job:
         self._delivered += 1
         self._next_step = impl.step + 1
         return Batch(impl.step, impl.digest, micro_batches, lease, impl.global_loss_tokens)
+
+    def _device_batch(self, infos, arrays):
+        """The step's fields as CUDA tensors: pinned copies of msd's host
+        buffers, sent with non_blocking copies on a copy stream that the
+        current stream then waits on, so that the copy overlaps the compute
+        already enqueued (docs/gpu.md)."""
+        import torch
+        device = torch.device(self._device)
+        if getattr(self, "_copy_stream", None) is None:
+            self._copy_stream = torch.cuda.Stream(device=device)
+        current = torch.cuda.current_stream(device)
+        lease = Lease(self._impl.step, [])  # the trainer owns CUDA tensors: nothing to end
+        micro_batches = []
+        with torch.cuda.stream(self._copy_stream):
+            for info, fields in zip(infos, arrays):
+                tensors = {}
+                for name, a in fields.items():
+                    held = info["has_inputs"] if name in INPUTS else info["has_targets"] if name in TARGETS else True
+                    if not held:
+                        tensors[name] = None
+                        continue
+                    t = torch.from_numpy(a).pin_memory().to(device, non_blocking=True)
+                    t.record_stream(current)  # freed only after the trainer's work on it
+                    tensors[name] = t
+                micro_batches.append(MicroBatch(info, tensors, lease))
+        current.wait_stream(self._copy_stream)
+        self._delivered += 1
+        self._next_step = self._impl.step + 1
+        return Batch(self._impl.step, self._impl.digest, micro_batches, lease, self._impl.global_loss_tokens)
 
     def batches(self):
         """An iterator over the remaining steps (client ranks)."""

@@ -3,11 +3,14 @@
 // exactly the samples the mixing schedule and the sources' streams prescribe.
 // Under CP, PP and TP: each rank holds exactly its zigzag slice and its
 // stage's fields, reads only the bytes it uses, and TP peers hold identical
-// batches.
+// batches. With `thd`: variable-length rows with msd's cuts and variable
+// micro-batch counts, every document piece split zigzag over the CP ranks on
+// its own (Transformer Engine's THD layout); every CP rank's tokens are checked
+// against the whole row, and the CP peers' positions cover it exactly.
 //
-// Usage: test_protocol DATA_DIR  (a msd-datagen dataset), under mpiexec with
-// 8 or more ranks. Each check that fails prints what differs; all ranks agree
-// on the exit code.
+// Usage: test_protocol DATA_DIR [thd]  (a msd-datagen dataset), under mpiexec
+// with 8 or more ranks. Each check that fails prints what differs; all ranks
+// agree on the exit code.
 #include <mpi.h>
 
 #include <algorithm>
@@ -43,7 +46,7 @@ Layout layout_for(int world) {
   return {world - 3, 1, 1, 1, 2};
 }
 
-Config make_config(const std::string& data, const Layout& l) {
+Config make_config(const std::string& data, const Layout& l, bool thd) {
   std::vector<std::string> args = {
       "test_protocol",
       "--job.steps=10",
@@ -77,6 +80,9 @@ Config make_config(const std::string& data, const Layout& l) {
       "--loader.window_mb=8",
       "--output.log_level=warn",
   };
+  if (thd)
+    for (const char* option : {"--job.micro_batch_shape=varlen", "--job.cuts=balance", "--job.micro_batch_count=variable"})
+      args.push_back(option);
   std::vector<const char*> argv;
   for (const auto& a : args) argv.push_back(a.c_str());
   return parse_command_line(static_cast<int>(argv.size()), argv.data()).config;
@@ -124,20 +130,31 @@ struct SpanRecord {
   uint32_t length;
 };
 
-// The CP rank that holds whole-sequence position g under the zigzag split.
-uint32_t zigzag_owner(uint64_t g, uint32_t seq_len, uint32_t cp) {
-  const uint32_t chunk = static_cast<uint32_t>(g % seq_len) / (seq_len / (2 * cp));
-  return chunk < cp ? chunk : 2 * cp - 1 - chunk;
+// The CP rank that holds whole-sequence position g under the zigzag split:
+// of the sequence, or (THD) of the cu_seqlens segment holding g.
+uint32_t zigzag_owner(uint64_t g, const MicroBatch& mb, uint32_t cp) {
+  uint64_t begin = g / mb.seq_len * mb.seq_len, length = mb.seq_len;
+  if (mb.cp_by_segment) {
+    size_t s = 0;
+    while (s + 2 < mb.cu_seqlens.size() && static_cast<uint64_t>(mb.cu_seqlens[s + 1]) <= g) ++s;
+    begin = static_cast<uint64_t>(mb.cu_seqlens[s]);
+    length = static_cast<uint64_t>(mb.cu_seqlens[s + 1]) - begin;
+  }
+  const uint64_t chunk = (g - begin) / (length / (2 * cp));
+  return static_cast<uint32_t>(chunk < cp ? chunk : 2 * cp - 1 - chunk);
 }
 
 // Checks every position the rank holds against the sample read locally, and
 // that the rank holds exactly its zigzag positions and its stage's fields.
-void check_bytes(const Batch& batch, LocalSamples& local, const Config& config, const Place& place) {
+// Returns the document positions it holds (its share of the rows).
+uint64_t check_bytes(const Batch& batch, LocalSamples& local, const Config& config, const Place& place) {
+  const bool thd = config.job.micro_batch_shape == RowShape::varlen && config.topology.cp > 1;
+  uint64_t held_positions = 0;
   const uint32_t cp = static_cast<uint32_t>(config.topology.cp);
   const bool first = place.pp == 0, last = place.pp == config.topology.pp - 1;
   for (const MicroBatch& mb : batch.micro_batches) {
     if (mb.has_inputs != first || mb.has_targets != last || mb.cp_rank != static_cast<uint32_t>(place.cp) ||
-        mb.cp_size != cp)
+        mb.cp_size != cp || mb.cp_by_segment != thd)
       fail("step ", batch.step, ": the batch's slice or stage fields do not match the rank's place");
     const uint64_t held = uint64_t{mb.sequences} * mb.seq_len / cp;
     if (mb.tokens.size() != (first ? held : 0) || mb.positions.size() != (first ? held : 0) ||
@@ -146,7 +163,7 @@ void check_bytes(const Batch& batch, LocalSamples& local, const Config& config, 
     std::vector<uint8_t> seen(uint64_t{mb.sequences} * mb.seq_len, 0);
     for (uint64_t k = 0; k < held; ++k) {
       const uint64_t g = mb.global_position(k);
-      if (g >= seen.size() || seen[g]++ || zigzag_owner(g, mb.seq_len, cp) != static_cast<uint32_t>(place.cp))
+      if (g >= seen.size() || seen[g]++ || zigzag_owner(g, mb, cp) != static_cast<uint32_t>(place.cp))
         fail("step ", batch.step, ": CP rank ", place.cp, " holds position ", g, ", which is not its own");
     }
     std::map<uint64_t, size_t> patch_at;  // held position -> patch index
@@ -166,6 +183,7 @@ void check_bytes(const Batch& batch, LocalSamples& local, const Config& config, 
         const auto it = local_of.find(base + i);
         if (it == local_of.end()) continue;  // another CP rank's position
         const uint64_t k = it->second;
+        ++held_positions;
         const uint32_t pos = doc.begin + i;
         if (first && pos < patches) {
           const uint8_t* want = sample->image.pixels.data() + size_t{pos} * mb.patch_bytes;
@@ -189,6 +207,7 @@ void check_bytes(const Batch& batch, LocalSamples& local, const Config& config, 
       }
     }
   }
+  return held_positions;
 }
 
 // What the steps must contain: per step, per source, the next quota good
@@ -218,22 +237,25 @@ int main(int argc, char** argv) {
   int world = 0, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (argc < 2) {
-    if (rank == 0) std::fprintf(stderr, "usage: test_protocol DATA_DIR\n");
+  const bool thd = argc > 2 && std::string(argv[2]) == "thd";
+  if (argc < 2 || (argc > 2 && !thd)) {
+    if (rank == 0) std::fprintf(stderr, "usage: test_protocol DATA_DIR [thd]\n");
     MPI_Finalize();
     return 2;
   }
   try {
-    const Config config = make_config(argv[1], layout_for(world));
+    const Config config = make_config(argv[1], layout_for(world), thd);
     Job job(config, MPI_COMM_WORLD);
     TrainerStats trainer;
     if (job.role() == Role::client) {
       LocalSamples local(config);
       std::vector<SpanRecord> spans;
       std::vector<uint64_t> digests;
+      uint64_t shares[2] = {0, 0};  // document positions held, and in the whole rows
       while (const Batch* batch = job.client().next()) {
         const Place place = job.tree().place(job.client_index());
-        check_bytes(*batch, local, config, place);
+        shares[0] += check_bytes(*batch, local, config, place);
+        for (const MicroBatch& mb : batch->micro_batches) shares[1] += mb.tokens_used();
         // Reads: exactly the bytes used; TP followers and middle stages none.
         const bool fetches = place.tp == 0 || config.topology.broadcast_at == msd::BroadcastAt::none;
         const bool middle = place.pp != 0 && place.pp != config.topology.pp - 1;
@@ -258,6 +280,8 @@ int main(int argc, char** argv) {
       std::vector<uint64_t> all_digests(me == 0 ? digests.size() * static_cast<size_t>(n_clients) : 0);
       MPI_Gather(digests.data(), static_cast<int>(digests.size()), MPI_UINT64_T, all_digests.data(),
                  static_cast<int>(digests.size()), MPI_UINT64_T, 0, clients);
+      std::vector<uint64_t> all_shares(me == 0 ? 2 * static_cast<size_t>(n_clients) : 0);
+      MPI_Gather(shares, 2, MPI_UINT64_T, all_shares.data(), 2, MPI_UINT64_T, 0, clients);
       const int span_bytes = static_cast<int>(spans.size() * sizeof(SpanRecord));
       std::vector<int> counts(static_cast<size_t>(n_clients)), displs(static_cast<size_t>(n_clients), 0);
       MPI_Gather(&span_bytes, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, clients);
@@ -273,11 +297,18 @@ int main(int argc, char** argv) {
             if (all_digests[size_t(c) * steps + t] != all_digests[size_t(leader) * steps + t])
               fail("step ", t, ": client ", c, " and its TP leader ", leader, " received different batches");
         }
-        // CP peers and pipeline stages hold different parts of one batch.
+        // CP peers and pipeline stages hold different parts of one batch; the
+        // CP peers' positions (each checked against its sample and owned by
+        // its rank alone) add up to the whole rows.
         for (int c = 0; c < n_clients; ++c) {
           const int peer = tree.axis_peers(c, Axis::cp).back();
           if (peer != c && all_digests[size_t(c) * steps] == all_digests[size_t(peer) * steps])
             fail("client ", c, " and its CP peer ", peer, " hold the same slice");
+          uint64_t held = 0;
+          for (int p : tree.axis_peers(c, Axis::cp)) held += all_shares[2 * size_t(p)];
+          if (held != all_shares[2 * size_t(c) + 1])
+            fail("client ", c, ": its CP group holds ", held, " document positions of rows holding ",
+                 all_shares[2 * size_t(c) + 1]);
         }
         // Coverage from each group's first member.
         std::vector<std::map<std::pair<uint32_t, uint64_t>, std::vector<std::pair<uint32_t, uint32_t>>>> pieces(steps);
@@ -320,7 +351,8 @@ int main(int argc, char** argv) {
             fail("step ", t, ": received ", got.size(), " samples, expected ", expected[t].size(),
                  " (or a different set)");
         }
-        std::printf("protocol: %zu steps x %d clients checked (%d data groups)\n", steps, n_clients, tree.data_groups());
+        std::printf("protocol%s: %zu steps x %d clients checked (%d data groups)\n", thd ? " (THD rows)" : "", steps,
+                    n_clients, tree.data_groups());
       }
     } else {
       job.serve();

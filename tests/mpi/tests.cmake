@@ -11,6 +11,9 @@ add_executable(test_protocol mpi/test_protocol.cc)
 target_link_libraries(test_protocol PRIVATE msd::msd)
 msd_add_mpi_test(protocol NP 8 11 COMMAND $<TARGET_FILE:test_protocol> ${MSD_TINY_DATA} TIMEOUT 180)
 set_tests_properties(protocol.np8 protocol.np11 PROPERTIES FIXTURES_REQUIRED tiny_data)
+# The same with variable-length rows split per document piece over the CP ranks (THD).
+msd_add_mpi_test(protocol_thd NP 8 11 COMMAND $<TARGET_FILE:test_protocol> ${MSD_TINY_DATA} thd TIMEOUT 180)
+set_tests_properties(protocol_thd.np8 protocol_thd.np11 PROPERTIES FIXTURES_REQUIRED tiny_data)
 
 msd_core_test_target(test_protocol)
 add_executable(test_tp_share mpi/test_tp_share.cc)
@@ -32,7 +35,7 @@ msd_add_script_test(bench_startup SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/ben
 # A tiny C++ trainer that throws, unwinds or finishes early (tests/scripts/trainer_faults.sh).
 add_executable(fault_trainer mpi/fault_trainer.cc)
 target_link_libraries(fault_trainer PRIVATE msd::msd)
-foreach(script determinism layout megatron_paths world_size config_errors bench_throughput shadow resume resume_mesh resume_step
+foreach(script determinism layout megatron_paths thd_delivery world_size config_errors bench_throughput shadow resume resume_mesh resume_step
         resume_locality
         hold_resume resume_mix
         bad_input window_backpressure stuck_loader checkpoint_join stuck_peer fail_fast startup_watchdog soak metrics
@@ -55,6 +58,7 @@ set_tests_properties(replay PROPERTIES FIXTURES_REQUIRED tiny_data)
 if(MSD_PYTHON)
   # configs_and_demos: every file in configs/, tools/demo.sh and tools/train-demo.sh;
   # bench_trainer: tools/bench-trainer.sh (the real trainer bench) at a tiny size.
+  msd_add_script_test(python_device SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/python_device.sh TIMEOUT 120)
   foreach(script python_job python_faults train_gpt configs_and_demos bench_trainer)
     msd_add_script_test(${script} SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/${script}.sh TIMEOUT 600)
     set_tests_properties(${script} PROPERTIES FIXTURES_REQUIRED tiny_data)

@@ -43,8 +43,8 @@ def run(job, on_batch=None):
 def copy_of(mb):
     """The micro-batch's fields as numpy copies, for msd.digest."""
     fields = {name: (t.clone().numpy() if t is not None else np.zeros(0, np.uint8)) for name, t in mb.as_dict().items()}
-    fields.update({key: getattr(mb, key) for key in ("sequences", "seq_len", "cp_rank", "cp_size", "has_inputs",
-                                                      "has_targets")})
+    fields.update({key: getattr(mb, key) for key in ("sequences", "seq_len", "cp_rank", "cp_size", "cp_by_segment",
+                                                      "has_inputs", "has_targets")})
     return fields
 
 

@@ -4,8 +4,10 @@
 # means of the rows' ratios with an interval around them, every comparison
 # names its row shapes, Megatron's GPTDataset placements give every DP rank the
 # same sequence count, megatron_dynamic_cp is compared in the CP rows only,
-# the sensitivity rows are there, the CSV has a line per row and the plot is
-# a PNG.
+# msd's cut-aware, variable micro-batch placements (with and without the hold)
+# run in every row (THD rows under CP), msd's best placement is named with
+# its comparisons, the sensitivity rows are there, the CSV has a line per row
+# and the plot is a PNG.
 source "$(dirname "$0")/common.sh"
 timeout 240 "$MSD_BUILD/app/msd-bench" sweep --seq-lens 4096,32768 --dps 8 --pps 1,4 --mixes text_image,pile \
   --cps 2 --cp-seq-lens 32768 --steps 3 --seeds 2 --resamples 200 --sequences-per-rank 1 --json \
@@ -32,7 +34,9 @@ shapes = {"msd_greedy_over_megatron_docmask": "fixed over fixed",
           "msd_greedy_varlen_over_megatron_docmask": "varlen over fixed",
           "megatron_docmask_over_megatron": "fixed over fixed",
           "msd_greedy_over_colocated_samples": "fixed over fixed",
-          "calibrated_msd_greedy_over_megatron_docmask": "fixed over fixed"}
+          "calibrated_msd_greedy_over_megatron_docmask": "fixed over fixed",
+          "msd_greedy_cut_vmb_over_megatron_docmask": "varlen over fixed",
+          "msd_greedy_cut_vmb_hold_over_megatron_dp_balanced": "varlen over varlen"}
 for name, rows_shape in shapes.items():
     c = report["comparisons"][name]
     assert c["rows"] == rows_shape, (name, c)
@@ -45,10 +49,12 @@ for name, rows_shape in shapes.items():
     assert min(p["min"] for p in per_row) <= c["geomean"] <= max(p["max"] for p in per_row)
     long = c["seq_len_32k_and_above"]
     assert long["n"] == len(cp1), long
-# The CP rows: msd's fixed rows against Megatron's four, dynamic CP only there;
-# no variable-length msd placement (it needs cp 1).
+# The CP rows: msd's placements against Megatron's four, dynamic CP only there;
+# the cut-aware ones in THD rows (each piece split over the CP ranks), the
+# whole-document varlen ones in the cp 1 rows only.
 for name in ("msd_greedy_over_megatron_dynamic_cp", "msd_greedy_over_megatron_docmask",
-             "megatron_dynamic_cp_over_megatron_dp_balanced"):
+             "megatron_dynamic_cp_over_megatron_dp_balanced", "msd_greedy_cut_vmb_over_megatron_dynamic_cp",
+             "msd_greedy_cut_vmb_hold_over_megatron_docmask"):
     c = report["comparisons"][name]["context_parallel"]
     assert c["n"] == len(cps) * 2 and 0 < c["ci95"][0] <= c["geomean"] <= c["ci95"][1], (name, c)
 assert "geomean" not in report["comparisons"]["msd_greedy_over_megatron_dynamic_cp"]
@@ -56,6 +62,29 @@ assert "context_parallel" not in report["comparisons"]["msd_greedy_varlen_over_m
 for r in cps:
     assert "msd_greedy_over_megatron_dynamic_cp" in r["comparisons"], r["comparisons"].keys()
     assert not any(k.startswith("msd_greedy_varlen") for k in r["comparisons"]), r["comparisons"].keys()
+    assert 0 <= r["padding_fraction"]["msd_greedy_cut_vmb"] < 0.2, r["padding_fraction"]
+# msd's best placement: the one of the highest geomean over megatron_docmask over
+# every (row, seed), with its comparisons over every Megatron baseline.
+best = report["best"]
+placements = {k[:-len("_over_megatron_docmask")] for k in report["comparisons"]
+              if k.endswith("_over_megatron_docmask") and not k.startswith("megatron")}
+def pooled(name):
+    c = report["comparisons"][name + "_over_megatron_docmask"]
+    return [c] + ([c["context_parallel"]] if "context_parallel" in c else [])
+def mean(name):
+    parts = pooled(name)
+    n = sum(p["n"] for p in parts)
+    return n, math.exp(sum(p["n"] * math.log(p["geomean"]) for p in parts) / n)
+most = max(mean(p)[0] for p in placements)
+want = max((p for p in placements if mean(p)[0] == most), key=lambda p: mean(p)[1])
+assert best["placement"] == want, (best["placement"], want, {p: mean(p) for p in placements})
+for baseline in ("megatron_docmask", "megatron_dp_balanced", "megatron"):
+    mine = best["best_over_" + baseline]
+    assert mine["geomean"] == report["comparisons"][want + "_over_" + baseline]["geomean"], mine
+    assert mine["ci95"][0] <= mine["geomean"] <= mine["ci95"][1], mine
+for baseline in ("megatron_docmask", "megatron_dynamic_cp"):
+    c = best["best_over_" + baseline]["context_parallel"]
+    assert c["n"] == len(cps) * 2 and c["ci95"][0] <= c["geomean"] <= c["ci95"][1], c
 for r in rows:
     for mode in ("megatron", "megatron_docmask"):
         spr = r["sequences_per_rank"][mode]

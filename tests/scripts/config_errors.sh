@@ -22,7 +22,6 @@ write_tiny_config "$WORK/job.ini"
 expect_error "job.seqlen" "$MSD_RUN" --config "$WORK/job.ini" --job.seqlen=10
 expect_error "job.seq_len" "$MSD_RUN" --config "$WORK/job.ini" --job.seq_len=abc
 expect_error "topology.dp" "$MSD_RUN" --config "$WORK/job.ini" --topology.dp=0
-expect_error "job.micro_batch_shape: varlen needs topology.cp = 1" "$MSD_RUN" --config "$WORK/job.ini" --job.micro_batch_shape=varlen --topology.cp=2
 expect_error "job.micro_batch_shape" "$MSD_RUN" --config "$WORK/job.ini" --job.micro_batch_shape=thd
 # msd's placement options: variable-length rows and an msd mode.
 expect_error "job.cuts: balance places variable-length rows" "$MSD_RUN" --config "$WORK/job.ini" --job.cuts=balance

@@ -51,9 +51,18 @@ PY
 status=0
 "$plan" simulate --compare --gpus 64 --tp 4 --device a100 2>/dev/null || status=$?
 [ "$status" -eq 2 ] || { echo "FAIL: --device a100 gave exit $status, expected 2"; exit 1; }
-status=0
-"$plan" simulate --compare --gpus 64 --tp 4 --cp 2 --micro-batch-shape varlen 2>/dev/null || status=$?
-[ "$status" -eq 2 ] || { echo "FAIL: varlen with --cp 2 gave exit $status, expected 2"; exit 1; }
+# Variable-length rows under CP: every piece split over the CP ranks on its own (THD).
+json=$("$plan" simulate --compare --gpus 64 --tp 4 --cp 2 --seq-len 16384 --steps 3 --micro-batch-shape varlen \
+  --cuts balance --micro-batch-count variable --json)
+/usr/bin/python3 - "$json" <<'PY'
+import json, sys
+report = json.loads(sys.argv[1])
+modes = report["modes"]
+msd = modes["msd_greedy"]
+assert msd["rows"] == "varlen" and msd["positions"] == report["positions"], msd
+assert msd["steps"] == modes["megatron_docmask"]["steps"], (msd["steps"], modes["megatron_docmask"]["steps"])
+print("thd json ok")
+PY
 # Context parallelism: megatron_dynamic_cp joins (a CP size per sample), and
 # without CP it is refused by name.
 json=$("$plan" simulate --compare --gpus 128 --tp 4 --cp 2 --samples-per-gpu 24 --seq-len 32768 --steps 3 \

@@ -47,9 +47,8 @@ hold = report["hold"]
 assert hold["held"] > 0 and 0 < hold["mean_delay"] <= hold["max_delay"] <= 4, hold
 print("placement options ok")
 PY
-status=0
-"$plan" "${args[@]}" --cp 2 --cuts balance 2>/dev/null || status=$?
-[ "$status" -eq 2 ] || { echo "FAIL: --cuts balance with --cp 2 gave exit $status, expected 2"; exit 1; }
+# Under CP the variable-length rows are split per piece (THD), placed as for cp 1.
+"$plan" "${args[@]}" --cp 2 --cuts balance >/dev/null || { echo "FAIL: --cuts balance with --cp 2"; exit 1; }
 
 # msd-plan place: every placement places every document's positions once;
 # with _vmb a rank's micro-batch count is its own.

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "common/error.h"
+#include "plan/step/compared_steps.h"
 
 namespace msd {
 namespace {
@@ -23,14 +24,25 @@ std::vector<PlanDoc> by_id(const std::vector<PlanDoc>& docs) {
   return out;
 }
 
-StepTime step_time_of(const std::vector<BucketPlan>& buckets, const std::vector<PlanDoc>& docs_by_id,
-                      uint32_t seq_len, const DeviceModel& device, const Parallel& parallel, bool varlen,
-                      RowAttention attention) {
+namespace {
+
+// Every rank's micro-batch shapes of one placed step.
+std::vector<std::vector<MicroBatchShape>> shapes_of(const std::vector<BucketPlan>& buckets,
+                                                    const std::vector<PlanDoc>& docs_by_id, uint32_t seq_len,
+                                                    bool varlen, RowAttention attention, uint32_t cp) {
   std::vector<std::vector<MicroBatchShape>> shapes(buckets.size());
   for (size_t r = 0; r < buckets.size(); ++r)
     for (const MicroBatchPlan& mb : buckets[r].micro_batches)
-      shapes[r].push_back(shape_of(mb, seq_len, docs_by_id, varlen, attention));
-  return step_time(device, parallel, shapes);
+      shapes[r].push_back(shape_of(mb, seq_len, docs_by_id, varlen, attention, cp));
+  return shapes;
+}
+
+}  // namespace
+
+StepTime step_time_of(const std::vector<BucketPlan>& buckets, const std::vector<PlanDoc>& docs_by_id,
+                      uint32_t seq_len, const DeviceModel& device, const Parallel& parallel, bool varlen,
+                      RowAttention attention) {
+  return step_time(device, parallel, shapes_of(buckets, docs_by_id, seq_len, varlen, attention, parallel.cp));
 }
 
 namespace {
@@ -55,21 +67,21 @@ RunDocs number_run(const std::vector<std::vector<PlanDoc>>& steps) {
   return run;
 }
 
-// Adds one placed step's positions, rows and cost fit to `e`.
-void add_step(ModeEvaluation& e, const std::vector<BucketPlan>& buckets, const std::vector<PlanDoc>& docs,
-              const PackOptions& options, const CostModel& cost, const DeviceModel& device,
-              const Parallel& parallel, std::vector<double>& fit) {
+// Adds one placed step's positions, rows and cost fit to `e`: its shapes
+// (shapes_of) and their device seconds (StepTime::micro_batch_seconds).
+void add_step(ModeEvaluation& e, const std::vector<BucketPlan>& buckets,
+              const std::vector<std::vector<MicroBatchShape>>& shapes, const StepTime& time,
+              const PackOptions& options, const CostModel& cost, std::vector<double>& fit) {
   std::vector<double> predicted, actual;
-  for (const BucketPlan& bucket : buckets) {
-    for (const MicroBatchPlan& mb : bucket.micro_batches) {
+  for (size_t r = 0; r < buckets.size(); ++r) {
+    for (size_t m = 0; m < buckets[r].micro_batches.size(); ++m) {
+      const MicroBatchPlan& mb = buckets[r].micro_batches[m];
       e.real_positions += mb.positions;
       for (const PackedSequence& sequence : mb.sequences)
-        e.computed_positions += row_positions(sequence.used, options.seq_len, e.varlen);
+        e.computed_positions += row_positions(sequence, options.seq_len, e.varlen, options.cp);
       if (mb.positions == 0) continue;
-      const MicroBatchShape shape =
-          shape_of(mb, options.seq_len, docs, e.varlen, row_attention(e.mode, options.varlen));
-      predicted.push_back(planner_cost(e.varlen ? cost.unpadded() : cost, shape, options.cp));
-      actual.push_back(micro_batch_seconds(device, parallel, shape));
+      predicted.push_back(planner_cost(e.varlen ? cost.unpadded() : cost, shapes[r][m], options.cp));
+      actual.push_back(time.micro_batch_seconds[r][m]);
     }
   }
   fit.push_back(cost_model_fit(predicted, actual).spearman);
@@ -107,21 +119,26 @@ void finish(ModeEvaluation& e, const std::vector<double>& dp_ratio, const std::v
   e.cost_model_fit = median(fit);
 }
 
-// megatron_dynamic_cp: each step's groups timed as dynamic_cp_step_time does.
+// megatron_dynamic_cp: each step's groups timed as dynamic_cp_step_time does;
+// in a compared run (stream's batch given) the steps of compared_steps, as
+// place_run places the other step modes.
 ModeEvaluation evaluate_dynamic_cp(const RunDocs& run, const PackOptions& options, const CostModel& cost,
-                                   const DeviceModel& device, const Parallel& parallel) {
+                                   const DeviceModel& device, const Parallel& parallel, const StreamOptions& stream) {
   ModeEvaluation e;
   e.mode = TrainingMode::megatron_dynamic_cp;
   e.varlen = true;
   e.sequences_per_rank_min = UINT64_MAX;
   std::vector<double> dp_ratio, mb_ratio, fit;
-  for (const std::vector<PlanDoc>& step : run.steps) {
+  const uint64_t global = global_batch_positions(stream, options);
+  const ComparedSteps compared = global > 0 ? compared_steps(run.steps, global) : ComparedSteps{};
+  for (const std::vector<PlanDoc>& step : global > 0 ? compared.steps : run.steps) {
     std::vector<CpGroupShape> shapes;
     std::vector<uint64_t> samples_of_rank(uint64_t{options.dp} * options.cp, 0);
     std::vector<double> predicted, actual;
-    for (const CpGroup& group : place_dynamic_cp(step, options)) {
+    for (CpGroup& group : place_dynamic_cp(step, options)) {
       CpGroupShape& shape = shapes.emplace_back();
-      for (const CpTeam& team : group) {
+      for (CpTeam& team : group) {
+        if (global > 0) restore_pieces(team.samples, compared.origins);
         CpTeamShape& t = shape.emplace_back();
         t.first_rank = team.first_rank;
         t.ranks = team.ranks;
@@ -163,7 +180,8 @@ ModeEvaluation evaluate_mode(TrainingMode mode, const std::vector<std::vector<Pl
   MSD_CHECK_EQ(options.cp, parallel.cp);
   check_mode(mode, options, "mode");
   const RunDocs run = number_run(steps);
-  if (mode == TrainingMode::megatron_dynamic_cp) return evaluate_dynamic_cp(run, options, cost, device, parallel);
+  if (mode == TrainingMode::megatron_dynamic_cp)
+    return evaluate_dynamic_cp(run, options, cost, device, parallel, stream);
   ModeEvaluation e;
   e.mode = mode;
   e.varlen = varlen_rows(mode, options.varlen);
@@ -173,8 +191,9 @@ ModeEvaluation evaluate_mode(TrainingMode mode, const std::vector<std::vector<Pl
   std::vector<double> dp_ratio, mb_ratio, fit;
   double bubble = 0.0;
   for (const std::vector<BucketPlan>& buckets : placed) {
-    const StepTime t = step_time_of(buckets, run.by_id, options.seq_len, device, parallel, e.varlen, attention);
-    add_step(e, buckets, run.by_id, options, cost, device, parallel, fit);
+    const auto shapes = shapes_of(buckets, run.by_id, options.seq_len, e.varlen, attention, options.cp);
+    const StepTime t = step_time(device, parallel, shapes);
+    add_step(e, buckets, shapes, t, options, cost, fit);
     e.seconds += t.step_seconds;
     bubble += t.bubble_fraction;
     dp_ratio.push_back(t.dp_max_over_mean);

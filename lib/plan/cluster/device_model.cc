@@ -31,22 +31,20 @@ constexpr double kElementwiseBytesPerHidden = 3 * 34.0;
 constexpr double kGradientBytes = 4.0;  // fp32 main gradients (Megatron's default)
 constexpr double kActivationBytes = 2.0;  // bf16
 
-// Throughput at segment length `length` on `table`: linear in log2(length)
+// Throughput at segment length 2^x on `table`: linear in log2(length)
 // between published points, flat beyond the last, and below the first
 // extrapolated with the slope between the first two (short segments run far
-// below peak; there is no published point under 512).
-double table_tflops(const std::array<double, 6>& table, double length) {
-  const double x = std::log2(std::max(length, 1.0));
-  const double x0 = std::log2(kAttentionLengths[0]);
+// below peak; there is no published point under 512). kAttentionLengths are
+// 2^9, 2^10, ...: point i at x = 9 + i.
+double table_tflops(const std::array<double, 6>& table, double x) {
+  constexpr double x0 = 9.0;  // log2(kAttentionLengths[0])
+  static_assert(kAttentionLengths[0] == 512 && kAttentionLengths[5] == 16384);
   if (x <= x0) return table[0] * std::pow(table[1] / table[0], x - x0);
-  for (size_t i = 1; i < table.size(); ++i) {
-    const double xi = std::log2(kAttentionLengths[i]);
-    if (x <= xi) {
-      const double t = (x - std::log2(kAttentionLengths[i - 1])) / (xi - std::log2(kAttentionLengths[i - 1]));
-      return table[i - 1] + t * (table[i] - table[i - 1]);
-    }
-  }
-  return table.back();
+  const double above = x - x0;  // exact: within a factor 2 of x0 wherever it is used
+  if (above > static_cast<double>(table.size() - 1)) return table.back();
+  const size_t i = static_cast<size_t>(std::ceil(above));  // x in (point i - 1, point i]
+  const double t = above - static_cast<double>(i - 1);
+  return table[i - 1] + t * (table[i] - table[i - 1]);
 }
 
 // Seconds of attention (forward + backward) for `pairs` query-key pairs of
@@ -59,9 +57,10 @@ double attention_seconds(const ModelSpec& spec, const DeviceSpec& device, double
   const double flops = 4.0 * pairs * spec.heads * spec.head_dim();
   const double scale = device.peak_flops / 989.4e12;  // the tables are an H100's
   const bool fa2 = device.flash_attention == 2;
-  const double full_fwd = table_tflops(fa2 ? kForwardFull2 : kForwardFull, length);
-  const double fwd = causal ? table_tflops(fa2 ? kForwardCausal2 : kForwardCausal, length) : full_fwd;
-  const double bwd = table_tflops(fa2 ? kBackwardFull2 : kBackwardFull, length) * (fwd / full_fwd);
+  const double x = std::log2(std::max(length, 1.0));
+  const double full_fwd = table_tflops(fa2 ? kForwardFull2 : kForwardFull, x);
+  const double fwd = causal ? table_tflops(fa2 ? kForwardCausal2 : kForwardCausal, x) : full_fwd;
+  const double bwd = table_tflops(fa2 ? kBackwardFull2 : kBackwardFull, x) * (fwd / full_fwd);
   return (flops / (fwd * 1e12) + 2.5 * flops / (bwd * 1e12)) / scale;
 }
 
@@ -300,6 +299,7 @@ StepTime step_time(const DeviceModel& model, const Parallel& parallel,
     bubble += rank.bubble_fraction;
     for (const double t : rank.micro_batch_seconds) mb_max = std::max(mb_max, t), mb_sum += t, ++mb_count;
     result.per_dp_rank_seconds.push_back(rank.seconds);
+    result.micro_batch_seconds.push_back(rank.micro_batch_seconds);
   }
   const auto& per_rank = result.per_dp_rank_seconds;
   const size_t dp = per_rank.size();
@@ -327,12 +327,13 @@ MicroBatchShape shape_of(const MicroBatch& micro_batch) {
   for (size_t i = 0; i < shape.size(); ++i) {
     MSD_CHECK_LE(used[i], micro_batch.seq_len);
     shape[i].padding = micro_batch.seq_len - used[i];
+    if (micro_batch.cp_by_segment) shape[i].attention = RowAttention::thd;
   }
   return shape;
 }
 
 MicroBatchShape shape_of(const MicroBatchPlan& plan, uint32_t seq_len, const std::vector<PlanDoc>& docs,
-                         bool varlen, RowAttention attention) {
+                         bool varlen, RowAttention attention, uint32_t cp) {
   MicroBatchShape shape;
   for (const PackedSequence& packed : plan.sequences) {
     SequenceShape sequence;
@@ -343,7 +344,7 @@ MicroBatchShape shape_of(const MicroBatchPlan& plan, uint32_t seq_len, const std
       sequence.segments.push_back(piece.length);
       sequence.patches.push_back(piece.begin < fixed ? std::min(fixed - piece.begin, piece.length) : 0);
     }
-    const uint64_t row = row_positions(packed.used, seq_len, varlen);
+    const uint64_t row = row_positions(packed, seq_len, varlen, attention == RowAttention::thd ? cp : 1);
     MSD_CHECK_LE(packed.used, row);
     sequence.padding = static_cast<uint32_t>(row - packed.used);
     sequence.attention = attention;

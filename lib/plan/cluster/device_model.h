@@ -106,6 +106,8 @@ struct StepTime {
   // ranks and indices; empty micro-batches count as 0). 1 when all are empty.
   double microbatch_max_over_mean = 1.0;
   double padding_fraction = 0.0;  // padding positions / all positions computed
+  // Per DP rank, each micro-batch's micro_batch_seconds (a stage's; 0 when empty).
+  std::vector<std::vector<double>> micro_batch_seconds;
 };
 
 // One DP rank's share of a step: its micro-batches, in order, through pp
@@ -145,10 +147,12 @@ double one_f_one_b_seconds(std::span<const double> seconds, std::span<const doub
 // `msd-plan simulate` build them), for their patches.
 MicroBatchShape shape_of(const MicroBatch& micro_batch);
 // `varlen`: each packed sequence is a variable-length row padded only to
-// row_positions (plan/step/pack.h), as PackOptions::varlen plans are computed.
-// `attention`: every sequence's (row_attention of the placement's mode).
+// row_positions (plan/step/pack.h; under `cp` > 1 each piece padded to 2 x cp,
+// THD), as PackOptions::varlen plans are computed. `attention`: every
+// sequence's (row_attention of the placement's mode). The MicroBatch form
+// takes the layout the batch says (MicroBatch::cp_by_segment: THD).
 MicroBatchShape shape_of(const MicroBatchPlan& plan, uint32_t seq_len, const std::vector<PlanDoc>& docs,
-                         bool varlen = false, RowAttention attention = RowAttention::segments);
+                         bool varlen = false, RowAttention attention = RowAttention::segments, uint32_t cp = 1);
 
 // Megatron's hybrid (dynamic) context parallelism (megatron_dynamic_cp,
 // plan/step/megatron.h): ranks [first_rank, first_rank + ranks) of the dp x cp

@@ -99,10 +99,11 @@ std::string place_stream_json(const SimulateOptions& sim, const std::vector<std:
   }
   const ComparedRun run = whole_global_batches(steps, pack, sim.seed, "--steps");
   const uint32_t hold_above = pack.hold.above;
+  const uint64_t global = global_batch_positions(run.stream, pack);
   JsonWriter w;
   w.begin_object().value("seq_len", sim.seq_len).value("dp", sim.dp).value("micro_batches", sim.micro_batches);
   w.value("seed", sim.seed).value("lengths", sim.lengths).value("cost_a", cost.a).value("positions", run.positions);
-  w.value("dropped_positions", run.dropped_positions);
+  w.value("dropped_positions", run.dropped_positions).value("step_positions", global);
   w.begin_object("megatron_batch").value("micro_batch_size", run.stream.micro_batch_size);
   w.value("micro_batches", run.stream.micro_batches).end_object();
   w.value("cost_micro_batch", cost.micro_batch).value("hold_above", sim.hold_above).value("hold_steps", sim.hold_steps);
@@ -117,16 +118,21 @@ std::string place_stream_json(const SimulateOptions& sim, const std::vector<std:
     pack.variable_micro_batches = p.vmb;
     pack.hold.above = p.hold ? hold_above : 0;
     HoldStats held;
-    if (pack.hold.enabled()) hold_run(run.steps, pack.hold, &held);  // the delays place_run's hold gives
-    const auto placed = place_run(p.mode, run.steps, pack, cost, run.stream);
+    const auto placed = place_run(p.mode, run.steps, pack, cost, run.stream, &held);
+    // Every placement trains the same tokens, the same positions in every step.
+    MSD_CHECK_EQ(placed.size(), run.positions / global);
     uint64_t placed_positions = 0, pieces = 0;
-    for (const auto& step : placed)
+    for (const auto& step : placed) {
+      uint64_t step_positions = 0;
       for (const BucketPlan& bucket : step) {
-        placed_positions += bucket.positions;
+        step_positions += bucket.positions;
         for (const MicroBatchPlan& mb : bucket.micro_batches)
           for (const PackedSequence& sequence : mb.sequences) pieces += sequence.pieces.size();
       }
-    MSD_CHECK_EQ(placed_positions, run.positions);  // every placement trains the same tokens
+      MSD_CHECK_EQ(step_positions, global);
+      placed_positions += step_positions;
+    }
+    MSD_CHECK_EQ(placed_positions, run.positions);
     w.begin_object(name).value("rows", varlen_rows(p.mode, p.varlen) ? "varlen" : "fixed");
     w.value("attention", attention_name(p.mode)).value("positions", placed_positions);
     w.value("pieces", pieces).value("micro_batch_count", p.vmb ? "variable" : "fixed");

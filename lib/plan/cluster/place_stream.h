@@ -18,8 +18,10 @@ namespace msd {
 // micro-batches; _hold, the outlier hold of sim.hold_above and
 // sim.hold_steps; `option` names them in errors), as the JSON object msd-plan
 // place prints: documents (lengths, the cut one shortened), positions (every
-// placement's), dropped_positions, megatron_batch (micro_batch_size,
-// micro_batches), and per placement its rows ("fixed" or "varlen"),
+// placement's), dropped_positions, step_positions (every step of every
+// placement holds exactly these: Megatron's global batch; place_run's
+// compared steps), megatron_batch (micro_batch_size, micro_batches), and per
+// placement its rows ("fixed" or "varlen"),
 // attention ("row": one causal span over each row, positions and labels
 // running on across its documents; "document": each piece on its own),
 // positions, pieces, micro-batch count, the hold's delays, for megatron and

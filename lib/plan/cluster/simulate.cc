@@ -234,8 +234,6 @@ SimulateReport simulate(const SimulateOptions& options) {
   std::vector<std::vector<PlanDoc>> steps;
   for (uint32_t s = 0; s < options.steps; ++s) steps.push_back(synthetic_step(options, cost, s));
   PackOptions pack = simulate_pack_options(options, report.dp);
-  if (spreads(pack) && options.cp > 1)
-    throw ConfigError("--cuts balance and --micro-batch-count variable place variable-length rows: give --cp 1");
   pack.cp = 1;  // the balance without context parallelism (--compare models CP)
   if (pack.hold.enabled()) {
     // Ids unique over the run (in order, so each step's placement is the same).

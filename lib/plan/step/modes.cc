@@ -8,6 +8,7 @@
 #include "common/digest.h"
 #include "common/error.h"
 #include "plan/step/baseline.h"
+#include "plan/step/compared_steps.h"
 
 namespace msd {
 namespace {
@@ -42,7 +43,7 @@ void fill_costs(std::vector<BucketPlan>& buckets, const FixedById& fixed_of, con
           lengths.push_back(p.length);
           patches.push_back(p.begin < fixed ? std::min(fixed - p.begin, p.length) : 0);
         }
-        const uint64_t row = row_positions(seq.used, options.seq_len, varlen);
+        const uint64_t row = row_positions(seq, options.seq_len, varlen, options.cp);
         mb.positions += seq.used;
         mb.cost += row_cost(cost, lengths, patches, static_cast<uint32_t>(row), options.cp, attention);
         if (!varlen) mb.cost += cost.padding(options.seq_len - seq.used);
@@ -326,14 +327,29 @@ std::vector<PackedSequence> pack_concatenated(const std::vector<PlanDoc>& docs, 
   return out;
 }
 
+uint64_t global_batch_positions(const StreamOptions& stream, const PackOptions& options) {
+  return uint64_t{stream.micro_batch_size} * options.dp * stream.micro_batches * options.seq_len;
+}
+
 std::vector<std::vector<BucketPlan>> place_run(TrainingMode mode, const std::vector<std::vector<PlanDoc>>& steps,
                                                const PackOptions& options, const CostModel& cost,
-                                               const StreamOptions& stream) {
+                                               const StreamOptions& stream, HoldStats* held) {
   if (is_stream_mode(mode)) return place_stream(mode, steps, options, cost, stream);
   const bool holds = options.hold.enabled() && !is_baseline(mode);
-  const std::vector<std::vector<PlanDoc>> held = holds ? hold_run(steps, options.hold) : std::vector<std::vector<PlanDoc>>{};
   std::vector<std::vector<BucketPlan>> out;
-  for (const std::vector<PlanDoc>& step : holds ? held : steps) out.push_back(place_step(mode, step, options, cost));
+  if (const uint64_t global = global_batch_positions(stream, options); global > 0) {
+    const ComparedSteps run = compared_steps(steps, global, holds ? options.hold : HoldOptions{});
+    for (const std::vector<PlanDoc>& step : run.steps) {
+      out.push_back(place_step(mode, step, options, cost));
+      restore_pieces(out.back(), run.origins);
+    }
+    if (held) *held = run.hold;
+    return out;
+  }
+  HoldStats stats;
+  const std::vector<std::vector<PlanDoc>> delivered = holds ? hold_run(steps, options.hold, &stats) : std::vector<std::vector<PlanDoc>>{};
+  for (const std::vector<PlanDoc>& step : holds ? delivered : steps) out.push_back(place_step(mode, step, options, cost));
+  if (held) *held = stats;
   return out;
 }
 

@@ -174,20 +174,34 @@ std::vector<uint32_t> sample_share(uint32_t n, uint32_t dp, uint32_t rank);
 std::vector<BucketPlan> place_step(TrainingMode mode, const std::vector<PlanDoc>& docs, const PackOptions& options,
                                    const CostModel& cost = CostModel{});
 
-// Places a run of steps: steps[t] holds step t's documents in arrival
-// order, ids unique over the whole run. The step modes place each step on
-// its own (place_step). The stream modes place the run's stream as Megatron
-// does (plan/step/megatron.h: the documents in GPTDataset's order, its
-// samples in its shuffle order, dealt by the sampler with
-// stream's batch), so the run has as many steps as whole global
-// batches it holds, and the positions after the last whole one are not
-// placed (whole_global_batches cuts a run so there are none). Plans'
-// positions and costs are filled. With options.hold enabled the msd modes
-// place the steps as the outlier hold delivers them (hold_run); the
-// baselines ignore it. REQUIRES mode != megatron_dynamic_cp.
+// The positions of one of Megatron's global batches: micro_batch_size x dp x
+// micro_batches x seq_len. 0 when `stream` gives no batch.
+uint64_t global_batch_positions(const StreamOptions& stream, const PackOptions& options);
+
+// Places a run of steps: steps[t] holds step t's documents in arrival order,
+// ids unique over the whole run. The stream modes place the run's stream as
+// Megatron does (plan/step/megatron.h: the documents in GPTDataset's order,
+// its samples in its shuffle order, dealt by the sampler with stream's batch),
+// so the run has as many steps as whole global batches it holds, and the
+// positions after the last whole one are not placed (whole_global_batches
+// cuts a run so there are none). The step modes:
+// - in a compared run (stream gives Megatron's batch, as ComparedRun's does),
+//   place the steps of compared_steps (plan/step/compared_steps.h): step t
+//   holds exactly Megatron's global batch of positions (global_batch_positions)
+//   taken from the run's stream in arrival order, a document across a step's
+//   edge cut there and continued in the next step; the msd modes with
+//   options.hold enabled hold through it. Every placement then has the same
+//   steps with the same positions each. The pieces keep their documents' ids
+//   and true begin offsets.
+// - otherwise place each step of `steps` on its own (place_step), the msd
+//   modes with options.hold as the outlier hold delivers them (hold_run).
+// Plans' positions and costs are filled. The baselines ignore the hold.
+// `held`, when given, gets the hold's delays. REQUIRES mode !=
+// megatron_dynamic_cp.
 std::vector<std::vector<BucketPlan>> place_run(TrainingMode mode, const std::vector<std::vector<PlanDoc>>& steps,
                                                const PackOptions& options, const CostModel& cost = CostModel{},
-                                               const StreamOptions& stream = StreamOptions{});
+                                               const StreamOptions& stream = StreamOptions{},
+                                               HoldStats* held = nullptr);
 
 // megatron_dynamic_cp's step (dynamic_cp_step over options.dp x options.cp
 // ranks). Throws ConfigError as check_mode does, naming `what`.

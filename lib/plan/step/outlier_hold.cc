@@ -60,6 +60,21 @@ OutlierHold::Decision OutlierHold::step(uint64_t step, std::span<const HeldDoc> 
   return decision;
 }
 
+bool OutlierHold::join(uint64_t step, const HeldDoc& doc) {
+  MSD_CHECK(held_.empty() || held_.back().since <= step);
+  if (!options_.enabled() || doc.positions <= options_.above || step >= options_.last_step) return false;
+  held_.push_back(doc);
+  held_.back().since = step;
+  return true;
+}
+
+HeldDoc OutlierHold::release_oldest() {
+  MSD_CHECK(!held_.empty());
+  const HeldDoc oldest = held_.front();
+  held_.erase(held_.begin());
+  return oldest;
+}
+
 void HoldStats::add(uint64_t step, const std::vector<HeldDoc>& released) {
   for (const HeldDoc& doc : released) {
     const uint64_t delay = step - doc.since;

@@ -51,6 +51,17 @@ class OutlierHold {
   // order.
   Decision step(uint64_t step, std::span<const HeldDoc> arrivals);
 
+  // The token-exact steps of a comparison (compared_steps.h) take their
+  // documents one by one: step(step, {}) first releases, then each document
+  // the step's stream reaches joins here. True when `doc` waits (over the
+  // threshold, before last_step; its `since` is set to `step`), false when
+  // the step places it. A document that joins waits at least one step.
+  // REQUIRES steps in increasing order.
+  bool join(uint64_t step, const HeldDoc& doc);
+  // The oldest waiting document, delivered now: a comparison's stream ran
+  // out before the hold released it. REQUIRES held() not empty.
+  HeldDoc release_oldest();
+
   // The waiting documents, oldest first (by since, then source and cursor).
   const std::vector<HeldDoc>& held() const { return held_; }
   // Continues from a state held() returned (a checkpoint's).

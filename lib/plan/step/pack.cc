@@ -62,9 +62,13 @@ PackedStep pack_spread(const std::vector<PlanDoc>& docs, const PackOptions& opti
 }  // namespace
 
 PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& options, const CostModel& model) {
+  if (options.varlen && options.cp > 1) {  // THD: every piece split over the CP ranks on its own
+    PackOptions per_piece = options;
+    per_piece.cp = 1;
+    return pack_step(docs, per_piece, model);
+  }
   if (spreads(options)) return pack_spread(docs, options, model);
   const CostModel cost = options.varlen ? model.unpadded() : model;  // varlen rows compute no padding
-  MSD_CHECK(!options.varlen || options.cp <= 1);
   MSD_CHECK_LE(1u, options.seq_len);
   MSD_CHECK_LE(1u, options.dp);
   MSD_CHECK_LE(1u, options.micro_batches);
@@ -134,6 +138,13 @@ PackedStep pack_step(const std::vector<PlanDoc>& docs, const PackOptions& option
 
 uint64_t row_positions(uint64_t used, uint32_t seq_len, bool varlen) {
   return varlen ? varlen_row_positions(used) : seq_len;
+}
+
+uint64_t row_positions(const PackedSequence& row, uint32_t seq_len, bool varlen, uint32_t cp) {
+  if (!varlen || cp <= 1) return row_positions(row.used, seq_len, varlen);
+  uint64_t padded = 0;
+  for (const Piece& piece : row.pieces) padded += thd_piece_positions(piece.length, cp);
+  return thd_row_positions(padded, cp);
 }
 
 void order_for_pipeline(std::vector<MicroBatchPlan>& micro_batches) {

@@ -85,7 +85,11 @@ struct PackOptions {
   // Padding then costs nothing, the plan's micro-batches hold one sequence
   // each (the packed sequences concatenated, in order), and the
   // padding-aware bound does not apply (PlanStats keeps the piece bounds).
-  // Pieces are still at most seq_len. REQUIRES cp == 1. Default: false.
+  // Pieces are still at most seq_len. Under context parallelism (cp > 1) each
+  // piece of a row is split over the CP ranks on its own (Transformer
+  // Engine's THD layout; MicroBatch::cp_by_segment), so every CP rank does
+  // the same share of every piece and a row costs the sum of its pieces:
+  // pack_step places as for cp = 1. Default: false.
   bool varlen = false;
   // Pipeline stages each micro-batch passes through (1F1B). For pp > 1 each
   // bucket's micro-batches with work are ordered lightest at both ends and
@@ -200,6 +204,10 @@ struct PlanStats {
 // tensor-parallel divisibility, at most 63 positions of padding a row) for
 // variable-length ones.
 uint64_t row_positions(uint64_t used, uint32_t seq_len, bool varlen);
+// The same for a whole row: a variable-length row split per piece over cp > 1
+// context-parallel ranks (THD, MicroBatch::cp_by_segment) computes its pieces
+// each padded to 2 x cp, rounded up to thd_row_positions.
+uint64_t row_positions(const PackedSequence& row, uint32_t seq_len, bool varlen, uint32_t cp);
 
 // A bucket's micro-batches in 1F1B order: those with work by cost, the
 // lightest first, then alternately at the back and the front, so cost rises

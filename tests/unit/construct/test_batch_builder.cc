@@ -161,6 +161,16 @@ StepPlan mixed_plan(MemoryFetcher& f) {
   return plan;
 }
 
+// Patch p of a CP slice is the whole batch's patch at held position `at`.
+void check_patch(const MicroBatch& part, size_t p, const MicroBatch& whole, int32_t at) {
+  const auto found = std::find(whole.patch_positions.begin(), whole.patch_positions.end(), at);
+  REQUIRE(found != whole.patch_positions.end());
+  const size_t q = static_cast<size_t>(found - whole.patch_positions.begin());
+  REQUIRE(std::equal(part.patches.begin() + static_cast<ptrdiff_t>(p * part.patch_bytes),
+                     part.patches.begin() + static_cast<ptrdiff_t>((p + 1) * part.patch_bytes),
+                     whole.patches.begin() + static_cast<ptrdiff_t>(q * whole.patch_bytes)));
+}
+
 uint64_t fetch_redundancy_check(const BuildStats& stats) {
   REQUIRE(stats.bytes_fetched == stats.bytes_needed);
   return stats.bytes_fetched;
@@ -198,12 +208,7 @@ TEST_CASE("CP slices from every CP rank reassemble exactly into the whole sequen
         }
         for (size_t p = 0; p < part.patch_positions.size(); ++p) {
           const uint64_t g = part.global_position(static_cast<uint64_t>(part.patch_positions[p]));
-          const auto at = std::find(whole.patch_positions.begin(), whole.patch_positions.end(), static_cast<int32_t>(g));
-          REQUIRE(at != whole.patch_positions.end());
-          const size_t q = static_cast<size_t>(at - whole.patch_positions.begin());
-          REQUIRE(std::equal(part.patches.begin() + static_cast<ptrdiff_t>(p * part.patch_bytes),
-                             part.patches.begin() + static_cast<ptrdiff_t>((p + 1) * part.patch_bytes),
-                             whole.patches.begin() + static_cast<ptrdiff_t>(q * whole.patch_bytes)));
+          check_patch(part, p, whole, static_cast<int32_t>(g));
         }
       }
     }
@@ -310,9 +315,86 @@ TEST_CASE("a variable-length micro-batch is one row of its pieces, padded to the
   build_batch(plan, f, {}, fixed);
   REQUIRE(fixed.micro_batches[0].tokens_used() == mb.tokens_used());
   REQUIRE(fixed.digest != batch.digest);
-  // Context-parallel ranks split fixed rows only.
-  options.cp_size = 2;
-  REQUIRE_THROWS_AS(build_batch(plan, f, options, batch), ProtocolError);
+  REQUIRE_FALSE(mb.cp_by_segment);
+}
+
+TEST_CASE("under CP a variable-length row splits every piece zigzag on its own (THD), and reassembles") {
+  MemoryFetcher f;
+  const StepPlan plan = mixed_plan(f);
+  BuildOptions whole_options{77};
+  whole_options.varlen = true;
+  Batch full;
+  fetch_redundancy_check(build_batch(plan, f, whole_options, full));
+  for (uint32_t cp : {2u, 3u, 4u}) {
+    std::vector<std::vector<int>> seen(full.micro_batches.size());
+    for (uint32_t rank = 0; rank < cp; ++rank) {
+      BuildOptions options = whole_options;
+      options.cp_rank = rank;
+      options.cp_size = cp;
+      Batch slice;
+      fetch_redundancy_check(build_batch(plan, f, options, slice));
+      for (size_t m = 0; m < full.micro_batches.size(); ++m) {
+        const MicroBatch& whole = full.micro_batches[m];
+        const MicroBatch& part = slice.micro_batches[m];
+        REQUIRE(part.cp_by_segment);
+        REQUIRE(part.docs.size() == whole.docs.size());
+        // Each piece padded to 2cp, back to back; the row rounded up; cu_seqlens over the padded pieces.
+        std::vector<int32_t> cu{0};
+        for (const DocSpan& d : part.docs) {
+          REQUIRE(d.offset == static_cast<uint32_t>(cu.back()));
+          cu.push_back(cu.back() + static_cast<int32_t>(thd_piece_positions(d.length, cp)));
+        }
+        REQUIRE(part.seq_len == thd_row_positions(static_cast<uint64_t>(cu.back()), cp));
+        REQUIRE(part.seq_len % (2 * cp) == 0);
+        REQUIRE(part.seq_len % kVarlenAlign == 0);
+        if (static_cast<uint32_t>(cu.back()) < part.seq_len) cu.push_back(static_cast<int32_t>(part.seq_len));
+        REQUIRE(part.cu_seqlens == cu);
+        REQUIRE(part.tokens.size() == part.seq_len / cp);
+        if (seen[m].empty()) seen[m].assign(part.seq_len, 0);
+        std::vector<uint32_t> held_of_piece(part.docs.size(), 0);
+        for (uint64_t k = 0; k < part.tokens.size(); ++k) {
+          const uint64_t g = part.global_position(k);
+          seen[m].at(g)++;
+          // The piece g lies in, and where the whole (unpadded) row holds it.
+          size_t i = 0;
+          while (i + 1 < part.docs.size() && part.docs[i + 1].offset <= g) ++i;
+          const DocSpan& d = part.docs[i];
+          if (g >= d.offset + d.length) {  // padding
+            REQUIRE(part.tokens[k] == kPadTokenId);
+            REQUIRE(part.labels[k] == kIgnoreLabel);
+            REQUIRE(part.loss_mask[k] == 0);
+            continue;
+          }
+          ++held_of_piece[i];
+          // Which chunk of its piece: this rank's two.
+          const uint32_t chunk = static_cast<uint32_t>(thd_piece_positions(d.length, cp) / (2 * cp));
+          const uint32_t index = static_cast<uint32_t>(g - d.offset) / chunk;
+          REQUIRE((index == rank || index == 2 * cp - 1 - rank));
+          const uint64_t w = whole.docs[i].offset + (g - d.offset);
+          REQUIRE(part.tokens[k] == whole.tokens[w]);
+          REQUIRE(part.positions[k] == whole.positions[w]);
+          REQUIRE(part.labels[k] == whole.labels[w]);
+          REQUIRE(part.loss_mask[k] == whole.loss_mask[w]);
+        }
+        // Every CP rank holds the same share of every piece's padded span.
+        for (size_t i = 0; i < part.docs.size(); ++i) {
+          const uint32_t chunk = static_cast<uint32_t>(thd_piece_positions(part.docs[i].length, cp) / (2 * cp));
+          uint32_t expected = 0;
+          for (uint32_t j = 0; j < part.docs[i].length; ++j)
+            expected += (j / chunk == rank || j / chunk == 2 * cp - 1 - rank) ? 1 : 0;
+          REQUIRE(held_of_piece[i] == expected);
+        }
+        for (size_t p = 0; p < part.patch_positions.size(); ++p) {
+          const uint64_t g = part.global_position(static_cast<uint64_t>(part.patch_positions[p]));
+          size_t i = 0;
+          while (i + 1 < part.docs.size() && part.docs[i + 1].offset <= g) ++i;
+          check_patch(part, p, whole, static_cast<int32_t>(whole.docs[i].offset + (g - part.docs[i].offset)));
+        }
+      }
+    }
+    for (const auto& counts : seen)
+      for (int c : counts) REQUIRE(c == 1);  // the CP ranks' positions partition the row
+  }
 }
 
 namespace {
