@@ -15,6 +15,7 @@
 #include "source/fingerprint.h"
 #include "source/indexed/indexed_source.h"
 #include "runtime/metrics.h"
+#include "profile/message.h"
 #include "transport/progress.h"
 
 namespace msd {

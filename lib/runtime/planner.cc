@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/memory.h"
 #include "runtime/fatal.h"
+#include "profile/message.h"
 #include "source/source.h"
 
 namespace msd {
