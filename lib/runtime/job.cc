@@ -103,7 +103,7 @@ int world_size_of(MPI_Comm world) {
 RoleLayout layout_of(const Config& config, MPI_Comm world) {
   if (world_size_of(world) != config.world_size())
     return RoleLayout(config.topology.loaders, config.topology.shadow_loaders, config.clients(),
-                      trainers_load(config.job.mode));
+                      trainers_load(config.job.mode()));
   return plan_layout(config, node_of_each_rank(world, config.topology.ranks_per_node));
 }
 
@@ -127,7 +127,7 @@ JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(c
   start = std::chrono::steady_clock::now();
   check_world_size(config, ctx.layout, world_size_of(world));
   if (ctx.layout.colocated && !config.output.metrics.empty())
-    throw ConfigError(str("output.metrics: the per-step metrics are the planner's, and job.mode = ", option_name(config.job.mode),
+    throw ConfigError(str("output.metrics: the per-step metrics are the planner's, and job.mode = ", config.job.mode_name(),
                           " runs without one"));
   ctx.world = Comm::duplicate(world, "duplicating the world communicator");
   ctx.rank = ctx.world.rank();

@@ -22,7 +22,7 @@ std::vector<int> node_of_each_rank(MPI_Comm world, int ranks_per_node) {
 RoleLayout plan_layout(const Config& config, const std::vector<int>& node_of_rank) {
   const auto& topo = config.topology;
   const ClientPlaceTree tree(topo.dp, topo.pp, topo.cp, topo.tp, topo.order);
-  return RoleLayout(topo.loaders, topo.shadow_loaders, tree, trainers_load(config.job.mode),
+  return RoleLayout(topo.loaders, topo.shadow_loaders, tree, trainers_load(config.job.mode()),
                     node_of_rank,
                     topo.data_ranks);
 }

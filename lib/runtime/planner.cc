@@ -46,7 +46,7 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
       loader_checkpoints_(job, fleet_, out_),
       cost_(make_cost_model(job.config)),
       pack_(planner_pack_options(job.config)),
-      mode_(training_mode(job.config.job)),
+      mode_(job.config.job.mode()),
       acks_(job.planner_peers(), job.config.job.stall_timeout_s),
       peer_count_(job.planner_peers().size()),
       hold_(pack_.hold),

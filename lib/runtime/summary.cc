@@ -352,7 +352,7 @@ void write_per_step(JsonWriter& w, const std::vector<double>& values) {
 void write_run_json(JsonWriter& w, const Report& r) {
   const Config& config = r.job.config;
   const RoleLayout& layout = r.job.layout;
-  w.value("mode", option_name(config.job.mode));
+  w.value("mode", config.job.mode_name());
   w.value("world_size", layout.world_size());
   w.begin_object("topology")
       .value("dp", config.topology.dp)
@@ -613,7 +613,7 @@ std::string run_text(const Report& r) {
                  layout.world_size(), topology.dp, topology.pp, topology.cp, topology.tp);
   else
     text += line("msd-run summary (%s, %d ranks: 1 planner, %d loaders, %d clients = dp %d x pp %d x cp %d x tp %d)\n",
-                 option_name(config.job.mode), layout.world_size(), topology.loaders, layout.clients, topology.dp,
+                 config.job.mode_name(), layout.world_size(), topology.loaders, layout.clients, topology.dp,
                  topology.pp, topology.cp, topology.tp);
   if (r.job.first_step > 0) text += line("  resumed at step %llu\n", static_cast<ull>(r.job.first_step));
   if (r.job.first_step + r.digests.steps < config.job.steps)
@@ -654,7 +654,7 @@ std::string data_text(const Report& r) {
                  m.realized_share(s), static_cast<ull>(m.samples(s)), static_cast<ull>(m.source_tokens(s)));
   // colocated_samples' ranks load only their own share, so they drop a bad
   // sample (runtime/colocated.cc); every other mode replaces it.
-  const bool dropped = trainers_load(config.job.mode);
+  const bool dropped = trainers_load(config.job.mode());
   text += std::string("  bad samples ") + (dropped ? "dropped" : "replaced") + ": " + std::to_string(m.bad_total);
   if (m.bad_total) {
     std::string parts;
