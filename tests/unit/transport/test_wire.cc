@@ -3,7 +3,7 @@
 #include <random>
 
 #include "common/error.h"
-#include "runtime/window_budget.h"
+#include "planner/window_budget.h"
 #include "transport/slot.h"
 #include "transport/wire.h"
 
