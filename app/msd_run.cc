@@ -7,9 +7,9 @@
 
 #include "common/log.h"
 #include "msd/client.h"
-#include "runtime/emulator.h"
+#include "client/emulator.h"
 #include "runtime/fatal.h"
-#include "runtime/nodes.h"
+#include "job/nodes.h"
 #include "runtime/watchdog.h"
 
 namespace {

@@ -77,7 +77,9 @@ struct JobConfig {
   uint32_t seq_len = 2048;      // tokens per packed sequence
   uint32_t micro_batches = 1;   // per DP rank and step
   uint32_t prefetch_steps = 2;  // how far the planner plans ahead
-  JobMode mode = JobMode::disaggregated;
+  // job.mode: a mode of kTrainingModes, or none for the alias disaggregated
+  // (the msd mode `balance` names). mode() resolves it.
+  std::optional<TrainingMode> named_mode;
   LongDocs long_docs = LongDocs::split;             // documents over seq_len
   BalanceMethod balance = BalanceMethod::greedy;
   // fixed: a micro-batch is [sequences, seq_len] rows, padded; varlen: one
@@ -120,6 +122,12 @@ struct JobConfig {
   // hello, the start-up agreement) is bounded by this: a rank that has not
   // arrived ends the job naming it. 0: never.
   uint64_t startup_timeout_s = 300;
+
+  // How this job places its steps: job.mode, or with disaggregated the msd
+  // mode job.balance names.
+  TrainingMode mode() const { return named_mode.value_or(msd_mode(balance)); }
+  // job.mode as an INI file writes it.
+  const char* mode_name() const { return named_mode ? option_name(*named_mode) : kDisaggregated; }
 };
 
 struct TokenizerConfig {

@@ -11,10 +11,33 @@
 
 namespace msd {
 
-// job.mode, as written: the aliases stay themselves so that to_ini writes
-// back what was read. plan/step/modes.h training_mode() resolves them (with
-// job.balance) into the placement mode.
-enum class JobMode { disaggregated, colocated, colocated_samples, colocated_tokens, msd_tokens, msd_greedy, msd_kk };
+// How one step's documents are placed on the data-parallel ranks: the one
+// vocabulary of modes, for job.mode, the evaluations (msd-plan, msd-bench)
+// and the summaries. plan/step/modes.h says how each mode places; every mode
+// places the same documents. A job runs the colocated and msd modes
+// (kTrainingModes); the megatron modes are Megatron-LM's placements, the
+// baselines the evaluations compare.
+enum class TrainingMode {
+  colocated_samples,     // equal samples per DP rank, next-fit packing in arrival order: the trainers load
+  colocated_tokens,      // Megatron's packing held to one step's documents
+  megatron,              // Megatron-LM as it runs over the run's stream (fixed rows, full causal attention)
+  megatron_docmask,      // the same rows, document-masked attention
+  megatron_dp_balanced,  // Megatron core's DpBalancedScheduler over one step
+  megatron_dynamic_cp,   // Megatron core's hybrid context parallelism (cp > 1)
+  msd_tokens,            // disaggregated, balancing positions only (BalanceMethod::tokens)
+  msd_greedy,            // disaggregated, LPT on cost (BalanceMethod::greedy)
+  msd_kk,                // disaggregated, Karmarkar-Karp on cost (BalanceMethod::karmarkar_karp)
+};
+
+// The modes a job runs (job.mode): every mode but Megatron's.
+inline constexpr TrainingMode kTrainingModes[] = {TrainingMode::colocated_samples, TrainingMode::colocated_tokens,
+                                                  TrainingMode::msd_tokens, TrainingMode::msd_greedy,
+                                                  TrainingMode::msd_kk};
+constexpr bool is_job_mode(TrainingMode mode) {
+  for (TrainingMode m : kTrainingModes)
+    if (m == mode) return true;
+  return false;
+}
 
 // job.long_docs: a document longer than seq_len is cut into pieces of at
 // most seq_len, or truncated to seq_len.
@@ -90,13 +113,28 @@ enum class Shuffle { automatic, uniform, block };
 template <typename E>
 struct OptionNames;
 
+// Each mode's name, then the alias colocated (= colocated_samples). The
+// other alias, disaggregated, names no mode alone: the msd mode job.balance
+// names (msd_mode below; JobConfig::mode).
 template <>
-struct OptionNames<JobMode> {
-  static constexpr std::pair<JobMode, const char*> values[] = {
-      {JobMode::disaggregated, "disaggregated"}, {JobMode::colocated, "colocated"},
-      {JobMode::colocated_samples, "colocated_samples"}, {JobMode::colocated_tokens, "colocated_tokens"},
-      {JobMode::msd_tokens, "msd_tokens"}, {JobMode::msd_greedy, "msd_greedy"}, {JobMode::msd_kk, "msd_kk"}};
+struct OptionNames<TrainingMode> {
+  static constexpr std::pair<TrainingMode, const char*> values[] = {
+      {TrainingMode::colocated_samples, "colocated_samples"},
+      {TrainingMode::colocated_tokens, "colocated_tokens"},
+      {TrainingMode::megatron, "megatron"},
+      {TrainingMode::megatron_docmask, "megatron_docmask"},
+      {TrainingMode::megatron_dp_balanced, "megatron_dp_balanced"},
+      {TrainingMode::megatron_dynamic_cp, "megatron_dynamic_cp"},
+      {TrainingMode::msd_tokens, "msd_tokens"},
+      {TrainingMode::msd_greedy, "msd_greedy"},
+      {TrainingMode::msd_kk, "msd_kk"},
+      {TrainingMode::colocated_samples, "colocated"}};
 };
+inline constexpr const char* kDisaggregated = "disaggregated";
+// Why job.mode refuses a megatron mode.
+inline constexpr const char* kBaselineOnly =
+    "is Megatron-LM's placement: a baseline of the evaluations (msd-plan simulate --compare, msd-plan place, "
+    "msd-bench sweep), not a mode a job runs";
 template <>
 struct OptionNames<LongDocs> {
   static constexpr std::pair<LongDocs, const char*> values[] = {{LongDocs::split, "split"},
@@ -172,8 +210,30 @@ std::string option_names() {
   return out;
 }
 
-// job.mode colocated_samples (alias colocated): training ranks load their own
-// data, with no planner and no loader ranks.
-constexpr bool trainers_load(JobMode mode) { return mode == JobMode::colocated || mode == JobMode::colocated_samples; }
+// The msd modes and the balance each places by: the one mapping between
+// them, both ways.
+inline constexpr std::pair<BalanceMethod, TrainingMode> kBalancedModes[] = {
+    {BalanceMethod::tokens, TrainingMode::msd_tokens},
+    {BalanceMethod::greedy, TrainingMode::msd_greedy},
+    {BalanceMethod::karmarkar_karp, TrainingMode::msd_kk}};
+
+// The msd mode that balances by `balance` (job.mode = disaggregated).
+constexpr TrainingMode msd_mode(BalanceMethod balance) {
+  for (const auto& [b, mode] : kBalancedModes)
+    if (b == balance) return mode;
+  return TrainingMode::msd_greedy;
+}
+
+// The balance an msd mode places by; none for the colocated and megatron
+// modes (the baselines), which balance nothing.
+constexpr std::optional<BalanceMethod> mode_balance(TrainingMode mode) {
+  for (const auto& [balance, m] : kBalancedModes)
+    if (m == mode) return balance;
+  return std::nullopt;
+}
+
+// Whether training ranks load their own data, with no planner and no loader
+// ranks (colocated_samples).
+constexpr bool trainers_load(TrainingMode mode) { return mode == TrainingMode::colocated_samples; }
 
 }  // namespace msd

@@ -122,7 +122,7 @@ double process_cpu_seconds() {
 }
 
 // What the loader (rank 0) does while the client reads: the serve loop's
-// wait, the same ServePoll the loader uses (lib/runtime/loader.cc), polling
+// wait, the same ServePoll the loader uses (lib/loader/loader.cc), polling
 // MPI until the client's message that it is done (the pass count), with the
 // readers flag up, and answering two-sided reads with the loader's
 // ReadServer. Returns that count; `cpu_s`/`wall_s`: what serving cost.

@@ -90,7 +90,7 @@ double device_step_seconds(const Config& config, uint64_t first, uint64_t end) {
   const TopologyConfig& t = config.topology;
   const Parallel parallel{static_cast<uint32_t>(t.dp), static_cast<uint32_t>(t.pp), static_cast<uint32_t>(t.cp),
                           static_cast<uint32_t>(t.tp)};
-  const ModeEvaluation e = evaluate_mode(training_mode(config.job), steps,
+  const ModeEvaluation e = evaluate_mode(config.job.mode(), steps,
                                          make_pack_options(config), make_cost_model(config), make_device_model(config),
                                          parallel);
   return e.seconds / static_cast<double>(std::max<uint64_t>(1, e.steps));

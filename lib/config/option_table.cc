@@ -224,6 +224,29 @@ OptionSpec choice(std::string key, std::string value_name, std::string help, Mem
           [member](const Config& c) -> std::string { return option_name(member(c)); }};
 }
 
+// job.mode: a mode a job runs (kTrainingModes, or the alias colocated), or
+// disaggregated (no mode named: job.balance picks the msd mode).
+OptionSpec job_mode(std::string key, std::string value_name, std::string help) {
+  return {std::move(key), std::move(value_name), std::move(help),
+          [](Config& c, const Setting& s, const ParseContext& x) {
+            const std::string name = trim(s.text);
+            if (name == kDisaggregated) {
+              c.job.named_mode.reset();
+              return;
+            }
+            const auto mode = find_option_value<TrainingMode>(name);
+            if (mode && !is_job_mode(*mode))
+              throw ConfigError(str(s.key, ": '", name, "' ", kBaselineOnly, " (", where(s, x), ")"));
+            if (!mode) {
+              std::string names;
+              for (TrainingMode m : kTrainingModes) names += str(option_name(m), " | ");
+              bad_value(s, x, str(names, "colocated | ", kDisaggregated));
+            }
+            c.job.named_mode = *mode;
+          },
+          [](const Config& c) -> std::string { return c.job.mode_name(); }};
+}
+
 // A comma-separated list of names, kept as "a,b".
 template <typename Member>
 OptionSpec name_list(std::string key, std::string value_name, std::string help, Member member) {
@@ -248,10 +271,9 @@ std::vector<OptionSpec> job_options() {
             [](auto& c) -> auto& { return c.job.micro_batches; }),
       count("job.prefetch_steps", "N", "steps the planner plans ahead",
             [](auto& c) -> auto& { return c.job.prefetch_steps; }),
-      choice("job.mode", "M",
-           "colocated_samples | colocated_tokens | msd_tokens | msd_greedy | msd_kk; aliases colocated "
-           "(= colocated_samples), disaggregated (= msd_ with job.balance). docs/evaluation.md; alias --mode",
-           [](auto& c) -> auto& { return c.job.mode; }),
+      job_mode("job.mode", "M",
+               "colocated_samples | colocated_tokens | msd_tokens | msd_greedy | msd_kk; aliases colocated "
+               "(= colocated_samples), disaggregated (= msd_ with job.balance). docs/evaluation.md; alias --mode"),
       choice("job.long_docs", "M", "split | truncate: documents longer than seq_len",
            [](auto& c) -> auto& { return c.job.long_docs; }),
       count("job.max_sample_bytes", "BYTES",

@@ -77,7 +77,7 @@ void require_one_of(const std::string& value, std::initializer_list<const char*>
 }  // namespace
 
 int Config::world_size() const {
-  return trainers_load(job.mode) ? clients() : 1 + topology.loaders + topology.shadow_loaders + clients();
+  return trainers_load(job.mode()) ? clients() : 1 + topology.loaders + topology.shadow_loaders + clients();
 }
 
 namespace {
@@ -105,7 +105,7 @@ void validate_fault(const Config& config) {
                  "fault.kind");
   require(fault.rank < config.world_size(),
           str("fault.rank: ", fault.rank, " is not a rank of this job (", config.world_size(), " ranks)"));
-  require(fault.rank < 0 || ((fault.kind == "crash" || fault.kind == "finish_stall") && !trainers_load(job.mode)),
+  require(fault.rank < 0 || ((fault.kind == "crash" || fault.kind == "finish_stall") && !trainers_load(job.mode())),
           "fault.rank: only fault.kind = crash or finish_stall names a rank, and only in a mode with loader ranks");
   require(fault.loader < topo.loaders,
           str("fault.loader: ", fault.loader, " is not a loader index (topology.loaders = ", topo.loaders, ")"));
@@ -126,9 +126,8 @@ void validate_tokenizer(const TokenizerConfig& tokenizer, bool needed) {
 // msd's placement options (job.cuts, job.micro_batch_count, the hold): msd
 // modes only; the first two place variable-length rows.
 static void validate_placement(const JobConfig& job) {
-  const bool colocated =
-      job.mode == JobMode::colocated || job.mode == JobMode::colocated_samples || job.mode == JobMode::colocated_tokens;
-  const std::string mode = str("job.mode = ", option_name(job.mode));
+  const bool colocated = !mode_balance(job.mode());  // the colocated modes balance nothing
+  const std::string mode = str("job.mode = ", job.mode_name());
   const bool varlen = job.micro_batch_shape == RowShape::varlen;
   if (job.cuts == Cuts::balance) {
     require(!colocated, str("job.cuts: balance is msd's placement; ", mode, " keeps the baseline's cuts"));
@@ -165,7 +164,7 @@ void validate(const Config& config) {
   require_at_least(topo.pp, 1, "topology.pp");
   require_at_least(topo.cp, 1, "topology.cp");
   require_at_least(topo.tp, 1, "topology.tp");
-  if (!trainers_load(job.mode)) require_at_least(topo.loaders, 1, "topology.loaders");
+  if (!trainers_load(job.mode())) require_at_least(topo.loaders, 1, "topology.loaders");
   require_at_least(topo.loaders, 0, "topology.loaders");
   require_at_least(topo.shadow_loaders, 0, "topology.shadow_loaders");
   // The rank count is an int for MPI; a product that overflows is a typo.
@@ -241,7 +240,7 @@ void validate(const Config& config) {
 
   validate_limits(config);
   require_at_least(job.max_sample_bytes, uint64_t{64}, "job.max_sample_bytes");
-  require(trainers_load(job.mode) || (config.loader.window_mb << 20) >= job.max_sample_bytes,
+  require(trainers_load(job.mode()) || (config.loader.window_mb << 20) >= job.max_sample_bytes,
           str("loader.window_mb: ", config.loader.window_mb, " MiB cannot hold one sample of job.max_sample_bytes = ",
               job.max_sample_bytes, " bytes; raise loader.window_mb or lower job.max_sample_bytes"));
   validate_model_and_device(config);
@@ -256,7 +255,7 @@ void validate(const Config& config) {
   const std::string resume_key = ckpt.resume_step ? "checkpoint.resume_step" : "checkpoint.resume";
   require(!ckpt.resuming() || !ckpt.dir.empty(), resume_key + ": needs checkpoint.dir (where to find checkpoints)");
   require(ckpt.loader_every == 0 || !ckpt.dir.empty(), "checkpoint.loader_every: needs checkpoint.dir");
-  require(!ckpt.resuming() || !trainers_load(job.mode), resume_key + ": the colocated mode does not checkpoint");
+  require(!ckpt.resuming() || !trainers_load(job.mode()), resume_key + ": the colocated mode does not checkpoint");
   require(!ckpt.resume_step || *ckpt.resume_step < job.steps,
           str("checkpoint.resume_step: ", ckpt.resume_step.value_or(0), " is beyond the run (job.steps = ", job.steps,
               "; the last step is ", job.steps - 1, ")"));

@@ -1,9 +1,7 @@
 #include "construct/tp_share.h"
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
-#include <type_traits>
 
 #include "common/error.h"
 #include "transport/mpi.h"
@@ -11,95 +9,6 @@
 namespace msd {
 
 namespace {
-
-class Writer {
- public:
-  explicit Writer(uint8_t* out) : out_(out) {}
-  template <typename T>
-  void value(const T& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    put(&v, sizeof v);
-  }
-  template <typename T>
-  void array(const std::vector<T>& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    value<uint64_t>(v.size());
-    put(v.data(), v.size() * sizeof(T));
-  }
-  uint64_t bytes() const { return bytes_; }
-
- private:
-  void put(const void* p, size_t n) {
-    if (out_ && n) std::memcpy(out_ + bytes_, p, n);
-    bytes_ += n;
-  }
-  uint8_t* out_;  // nullptr: only count
-  uint64_t bytes_ = 0;
-};
-
-class Reader {
- public:
-  Reader(const uint8_t* in, uint64_t size) : in_(in), size_(size) {}
-  template <typename T>
-  T value() {
-    T v;
-    take(&v, sizeof v);
-    return v;
-  }
-  template <typename T>
-  void array(std::vector<T>& v) {
-    const uint64_t n = value<uint64_t>();
-    if (n > (size_ - at_) / std::max<size_t>(1, sizeof(T)))
-      throw ProtocolError(str("a shared batch holds an array of ", n, " items in ", size_ - at_, " bytes"));
-    v.resize(n);
-    take(v.data(), n * sizeof(T));
-  }
-  void finish() const {
-    if (at_ != size_) throw ProtocolError(str("a shared batch has ", size_ - at_, " trailing bytes"));
-  }
-
- private:
-  void take(void* p, uint64_t n) {
-    if (n > size_ - at_) throw ProtocolError(str("a shared batch ends after ", size_, " bytes"));
-    if (n) std::memcpy(p, in_ + at_, n);
-    at_ += n;
-  }
-  const uint8_t* in_;
-  uint64_t size_, at_ = 0;
-};
-
-void encode_to(const Batch& batch, Writer& w) {
-  w.value(batch.step);
-  w.value(batch.digest);
-  w.value(batch.global_loss_tokens);
-  w.value<uint64_t>(batch.micro_batches.size());
-  for (const MicroBatch& mb : batch.micro_batches) {
-    w.value(mb.sequences);
-    w.value(mb.seq_len);
-    w.value(mb.cp_rank);
-    w.value(mb.cp_size);
-    w.value<uint8_t>((mb.has_inputs ? 1 : 0) | (mb.has_targets ? 2 : 0) | (mb.cp_by_segment ? 4 : 0));
-    w.value(mb.patch_bytes);
-    w.array(mb.tokens);
-    w.array(mb.labels);
-    w.array(mb.positions);
-    w.array(mb.loss_mask);
-    w.array(mb.cu_seqlens);
-    w.array(mb.patch_positions);
-    w.array(mb.patches);
-    // Field by field: the struct's padding is not data.
-    w.value<uint64_t>(mb.docs.size());
-    for (const DocSpan& d : mb.docs) {
-      w.value(d.source);
-      w.value(d.index);
-      w.value(d.begin);
-      w.value(d.length);
-      w.value(d.sequence);
-      w.value(d.offset);
-      w.value(d.patches);
-    }
-  }
-}
 
 int checked_count(uint64_t bytes) {
   if (bytes > static_cast<uint64_t>(std::numeric_limits<int>::max()))
@@ -109,57 +18,14 @@ int checked_count(uint64_t bytes) {
 
 }  // namespace
 
-uint64_t encoded_batch_bytes(const Batch& batch) {
-  Writer w(nullptr);
-  encode_to(batch, w);
-  return w.bytes();
+uint64_t encoded_batch_bytes(const Batch& batch) { return 1 + wire_bytes(batch); }
+
+void encode_batch(const Batch& batch, std::span<uint8_t> out) {
+  WireWriter w(out);
+  write_wire(w, batch);
 }
 
-void encode_batch(const Batch& batch, uint8_t* out) {
-  Writer w(out);
-  encode_to(batch, w);
-}
-
-void decode_batch(const uint8_t* bytes, uint64_t size, Batch& out) {
-  Reader r(bytes, size);
-  out.step = r.value<uint64_t>();
-  out.digest = r.value<uint64_t>();
-  out.global_loss_tokens = r.value<uint64_t>();
-  const uint64_t count = r.value<uint64_t>();
-  if (count > size) throw ProtocolError(str("a shared batch claims ", count, " micro-batches in ", size, " bytes"));
-  out.micro_batches.resize(count);
-  for (MicroBatch& mb : out.micro_batches) {
-    mb.sequences = r.value<uint32_t>();
-    mb.seq_len = r.value<uint32_t>();
-    mb.cp_rank = r.value<uint32_t>();
-    mb.cp_size = r.value<uint32_t>();
-    const uint8_t stage = r.value<uint8_t>();
-    mb.has_inputs = stage & 1;
-    mb.has_targets = stage & 2;
-    mb.cp_by_segment = stage & 4;
-    mb.patch_bytes = r.value<uint32_t>();
-    r.array(mb.tokens);
-    r.array(mb.labels);
-    r.array(mb.positions);
-    r.array(mb.loss_mask);
-    r.array(mb.cu_seqlens);
-    r.array(mb.patch_positions);
-    r.array(mb.patches);
-    const uint64_t docs = r.value<uint64_t>();
-    if (docs > size) throw ProtocolError(str("a shared batch claims ", docs, " document spans in ", size, " bytes"));
-    mb.docs.resize(docs);
-    for (DocSpan& d : mb.docs) {
-      d.source = r.value<uint32_t>();
-      d.index = r.value<uint64_t>();
-      d.begin = r.value<uint32_t>();
-      d.length = r.value<uint32_t>();
-      d.sequence = r.value<uint32_t>();
-      d.offset = r.value<uint32_t>();
-      d.patches = r.value<uint32_t>();
-    }
-  }
-  r.finish();
-}
+void decode_batch(std::span<const uint8_t> bytes, Batch& out) { decode_fields(bytes, "shared batch", out); }
 
 TpShare::TpShare(MPI_Comm tp_comm, std::optional<Transport> transport, uint64_t initial_bytes) : comm_(tp_comm) {
   MSD_MPI(MPI_Comm_rank(comm_, &rank_), "querying the TP rank");
@@ -186,7 +52,7 @@ void TpShare::share(Batch& batch) {
     if (is_leader()) {
       bytes = encoded_batch_bytes(batch);
       scratch_.resize(bytes);
-      encode_batch(batch, scratch_.data());
+      encode_batch(batch, scratch_);
     }
     MSD_MPI(MPI_Ibcast(&bytes, 1, MPI_UINT64_T, 0, comm_, &request), "broadcasting a batch's size over TP");
     wait(request, "broadcasting a batch's size over TP");
@@ -194,7 +60,7 @@ void TpShare::share(Batch& batch) {
     MSD_MPI(MPI_Ibcast(scratch_.data(), checked_count(bytes), MPI_BYTE, 0, comm_, &request),
             "broadcasting a batch over TP");
     wait(request, "broadcasting a batch over TP");
-    if (!is_leader()) decode_batch(scratch_.data(), bytes, batch);
+    if (!is_leader()) decode_batch(scratch_, batch);
     return;
   }
   // Shared memory, two buffers used alternately: a peer reads buffer b at
@@ -206,7 +72,7 @@ void TpShare::share(Batch& batch) {
   if (is_leader()) {
     need = encoded_batch_bytes(batch);
     if (need <= buffer_bytes_) {
-      encode_batch(batch, window_.base() + buffer * buffer_bytes_);
+      encode_batch(batch, {window_.base() + buffer * buffer_bytes_, need});
       window_.sync_local();
       written = 1;
     }
@@ -222,7 +88,7 @@ void TpShare::share(Batch& batch) {
     allocate(std::max(2 * buffer_bytes_, global[0] + global[0] / 4));
     ++grows_;
     if (is_leader()) {
-      encode_batch(batch, window_.base() + buffer * buffer_bytes_);
+      encode_batch(batch, {window_.base() + buffer * buffer_bytes_, need});
       window_.sync_local();
     }
     MSD_MPI(MPI_Ibarrier(comm_, &request), "publishing a shared batch");
@@ -230,7 +96,7 @@ void TpShare::share(Batch& batch) {
   }
   if (!is_leader()) {
     window_.sync_local();
-    decode_batch(window_.segment(0) + buffer * buffer_bytes_, global[0], batch);
+    decode_batch({window_.segment(0) + buffer * buffer_bytes_, global[0]}, batch);
   }
 }
 

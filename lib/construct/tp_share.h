@@ -9,19 +9,36 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <tuple>
 #include <vector>
 
 #include "msd/batch.h"
 #include "transport/mpi.h"
+#include "transport/wire.h"
 
 namespace msd {
 
-// A batch as bytes, for copying it between processes of the same program
-// (native byte order and layout; not a storage format).
+// The fields the leader's batch hands its TP peers, once each, in the order
+// they are copied (a wire message, transport/wire.h): everything it built,
+// not the receiver's own figures (wait_seconds, the byte counts, read_ahead).
+inline auto wire_fields(DocSpan& d) {
+  return std::tie(d.source, d.index, d.begin, d.length, d.sequence, d.offset, d.patches);
+}
+inline auto wire_fields(MicroBatch& m) {
+  return std::tie(m.sequences, m.seq_len, m.cp_rank, m.cp_size, m.cp_by_segment, m.has_inputs, m.has_targets,
+                  m.tokens, m.labels, m.positions, m.loss_mask, m.cu_seqlens, m.patch_positions, m.patches,
+                  m.patch_bytes, m.docs);
+}
+inline auto wire_fields(Batch& b) { return std::tie(b.step, b.digest, b.global_loss_tokens, b.micro_batches); }
+
+// A batch as bytes, for copying it between processes.
 uint64_t encoded_batch_bytes(const Batch& batch);
-void encode_batch(const Batch& batch, uint8_t* out);  // writes encoded_batch_bytes(batch) bytes
-// Throws ProtocolError when `bytes` is not a whole encoded batch.
-void decode_batch(const uint8_t* bytes, uint64_t size, Batch& out);
+// Writes encoded_batch_bytes(batch) bytes into `out` (at least that large).
+void encode_batch(const Batch& batch, std::span<uint8_t> out);
+// Throws ProtocolError when `bytes` is not a whole encoded batch. Replaces
+// the fields wire_fields lists, and keeps the others.
+void decode_batch(std::span<const uint8_t> bytes, Batch& out);
 
 class TpShare {
  public:

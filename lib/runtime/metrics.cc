@@ -11,7 +11,6 @@
 #include "common/log.h"
 #include "common/memory.h"
 #include "plan/step/cost.h"
-#include "runtime/emulator.h"
 
 namespace msd {
 

@@ -94,7 +94,7 @@ struct SourceOptions {
   // is writable, else $HOME/.cache/msd (index_cache.h).
   std::string cache_dir;
   // The shares the source's files were indexed in (file i in share
-  // i % index_shares, runtime/index_sharing.h), each share's caches in one
+  // i % index_shares, loader/index_sharing.h), each share's caches in one
   // bundle (index_cache.h): opening reads those bundles before any cache
   // file. Default 1: one share, every file; opening then writes the bundle
   // when a cache came from anywhere else.

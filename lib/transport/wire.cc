@@ -4,6 +4,13 @@
 
 namespace msd {
 
+void WireWriter::grow(size_t capacity) {
+  if (external_) throw Error(str("a wire message needs ", capacity, " bytes in a buffer of ", capacity_));
+  bytes_.resize(capacity);
+  data_ = bytes_.data();
+  capacity_ = capacity;
+}
+
 void WireWriter::string(const std::string& s) {
   u32(checked_cast<uint32_t>(s.size()));
   if (!s.empty()) std::memcpy(append(s.size()), s.data(), s.size());
@@ -61,7 +68,6 @@ std::vector<uint8_t> encode(const AckMessage& m) { return encode_fields(m); }
 std::vector<uint8_t> encode(const FaultMessage& m) { return encode_fields(m); }
 std::vector<uint8_t> encode(const RanksMessage& m) { return encode_fields(m); }
 std::vector<uint8_t> encode(const ReassignMessage& m) { return encode_fields(m); }
-std::vector<uint8_t> encode(const ProfileMessage& m) { return encode_fields(m); }
 
 HelloMessage decode_hello(std::span<const uint8_t> bytes) { return decode_one<HelloMessage>(bytes, "hello"); }
 std::vector<LoadItem> decode_load(std::span<const uint8_t> bytes) {
@@ -96,6 +102,5 @@ RanksMessage decode_ranks(std::span<const uint8_t> bytes) { return decode_one<Ra
 ReassignMessage decode_reassign(std::span<const uint8_t> bytes) {
   return decode_one<ReassignMessage>(bytes, "reassign");
 }
-ProfileMessage decode_profile(std::span<const uint8_t> bytes) { return decode_one<ProfileMessage>(bytes, "profile"); }
 
 }  // namespace msd

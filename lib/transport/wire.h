@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "common/error.h"
-#include "plan/pool/profile.h"
 
 namespace msd {
 
@@ -39,6 +38,7 @@ enum Tag : int {
                        // u32 writers); loader -> planner: written (u64 step)
   kTagFinish = 11,     // planner -> live loaders and clients: ranks left out of the summary (ranks)
   kTagProfile = 13,    // loader -> planner: its sources' profiles (moving averages), at most once a second
+                       // (ProfileMessage, lib/profile/message.h)
   kTagReassign = 14,   // planner -> loader: close these sources, open those; loader -> planner: what it opened (hello body)
   kTagArrived = 15,    // live loader or client -> planner (on the world): here for the end of the job (empty)
   kTagStopping = 16,   // client -> planner: the trainer finished early; the step it stops at (AckMessage)
@@ -50,6 +50,12 @@ enum Tag : int {
 class WireWriter {
  public:
   WireWriter() { scalar(uint8_t{kWireVersion}); }
+  // Writes into `into`, which the caller sized (1 + wire_bytes of what it
+  // writes): a message placed straight where it is read (shared memory). A
+  // write past its end is an Error.
+  explicit WireWriter(std::span<uint8_t> into) : data_(into.data()), capacity_(into.size()), external_(true) {
+    scalar(uint8_t{kWireVersion});
+  }
   void u8(uint8_t v) { scalar(v); }
   void u32(uint32_t v) { scalar(v); }
   void u64(uint64_t v) { scalar(v); }
@@ -59,30 +65,39 @@ class WireWriter {
   template <typename T>
   void scalar(T v) {
     std::memcpy(append(sizeof v), &v, sizeof v);
-    if constexpr (std::endian::native == std::endian::big)
-      std::reverse(bytes_.data() + at_ - sizeof v, bytes_.data() + at_);
+    if constexpr (std::endian::native == std::endian::big) std::reverse(data_ + at_ - sizeof v, data_ + at_);
   }
   // Room for `more` bytes beyond those written: a message of many items
   // grows once, not by doubling.
   void reserve(size_t more) {
-    if (at_ + more > bytes_.size()) bytes_.resize(at_ + more);
+    if (at_ + more > capacity_) grow(at_ + more);
   }
   // `n` bytes appended, for the caller to fill (a fixed-size record written
   // at once instead of field by field).
   uint8_t* append(size_t n) {
-    if (at_ + n > bytes_.size()) bytes_.resize(std::max(2 * bytes_.size(), at_ + n));
+    if (at_ + n > capacity_) grow(std::max(2 * capacity_, at_ + n));
     at_ += n;
-    return bytes_.data() + at_ - n;
+    return data_ + at_ - n;
   }
-  // The bytes written (the room reserved beyond them given back).
+  WireWriter(const WireWriter&) = delete;  // data_ points into bytes_
+  WireWriter& operator=(const WireWriter&) = delete;
+  WireWriter(WireWriter&&) = default;  // a moved vector keeps its buffer
+  WireWriter& operator=(WireWriter&&) = default;
+  size_t size() const { return at_; }
+  // The bytes written (the room reserved beyond them given back); not for a
+  // writer into a caller's buffer.
   std::vector<uint8_t>& bytes() {
     bytes_.resize(at_);
     return bytes_;
   }
 
  private:
-  std::vector<uint8_t> bytes_;
-  size_t at_ = 0;  // bytes written; bytes_ may be larger (room)
+  void grow(size_t capacity);
+  std::vector<uint8_t> bytes_;  // the bytes, unless written into a caller's buffer
+  uint8_t* data_ = nullptr;
+  size_t capacity_ = 0;
+  size_t at_ = 0;  // bytes written; capacity_ may be larger (room)
+  bool external_ = false;
 };
 
 // Throws ProtocolError on a short or malformed message.
@@ -127,8 +142,11 @@ class WireReader {
 // fields in wire order. A field is an integer or double (little-endian, its
 // own width), a std::string (u32 length, bytes), a std::vector (u32 count,
 // items), a std::pair, or another struct with wire_fields. write_wire and
-// read_wire walk that list; a struct whose fields all have a fixed width is
-// written and read as one record, its size checked once.
+// read_wire walk that list, and wire_bytes sizes it; a struct whose fields
+// all have a fixed width is written and read as one record, its size checked
+// once, and a vector of integers or doubles as one block. The list serves
+// more than messages: TP sharing copies a Batch by its list
+// (construct/tp_share.h).
 namespace wire {
 
 template <typename T>
@@ -176,6 +194,13 @@ constexpr size_t min_bytes() {
     }(static_cast<Fields<T>*>(nullptr));
 }
 
+// A vector whose items are copied as one block: integers or doubles (not
+// bool) on a little-endian host, where memory order is wire order.
+template <typename T>
+constexpr bool bulk_items() {
+  return std::is_arithmetic_v<T> && !std::is_same_v<T, bool> && std::endian::native == std::endian::little;
+}
+
 template <typename T>
 void store(uint8_t*& p, T v) {
   std::memcpy(p, &v, sizeof v);
@@ -202,9 +227,14 @@ void write_wire(WireWriter& w, const T& v) {
   } else if constexpr (std::is_same_v<T, std::string>) {
     w.string(v);
   } else if constexpr (wire::is_vector<T>::value) {
+    using Item = typename T::value_type;
     w.u32(checked_cast<uint32_t>(v.size()));
-    if constexpr (constexpr size_t n = wire::fixed_bytes<typename T::value_type>(); n > 0) w.reserve(n * v.size());
-    for (const auto& item : v) write_wire(w, item);
+    if constexpr (wire::bulk_items<Item>()) {
+      if (!v.empty()) std::memcpy(w.append(v.size() * sizeof(Item)), v.data(), v.size() * sizeof(Item));
+    } else {
+      if constexpr (constexpr size_t n = wire::fixed_bytes<Item>(); n > 0) w.reserve(n * v.size());
+      for (const auto& item : v) write_wire(w, item);
+    }
   } else if constexpr (wire::is_pair<T>::value) {
     write_wire(w, v.first);
     write_wire(w, v.second);
@@ -223,8 +253,13 @@ void read_wire(WireReader& r, T& v) {
   } else if constexpr (std::is_same_v<T, std::string>) {
     v = r.string();
   } else if constexpr (wire::is_vector<T>::value) {
-    v.resize(r.count(wire::min_bytes<typename T::value_type>()));
-    for (auto& item : v) read_wire(r, item);
+    using Item = typename T::value_type;
+    v.resize(r.count(wire::min_bytes<Item>()));
+    if constexpr (wire::bulk_items<Item>()) {
+      if (!v.empty()) std::memcpy(v.data(), r.take(v.size() * sizeof(Item)), v.size() * sizeof(Item));
+    } else {
+      for (auto& item : v) read_wire(r, item);
+    }
   } else if constexpr (wire::is_pair<T>::value) {
     read_wire(r, v.first);
     read_wire(r, v.second);
@@ -233,6 +268,31 @@ void read_wire(WireReader& r, T& v) {
     std::apply([&](auto&... field) { (wire::load(p, field), ...); }, wire_fields(v));
   } else {
     std::apply([&](auto&... field) { (read_wire(r, field), ...); }, wire_fields(v));
+  }
+}
+
+// The bytes write_wire writes for `v`.
+template <typename T>
+size_t wire_bytes(const T& v) {
+  if constexpr (std::is_arithmetic_v<T>) {
+    return sizeof(T);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return 4 + v.size();
+  } else if constexpr (wire::is_vector<T>::value) {
+    if constexpr (constexpr size_t n = wire::fixed_bytes<typename T::value_type>(); n > 0) {
+      return 4 + n * v.size();
+    } else {
+      size_t sum = 4;
+      for (const auto& item : v) sum += wire_bytes(item);
+      return sum;
+    }
+  } else if constexpr (wire::is_pair<T>::value) {
+    return wire_bytes(v.first) + wire_bytes(v.second);
+  } else if constexpr (constexpr size_t n = wire::fixed_bytes<T>(); n > 0) {
+    return n;
+  } else {
+    return std::apply([](const auto&... field) { return (size_t{0} + ... + wire_bytes(field)); },
+                      wire_fields(const_cast<T&>(v)));
   }
 }
 
@@ -399,16 +459,6 @@ struct ReassignMessage {
 };
 inline auto wire_fields(ReassignMessage& m) { return std::tie(m.close, m.open); }
 
-// A loader's profile of each source it serves (kTagProfile).
-struct ProfileMessage {
-  std::vector<std::pair<uint32_t, SourceProfile>> sources;  // (source id, profile)
-};
-inline auto wire_fields(SourceProfile& p) {
-  return std::tie(p.read_seconds_per_sample, p.transform_seconds_per_sample, p.bytes_per_sample, p.open_bytes,
-                  p.samples_measured, p.positions_per_sample, p.shared_bytes, p.patches_per_sample);
-}
-inline auto wire_fields(ProfileMessage& m) { return std::tie(m.sources); }
-
 // The messages by name. Decoding throws ProtocolError naming the message on
 // a short, long or malformed one.
 std::vector<uint8_t> encode(const HelloMessage& m);
@@ -420,7 +470,6 @@ std::vector<uint8_t> encode(const AckMessage& m);
 std::vector<uint8_t> encode(const FaultMessage& m);
 std::vector<uint8_t> encode(const RanksMessage& m);
 std::vector<uint8_t> encode(const ReassignMessage& m);
-std::vector<uint8_t> encode(const ProfileMessage& m);
 
 HelloMessage decode_hello(std::span<const uint8_t> bytes);
 std::vector<LoadItem> decode_load(std::span<const uint8_t> bytes);
@@ -431,6 +480,5 @@ AckMessage decode_ack(std::span<const uint8_t> bytes);
 FaultMessage decode_fault(std::span<const uint8_t> bytes);
 RanksMessage decode_ranks(std::span<const uint8_t> bytes);
 ReassignMessage decode_reassign(std::span<const uint8_t> bytes);
-ProfileMessage decode_profile(std::span<const uint8_t> bytes);
 
 }  // namespace msd

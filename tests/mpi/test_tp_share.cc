@@ -54,7 +54,7 @@ Batch synthetic_batch(uint64_t step, int group) {
 
 std::vector<uint8_t> encoded(const Batch& batch) {
   std::vector<uint8_t> bytes(encoded_batch_bytes(batch));
-  encode_batch(batch, bytes.data());
+  encode_batch(batch, bytes);
   return bytes;
 }
 
@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
     Batch out;
     bool threw = false;
     try {
-      decode_batch(bytes.data(), bytes.size() - 3, out);
+      decode_batch(std::span(bytes).first(bytes.size() - 3), out);
     } catch (const ProtocolError&) {
       threw = true;
     }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# lib/'s parts include each other in one direction only (docs/design.md,
-# "Code layout"). The checker is first shown to catch a circle in a scratch
-# tree of three parts.
+# lib/'s parts include each other in one direction only, as docs/design.md's
+# layer diagram shows ("Code layout"). The checker is first shown to catch a
+# circle in a scratch tree of three parts, and each wrong claim of a scratch
+# design.md.
 set -euo pipefail
 : "${MSD_SOURCE:?run through ctest}" "${MSD_BUILD:?run through ctest}"
 check="$MSD_SOURCE/tools/check-part-graph.py"
@@ -16,4 +17,27 @@ if out=$(/usr/bin/python3 "$check" "$scratch"); then
 fi
 echo "$out"
 grep -q "a circle among lib/'s parts: a -> b -> c -> a" <<<"$out"
+# docs/design.md's claims are checked: a part on no row, an arrow that does
+# not point down, and a wrong list of msd/config.h's parts all fail.
+claims="$MSD_BUILD/test-scratch/part_graph_claims"
+rm -rf "$claims" && mkdir -p "$claims/lib/low" "$claims/lib/high" "$claims/lib/loose" "$claims/include/msd" "$claims/docs"
+touch "$claims/include/msd/config.h"
+printf '#include "msd/config.h"\n#include "low/low.h"\n' >"$claims/lib/high/high.h"
+echo '#include "high/high.h"' >"$claims/lib/loose/loose.h"
+echo '// the lowest' >"$claims/lib/low/low.h"
+design() {  # design ROWS... (one row per argument, highest first), then the config.h line
+  { echo 'Dependencies point one way:'; echo '```'; for row in "$@"; do echo "  $row"; echo '  ───'; done; echo '```'
+    echo "Parts that include \`msd/config.h\` (the whole \`Config\`) directly: $CONFIG_PARTS"; } >"$claims/docs/design.md"
+}
+CONFIG_PARTS='`high`' design "loose" "high" "low"
+/usr/bin/python3 "$check" "$claims" >/dev/null || { echo "the checker refused a true design.md" >&2; exit 1; }
+CONFIG_PARTS='`high`' design "high" "low"
+out=$(/usr/bin/python3 "$check" "$claims") && { echo "the checker passed a part with no row" >&2; exit 1; }
+grep -q "part loose has no row" <<<"$out"
+CONFIG_PARTS='`high`' design "loose" "low" "high"
+out=$(/usr/bin/python3 "$check" "$claims") && { echo "the checker passed an arrow up" >&2; exit 1; }
+grep -q "high includes low, which is not on a row below it" <<<"$out"
+CONFIG_PARTS='`low`' design "loose" "high" "low"
+out=$(/usr/bin/python3 "$check" "$claims") && { echo "the checker passed a wrong list of msd/config.h's parts" >&2; exit 1; }
+grep -q "the parts that include msd/config.h are high; it lists low" <<<"$out"
 /usr/bin/python3 "$check" "$MSD_SOURCE"

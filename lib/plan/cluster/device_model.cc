@@ -163,6 +163,12 @@ DeviceSpec device_spec_preset(const std::string& name, const std::string& what) 
   throw ConfigError(str(what, ": '", name, "' is not a device; give h100 or h200"));
 }
 
+Parallel parallel_of(const Config& config) {
+  const TopologyConfig& t = config.topology;
+  return Parallel{static_cast<uint32_t>(t.dp), static_cast<uint32_t>(t.pp), static_cast<uint32_t>(t.cp),
+                  static_cast<uint32_t>(t.tp)};
+}
+
 DeviceModel make_device_model(const Config& config) {
   DeviceModel m;
   if (!config.model.preset.empty()) {

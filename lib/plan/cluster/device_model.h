@@ -62,6 +62,8 @@ DeviceModel make_device_model(const Config& config);
 struct Parallel {
   uint32_t dp = 1, pp = 1, cp = 1, tp = 1;
 };
+// The Parallel of a configuration's topology.
+Parallel parallel_of(const Config& config);
 
 // One packed sequence as its TP/CP group computes it: its segments (document
 // pieces, in position order; attention stays inside a segment) and the

@@ -260,7 +260,7 @@ double modelled_step_seconds(const Config& config, std::span<const double> weigh
   const Parallel parallel{static_cast<uint32_t>(t.dp), static_cast<uint32_t>(t.pp), static_cast<uint32_t>(t.cp),
                           static_cast<uint32_t>(t.tp)};
   const ModeEvaluation placed =
-      evaluate_mode(training_mode(config.job), {docs}, make_pack_options(config),
+      evaluate_mode(config.job.mode(), {docs}, make_pack_options(config),
                     make_cost_model(config), make_device_model(config), parallel);
   return placed.seconds * config.emulator.time_scale;
 }

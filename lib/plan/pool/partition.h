@@ -33,7 +33,7 @@ struct PartitionDemand {
   // at point `p` when the rank reads and transforms on `threads` threads:
   // steps/s x batch x weight x (read + transform) / threads per sample
   // (SourceProfile::seconds_on). A loader reads a batch on its threads and
-  // then transforms it on them (lib/runtime/loader.cc), so threads shorten
+  // then transforms it on them (lib/loader/loader.cc), so threads shorten
   // both.
   double load(size_t s, size_t p, unsigned threads) const;
   // Its parts, all ranks together: seconds of reads and seconds of

@@ -9,7 +9,7 @@
 namespace msd {
 
 // A loader reads a batch's samples on its loader.threads threads and then
-// transforms them on as many (lib/runtime/loader.cc; every source format
+// transforms them on as many (lib/loader/loader.cc; every source format
 // reads concurrently, source/source.h). Both parts are measured as what one
 // sample costs one thread, and kept apart for the reader of a profile (a
 // read-bound source behind storage latency, a decode-bound one): on `t`

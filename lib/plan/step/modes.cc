@@ -123,61 +123,19 @@ std::vector<std::vector<BucketPlan>> place_stream(TrainingMode mode, const std::
 
 }  // namespace
 
-const char* training_mode_name(TrainingMode mode) {
-  switch (mode) {
-    case TrainingMode::colocated_samples: return "colocated_samples";
-    case TrainingMode::colocated_tokens: return "colocated_tokens";
-    case TrainingMode::megatron: return "megatron";
-    case TrainingMode::megatron_docmask: return "megatron_docmask";
-    case TrainingMode::megatron_dp_balanced: return "megatron_dp_balanced";
-    case TrainingMode::megatron_dynamic_cp: return "megatron_dynamic_cp";
-    case TrainingMode::msd_tokens: return "msd_tokens";
-    case TrainingMode::msd_greedy: return "msd_greedy";
-    case TrainingMode::msd_kk: return "msd_kk";
-  }
-  return "?";
-}
-
 TrainingMode parse_training_mode(const std::string& name, const std::string& balance, const std::string& what,
                                  bool evaluation) {
-  for (TrainingMode mode : kEvaluationModes) {
-    if (name != training_mode_name(mode)) continue;
-    if (std::find(std::begin(kTrainingModes), std::end(kTrainingModes), mode) == std::end(kTrainingModes) &&
-        !evaluation)
-      throw ConfigError(str(what, ": '", name, "' is Megatron-LM's placement: a baseline of the evaluations "
-                            "(msd-plan simulate --compare, msd-plan place, msd-bench sweep), not a mode a job runs"));
-    return mode;
+  if (name == kDisaggregated) return msd_mode(parse_balance_method(balance, "job.balance"));
+  if (const auto mode = find_option_value<TrainingMode>(name)) {  // a mode's name, or the alias colocated
+    if (!evaluation && !is_job_mode(*mode)) throw ConfigError(str(what, ": '", name, "' ", kBaselineOnly));
+    return *mode;
   }
-  if (name == "colocated" || name == "disaggregated")
-    return training_mode(*find_option_value<JobMode>(name), parse_balance_method(balance, "job.balance"));
   throw ConfigError(str(what, ": '", name, "' is not a mode (colocated_samples, colocated_tokens, ",
                         evaluation ? "megatron, megatron_docmask, megatron_dp_balanced, megatron_dynamic_cp, " : "",
                         "msd_tokens, msd_greedy, msd_kk, or the aliases colocated and disaggregated)"));
 }
 
-TrainingMode training_mode(JobMode mode, BalanceMethod balance) {
-  switch (mode) {
-    case JobMode::colocated:
-    case JobMode::colocated_samples: return TrainingMode::colocated_samples;
-    case JobMode::colocated_tokens: return TrainingMode::colocated_tokens;
-    case JobMode::msd_tokens: return TrainingMode::msd_tokens;
-    case JobMode::msd_greedy: return TrainingMode::msd_greedy;
-    case JobMode::msd_kk: return TrainingMode::msd_kk;
-    case JobMode::disaggregated: break;
-  }
-  switch (balance) {
-    case BalanceMethod::tokens: return TrainingMode::msd_tokens;
-    case BalanceMethod::greedy: return TrainingMode::msd_greedy;
-    case BalanceMethod::karmarkar_karp: return TrainingMode::msd_kk;
-  }
-  return TrainingMode::msd_greedy;
-}
-
-TrainingMode training_mode(const JobConfig& job) { return training_mode(job.mode, job.balance); }
-
-bool is_baseline(TrainingMode mode) {
-  return mode != TrainingMode::msd_tokens && mode != TrainingMode::msd_greedy && mode != TrainingMode::msd_kk;
-}
+bool is_baseline(TrainingMode mode) { return !mode_balance(mode); }
 
 bool is_stream_mode(TrainingMode mode) {
   return mode == TrainingMode::megatron || mode == TrainingMode::megatron_docmask;
@@ -187,8 +145,6 @@ bool varlen_rows(TrainingMode mode, bool varlen) {
   return mode == TrainingMode::megatron_dp_balanced || mode == TrainingMode::megatron_dynamic_cp ||
          (varlen && !is_baseline(mode));
 }
-
-bool loads_on_trainers(TrainingMode mode) { return mode == TrainingMode::colocated_samples; }
 
 void check_mode(TrainingMode mode, const PackOptions& options, const std::string& what) {
   if (mode != TrainingMode::megatron_dynamic_cp) return;
@@ -370,11 +326,9 @@ std::vector<BucketPlan> place_step(TrainingMode mode, const std::vector<PlanDoc>
     case TrainingMode::colocated_samples: buckets = place_samples(docs, options); break;
     case TrainingMode::colocated_tokens: buckets = place_sequences(docs, options); break;
     case TrainingMode::megatron_dp_balanced: buckets = dp_balanced_step(docs, options.seq_len, options.dp); break;
-    case TrainingMode::msd_tokens: msd.balance = BalanceMethod::tokens; return distribute_and_pack(docs, msd, cost);
-    case TrainingMode::msd_greedy: msd.balance = BalanceMethod::greedy; return distribute_and_pack(docs, msd, cost);
-    case TrainingMode::msd_kk:
-      msd.balance = BalanceMethod::karmarkar_karp;
-      return distribute_and_pack(docs, msd, cost);
+    case TrainingMode::msd_tokens:
+    case TrainingMode::msd_greedy:
+    case TrainingMode::msd_kk: msd.balance = *mode_balance(mode); return distribute_and_pack(docs, msd, cost);
     case TrainingMode::megatron:
     case TrainingMode::megatron_docmask:
     case TrainingMode::megatron_dynamic_cp: break;

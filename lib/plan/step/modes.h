@@ -1,6 +1,7 @@
-// Training modes: how one step's documents are placed on the data-parallel
-// ranks. Every mode places the SAME documents (the one global mixer's step,
-// docs/evaluation.md); only where they go differs. MPI-free: the planner, the
+// Training modes (TrainingMode, named in msd/options.h): how one step's
+// documents are placed on the data-parallel ranks. Every mode places the SAME
+// documents (the one global mixer's step, docs/evaluation.md); only where
+// they go differs. MPI-free: the planner, the
 // colocated client, the simulator and the benchmarks all place through here.
 #pragma once
 
@@ -15,45 +16,28 @@
 
 namespace msd {
 
-enum class TrainingMode {
-  // Equal samples per DP rank (DistributedSampler: rank r takes every dp-th
-  // document in arrival order), micro-batches by sample count, next-fit
-  // packing in arrival order: many multimodal trainers' practice.
-  colocated_samples,
-  // Megatron's packing held to one step's documents (what the colocated
-  // runtime can deliver): the step's documents, concatenated in arrival
-  // order, are cut into seq_len sequences (pack_concatenated); each rank
-  // takes a contiguous run of floor or ceil(sequences / dp) sequences, cut
-  // into micro-batches of equal sequence count.
-  colocated_tokens,
-  // Megatron-LM as it runs (plan/step/megatron.h): GPTDataset over the run's
-  // stream (its documents shuffled, concatenated and cut into samples of
-  // seq_len inputs, the samples shuffled), dealt by
-  // MegatronPretrainingSampler (blocks of micro_batch_size x dp samples, DP
-  // rank r taking slice r of each; a step is `micro_batches` blocks). Fixed
-  // rows with full causal attention over each row (--reset-attention-mask
-  // off): a row costs one segment of seq_len positions. A stream mode.
-  megatron,
-  // The same rows with document-masked attention (--reset-attention-mask
-  // with a varlen kernel): each piece its own segment, sum(L^2). A stream mode.
-  megatron_docmask,
-  // Megatron core's DpBalancedScheduler over one step's documents
-  // (dp_balanced_step): variable-length rows, an equal micro-batch count
-  // per DP rank.
-  megatron_dp_balanced,
-  // Megatron core's hybrid context parallelism (BalancedCPScheduler,
-  // dynamic_cp_step) over one step's documents: each piece its own CP size.
-  // Only with cp > 1; placed by place_dynamic_cp, not as DP buckets.
-  megatron_dynamic_cp,
-  msd_tokens,  // disaggregated, balancing positions only (BalanceMethod::tokens)
-  msd_greedy,  // disaggregated, LPT on cost
-  msd_kk,      // disaggregated, Karmarkar-Karp on cost
-};
+// How each mode places:
+// - colocated_samples: Equal samples per DP rank (DistributedSampler: rank r takes every dp-th document in arrival
+//   order), micro-batches by sample count, next-fit packing in arrival order: many multimodal trainers' practice.
+// - colocated_tokens: Megatron's packing held to one step's documents (what the colocated runtime can deliver): the
+//   step's documents, concatenated in arrival order, are cut into seq_len sequences (pack_concatenated); each rank
+//   takes a contiguous run of floor or ceil(sequences / dp) sequences, cut into micro-batches of equal sequence
+//   count.
+// - megatron: Megatron-LM as it runs (plan/step/megatron.h): GPTDataset over the run's stream (its documents
+//   shuffled, concatenated and cut into samples of seq_len inputs, the samples shuffled), dealt by
+//   MegatronPretrainingSampler (blocks of micro_batch_size x dp samples, DP rank r taking slice r of each; a step
+//   is `micro_batches` blocks). Fixed rows with full causal attention over each row (--reset-attention-mask off): a
+//   row costs one segment of seq_len positions. A stream mode.
+// - megatron_docmask: The same rows with document-masked attention (--reset-attention-mask with a varlen kernel):
+//   each piece its own segment, sum(L^2). A stream mode.
+// - megatron_dp_balanced: Megatron core's DpBalancedScheduler over one step's documents (dp_balanced_step):
+//   variable-length rows, an equal micro-batch count per DP rank.
+// - megatron_dynamic_cp: Megatron core's hybrid context parallelism (BalancedCPScheduler, dynamic_cp_step) over one
+//   step's documents: each piece its own CP size. Only with cp > 1; placed by place_dynamic_cp, not as DP buckets.
+// - msd_tokens: disaggregated, balancing positions only (BalanceMethod::tokens)
+// - msd_greedy: disaggregated, LPT on cost
+// - msd_kk: disaggregated, Karmarkar-Karp on cost
 
-// The modes a job runs (job.mode): every mode but Megatron's.
-inline constexpr TrainingMode kTrainingModes[] = {TrainingMode::colocated_samples, TrainingMode::colocated_tokens,
-                                                  TrainingMode::msd_tokens, TrainingMode::msd_greedy,
-                                                  TrainingMode::msd_kk};
 // Every mode, as the evaluations compare them (msd-plan simulate --compare;
 // megatron_dynamic_cp only where cp > 1).
 inline constexpr TrainingMode kEvaluationModes[] = {
@@ -61,17 +45,14 @@ inline constexpr TrainingMode kEvaluationModes[] = {
     TrainingMode::megatron_docmask,     TrainingMode::megatron_dp_balanced, TrainingMode::megatron_dynamic_cp,
     TrainingMode::msd_tokens,           TrainingMode::msd_greedy,          TrainingMode::msd_kk};
 
-const char* training_mode_name(TrainingMode mode);
+// A mode's name (msd/options.h names them once).
+inline const char* training_mode_name(TrainingMode mode) { return option_name(mode); }
 // A mode name of kTrainingModes (or, with `evaluation`, of kEvaluationModes),
 // or the aliases "colocated" (colocated_samples) and "disaggregated" (msd
 // with `balance`: tokens, greedy or karmarkar_karp). Throws ConfigError
 // naming `what` for anything else.
 TrainingMode parse_training_mode(const std::string& name, const std::string& balance = "greedy",
                                  const std::string& what = "job.mode", bool evaluation = false);
-// The mode a job's job.mode places by: the aliases resolved, disaggregated
-// by `balance`.
-TrainingMode training_mode(JobMode mode, BalanceMethod balance);
-TrainingMode training_mode(const JobConfig& job);
 bool is_baseline(TrainingMode mode);  // the colocated and megatron modes
 // megatron and megatron_docmask: placed over a run's stream (place_run).
 bool is_stream_mode(TrainingMode mode);
@@ -79,8 +60,6 @@ bool is_stream_mode(TrainingMode mode);
 // and megatron_dynamic_cp always, the msd modes when `varlen`
 // (PackOptions::varlen), the others never.
 bool varlen_rows(TrainingMode mode, bool varlen);
-// Whether training ranks load their own data (no planner, no loaders).
-bool loads_on_trainers(TrainingMode mode);  // colocated_samples
 // Throws ConfigError naming `what` when `mode` cannot place under `options`:
 // megatron_dynamic_cp without context parallelism (cp > 1), with pipeline
 // stages (Megatron runs hybrid CP with pp 1 only), or on a dp x cp domain

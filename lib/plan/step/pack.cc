@@ -225,14 +225,9 @@ PackOptions make_pack_options(const Config& config) {
   options.micro_batches = config.job.micro_batches;
   options.long_docs = config.job.long_docs;
   options.balance = config.job.balance;
-  const TrainingMode mode = training_mode(config.job);
+  const TrainingMode mode = config.job.mode();
   // A mode that names its balance (msd_tokens, msd_greedy, msd_kk) overrides job.balance.
-  switch (mode) {
-    case TrainingMode::msd_tokens: options.balance = BalanceMethod::tokens; break;
-    case TrainingMode::msd_greedy: options.balance = BalanceMethod::greedy; break;
-    case TrainingMode::msd_kk: options.balance = BalanceMethod::karmarkar_karp; break;
-    default: break;
-  }
+  if (const auto balance = mode_balance(mode)) options.balance = *balance;
   options.cp = static_cast<uint32_t>(config.topology.cp);
   options.pp = static_cast<uint32_t>(config.topology.pp);
   // The colocated baselines keep Megatron's fixed rows.

@@ -79,7 +79,7 @@ TEST_CASE("config: every option of a full INI file lands in its field", "[config
   CHECK(c.job.seq_len == 4096);
   CHECK(c.job.micro_batches == 4);
   CHECK(c.job.prefetch_steps == 3);
-  CHECK(c.job.mode == msd::JobMode::colocated);
+  CHECK(c.job.mode() == msd::TrainingMode::colocated_samples);  // the alias colocated
   CHECK(c.job.long_docs == msd::LongDocs::truncate);
   CHECK(c.topology.dp == 4);
   CHECK(c.topology.pp == 2);
@@ -154,7 +154,7 @@ TEST_CASE("config: aliases set their section keys", "[config]") {
                                 "--loaders=3", "--summary-json=s.json", "--metrics=m.jsonl", "--print-world-size"});
   CHECK(inv.config.job.steps == 7);
   CHECK(inv.config.job.seed == 5);
-  CHECK(inv.config.job.mode == msd::JobMode::disaggregated);
+  CHECK(!inv.config.job.named_mode);  // disaggregated: job.balance picks the msd mode
   CHECK(inv.config.topology.loaders == 3);
   CHECK(inv.config.output.summary_json == "s.json");
   CHECK(inv.config.output.metrics == "m.jsonl");
@@ -286,6 +286,15 @@ TEST_CASE("config: every error names the option", "[config]") {
   }
   SECTION("values out of their domain") {
     CHECK_THAT(error_of_ini(kBase, {"--job.mode=hybrid"}), Catch::StartsWith("job.mode: 'hybrid'"));
+    CHECK_THAT(error_of_ini(kBase, {"--job.mode=megatron"}), Catch::Contains("not a mode a job runs"));
+    // One vocabulary: disaggregated is the msd mode job.balance names; a named msd mode keeps its own balance.
+    const auto mode_of = [&](std::vector<std::string> args) {
+      args.insert(args.begin(), {"--config", write_ini("case.ini", kBase)});
+      return parse(args).config.job.mode();
+    };
+    CHECK(mode_of({"--job.mode=disaggregated", "--job.balance=tokens"}) == msd::TrainingMode::msd_tokens);
+    CHECK(mode_of({"--job.mode=msd_kk", "--job.balance=tokens"}) == msd::TrainingMode::msd_kk);
+    CHECK(mode_of({"--job.mode=colocated"}) == msd::TrainingMode::colocated_samples);
     CHECK_THAT(error_of_ini(kBase, {"--job.long_docs=drop"}), Catch::StartsWith("job.long_docs: 'drop'"));
     CHECK_THAT(error_of_ini(kBase, {"--topology.dp=0"}), Catch::StartsWith("topology.dp: must be at least 1"));
     CHECK_THAT(error_of_ini(kBase, {"--topology.tp=0"}), Catch::StartsWith("topology.tp: must be at least 1"));
@@ -367,7 +376,7 @@ TEST_CASE("config: world_size counts planner, loaders and clients", "[config]") 
   config.topology.loaders = 5;
   CHECK(config.clients() == 32);
   CHECK(config.world_size() == 1 + 5 + 32);
-  config.job.mode = msd::JobMode::colocated;
+  config.job.named_mode = msd::TrainingMode::colocated_samples;
   CHECK(config.world_size() == 32);
   const Invocation inv = parse({"--config", kData + "/full.ini", "--mode=disaggregated"});
   CHECK(inv.config.world_size() == 1 + 6 + 32);
