@@ -248,7 +248,7 @@ int place_main(int argc, char** argv) {
   sim.steps = 6;
   sim.lengths = "pile";
   sim.image_share = 0.0;
-  sim.hold_above = 0.625;  // for the _hold placements (docs/cost-and-balance.md "Choosing the defaults")
+  sim.hold_above = msd::kComparedHoldAbove;  // for the _hold placements
   std::string modes = "megatron,megatron_docmask,megatron_dp_balanced,msd_tokens,msd_greedy";
   po::options_description described(
       "Usage: msd-plan place [options]\n\n"

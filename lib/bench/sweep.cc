@@ -256,7 +256,7 @@ const std::vector<SweepPlacement>& sweep_placements() {
       {"msd_tokens", M::msd_tokens, false, false},
       {"msd_greedy_varlen", M::msd_greedy, true, false, Cuts::whole, false, 0.0, false},
       {"msd_greedy_cut_vmb", M::msd_greedy, true, false, Cuts::balance, true},
-      {"msd_greedy_cut_vmb_hold", M::msd_greedy, true, false, Cuts::balance, true, kSweepHoldAbove},
+      {"msd_greedy_cut_vmb_hold", M::msd_greedy, true, false, Cuts::balance, true, kComparedHoldAbove},
       {"calibrated_msd_greedy", M::msd_greedy, false, true},
       {"calibrated_msd_greedy_varlen", M::msd_greedy, true, true, Cuts::whole, false, 0.0, false},
   };

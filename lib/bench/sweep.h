@@ -57,12 +57,9 @@ struct SweepPlacement {
 // msd_tokens and msd_greedy (fixed rows), msd_greedy_varlen (cp 1 rows),
 // msd_greedy with cuts and variable micro-batch counts (msd_greedy_cut_vmb),
 // the same with the outlier hold (msd_greedy_cut_vmb_hold, above
-// kSweepHoldAbove x seq_len), and msd_greedy placed by the calibrated cost in
+// kComparedHoldAbove x seq_len), and msd_greedy placed by the calibrated cost in
 // both row shapes (varlen: cp 1 rows).
 const std::vector<SweepPlacement>& sweep_placements();
-// The hold's threshold in the sweep: msd-plan place's `_hold` default
-// (docs/cost-and-balance.md "Choosing the defaults").
-inline constexpr double kSweepHoldAbove = 0.625;
 // The baseline msd's best placement is chosen over (SweepReport::best).
 inline constexpr TrainingMode kBestChosenOver = TrainingMode::megatron_docmask;
 // The Megatron baselines every placement is compared with: megatron,

@@ -49,6 +49,11 @@ struct SimulateOptions {
   uint32_t hold_steps = 8;
 };
 
+// The hold's threshold (x seq_len) of the compared `_hold` placements, in
+// msd-plan place and msd-bench sweep alike (docs/cost-and-balance.md
+// "Choosing the defaults").
+inline constexpr double kComparedHoldAbove = 0.625;
+
 // msd's packing options for `options` at `dp` ranks (the hold releasing dp
 // documents together, its last step options.steps - 1).
 PackOptions simulate_pack_options(const SimulateOptions& options, uint32_t dp);
