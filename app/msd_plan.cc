@@ -79,7 +79,7 @@ msd::ProfileReport measure(const msd::Config& config, uint64_t samples, unsigned
     std::cerr << "profile: " << source << " " << done << "/" << total << " samples\r";
     if (done == total) std::cerr << '\n';
   };
-  return msd::profile_sources(config, options);
+  return msd::profile_sources(msd::pipeline_options(config), options);
 }
 
 int profile_main(int argc, char** argv) {

@@ -25,9 +25,15 @@ struct WeightPoint {
 
 enum class ScheduleKind { constant, piecewise, linear };
 
+// The format of a source's files. Each has a folder under lib/source/ and one
+// entry in its registry (lib/source/format.h), which knows its name, what it
+// needs and how it opens; configuration parses source.NAME.format once, by
+// that registry (docs/formats.md "Adding a format").
+enum class SourceFormat : uint8_t { jsonl, wds, indexed, parquet };
+
 struct SourceConfig {
   std::string name;                 // [source.NAME]
-  std::string format;               // jsonl | wds | indexed | parquet
+  std::optional<SourceFormat> format;  // source.NAME.format; unset: missing (validation fails)
   std::string path;                 // comma-separated globs, resolved
   // "0.5" or "0:0.6, 500:0.3": steps strictly increasing, weights >= 0.
   // Default: 1 for the whole run.

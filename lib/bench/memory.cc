@@ -13,6 +13,7 @@
 #include "datagen/datagen.h"
 #include "msd/config.h"
 #include "source/indexed/indexed_source.h"
+#include "source/format.h"
 #include "source/source.h"
 
 namespace msd::bench {
@@ -66,7 +67,7 @@ std::string write_config(const MemoryOptions& options, const std::string& dir, c
   for (int s = 0; s < sources; ++s) out << (s ? ", " : "") << source_name(s);
   out << "\n\n";
   for (int s = 0; s < sources; ++s)
-    out << "[source." << source_name(s) << "]\nformat = " << (s % 2 == 0 ? "jsonl" : "indexed") << "\npath = "
+    out << "[source." << source_name(s) << "]\nformat = " << format_name(s % 2 == 0 ? SourceFormat::jsonl : SourceFormat::indexed) << "\npath = "
         << paths[static_cast<size_t>(s)] << "\n\n";
   out << "[tokenizer]\nvocab = " << vocab << "\n\n[loader]\nwindow_mb = 16\n\n[emulator]\ntime_scale = 0\n\n"
       << "[output]\nprogress_every = 0\nlog_level = warn\n";
@@ -158,7 +159,7 @@ MemoryReport run_memory_bench(const MemoryOptions& options) {
     // the one-time scan.
     SourceConfig source;
     source.name = source_name(s);
-    source.format = s % 2 == 0 ? "jsonl" : "indexed";
+    source.format = s % 2 == 0 ? SourceFormat::jsonl : SourceFormat::indexed;
     source.path = paths.back();
     open_source(source, SourceOptions{});
   }

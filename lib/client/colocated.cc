@@ -33,26 +33,17 @@ ColocatedClient::ColocatedClient(JobContext& job, int client_index)
     : job_(job),
       client_index_(client_index),
       data_group_(job.tree.data_group(client_index)),
+      pipeline_(pipeline_options(job.config)),
       mixer_(make_schedule(job.config), job.config.job.global_batch) {
-  const Config& config = job.config;
-  SourceOptions options;
-  options.cache_dir = config.loader.cache_dir;
-  bool text = false;
-  for (const auto& source : config.sources) {
-    std::vector<std::string> files = source_files(source);
-    orders_.push_back(shuffle_order(source, files));
-    sources_.push_back(open_source(source, std::move(files), options));
-    state_bytes_ += sources_.back()->state_bytes();
-    job_.startup.files_indexed += sources_.back()->index_counts().scanned;
-    job_.startup.files_cached += sources_.back()->index_counts().cached;
-    text = text || source.format != "indexed";
+  pipeline_.open_all();
+  for (uint32_t s = 0; s < pipeline_.source_count(); ++s) {
+    const Source& source = *pipeline_.source(s);
+    state_bytes_ += source.state_bytes();
+    job_.startup.files_indexed += source.index_counts().scanned;
+    job_.startup.files_cached += source.index_counts().cached;
   }
-  if (text) {
-    tokenizer_ = open_tokenizer(config.tokenizer);
-    state_bytes_ += tokenizer_->state_bytes();
-  }
-  transform_ = std::make_unique<SampleTransform>(tokenizer_.get(), ImageOptions{config.image.max_side, config.image.patch});
-  next_cursor_.assign(sources_.size(), 0);
+  if (pipeline_.tokenizer()) state_bytes_ += pipeline_.tokenizer()->state_bytes();
+  next_cursor_.assign(pipeline_.source_count(), 0);
   bad_.assign(bad_kind_count, 0);
 }
 
@@ -90,13 +81,14 @@ void ColocatedClient::start(int32_t image_token_id) {
 // is bad.
 bool ColocatedClient::load(uint32_t source_index, uint64_t cursor, Prepared& out, TransformedSample& sample) {
   const Config& config = job_.config;
-  const uint32_t patch_bytes = config.image.patch * config.image.patch * 3;
-  Source& source = *sources_[source_index];
-  const StreamPosition pos = stream_position(config.job.seed, source_index, source.size(), cursor, orders_[source_index]);
+  const uint32_t patch_bytes = pipeline_.patch_bytes();
+  Source& source = *pipeline_.source(source_index);
+  const StreamPosition pos =
+      stream_position(config.job.seed, source_index, source.size(), cursor, pipeline_.order(source_index));
   RawSample raw;
   read_sample(source, config.sources[source_index], pos.index, raw);
   std::string reason = raw.reason;
-  const BadKind bad = raw.bad != BadKind::none ? raw.bad : transform_->apply(raw, sample, reason);
+  const BadKind bad = raw.bad != BadKind::none ? raw.bad : pipeline_.transform().apply(raw, sample, reason);
   if (bad != BadKind::none) {
     bad_[static_cast<size_t>(bad)]++;
     log_warn("bad sample in source '", config.sources[source_index].name, "': ", raw.where.file, " offset ",
@@ -111,15 +103,11 @@ bool ColocatedClient::load(uint32_t source_index, uint64_t cursor, Prepared& out
   meta.text_tokens = static_cast<uint32_t>(sample.tokens.size());
   meta.patches = sample.image.patches;
   meta.patch_bytes = meta.patches > 0 ? patch_bytes : 0;
-  const uint64_t bytes = SlotLayout::bytes(meta.text_tokens, meta.patches, patch_bytes);
+  const uint64_t bytes = slot_bytes(sample, patch_bytes);
   meta.slot_offset = (out.arena.size() + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
   meta.slot_bytes = static_cast<uint32_t>(bytes);
   out.arena.resize(meta.slot_offset + bytes);
-  uint8_t* slot = out.arena.data() + meta.slot_offset;
-  std::memcpy(slot + SlotLayout::tokens_offset(), sample.tokens.data(), sample.tokens.size() * sizeof(int32_t));
-  if (meta.patches > 0)
-    std::memcpy(slot + SlotLayout::patches_offset(meta.text_tokens), sample.image.pixels.data(),
-                sample.image.pixels.size());
+  write_slot(out.arena.data() + meta.slot_offset, sample, source_index, pos.index, patch_bytes);
   out.plan.samples.push_back(meta);
   out.bytes_loaded += bytes - SlotLayout::tokens_offset();
   return true;

@@ -18,8 +18,7 @@
 #include "plan/step/mix.h"
 #include "client/client_impl.h"
 #include "runtime/context.h"
-#include "source/source.h"
-#include "transform/transform.h"
+#include "pipeline/pipeline.h"
 #include "runtime/watchdog.h"
 
 namespace msd {
@@ -33,7 +32,7 @@ class ColocatedClient : public ClientImpl {
   const Batch* next() override;
   uint64_t steps() const override { return job_.config.job.steps; }
   void stop_early() override;
-  int32_t vocab_size() const { return tokenizer_ ? tokenizer_->vocab_size() : -1; }
+  int32_t vocab_size() const { return pipeline_.tokenizer() ? pipeline_.tokenizer()->vocab_size() : -1; }
   void start(int32_t image_token_id);  // starts the prefetch thread
   uint64_t state_bytes() const { return state_bytes_; }
   const std::vector<uint64_t>& bad_samples() const { return bad_; }
@@ -51,10 +50,7 @@ class ColocatedClient : public ClientImpl {
   JobContext& job_;
   int client_index_;
   int data_group_;
-  std::vector<std::unique_ptr<Source>> sources_;
-  std::vector<ShuffleOrder> orders_;  // per source: its stream's order (shuffle_order)
-  std::unique_ptr<Tokenizer> tokenizer_;
-  std::unique_ptr<SampleTransform> transform_;
+  SamplePipeline pipeline_;  // every source open, with its stream's order; the tokenizer; the transform
   Mixer mixer_;
   std::vector<uint64_t> next_cursor_;   // per source: next cursor of the global stream
   std::vector<uint64_t> bad_;           // per BadKind

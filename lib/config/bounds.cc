@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "common/error.h"
+#include "source/format.h"
 
 namespace msd {
 namespace {
@@ -19,6 +20,14 @@ void at_most(T value, T bound, const std::string& key, const char* why) {
 void finite_at_most(double value, double bound, const std::string& key, const char* why) {
   if (!std::isfinite(value)) throw ConfigError(str(key, ": ", value, " is not a finite number"));
   at_most(value, bound, key, why);
+}
+
+// "format = parquet": the formats that read source.NAME.image_field, as needs() names them.
+std::string image_field_formats() {
+  std::string out;
+  for (const FormatSpec* spec : registered_formats())
+    if (spec->reads_image_field) out += (out.empty() ? "format = " : " or ") + std::string(spec->name);
+  return out;
 }
 
 void needs(bool set, bool needed, const char* key, const char* what) {
@@ -106,8 +115,8 @@ void dependent_options(const Config& c) {
   needs(ckpt.accept_changed_data, ckpt.resuming(), "checkpoint.accept_changed_data", "--resume or --resume-step");
   needs(ckpt.accept_changed_mix, ckpt.resuming(), "checkpoint.accept_changed_mix", "--resume or --resume-step");
   for (const SourceConfig& source : c.sources)
-    needs(!source.image_field.empty(), source.format == "parquet", ("source." + source.name + ".image_field").c_str(),
-          "format = parquet");
+    needs(!source.image_field.empty(), format_spec(source).reads_image_field,
+          ("source." + source.name + ".image_field").c_str(), image_field_formats().c_str());
   needs(ckpt.start_over, !ckpt.dir.empty(), "checkpoint.start_over", "checkpoint.dir");
   if (ckpt.start_over && ckpt.resume_step)
     throw ConfigError("checkpoint.start_over: cannot start over with checkpoint.resume_step (a resume at the "

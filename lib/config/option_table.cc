@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "source/format.h"
 
 namespace msd::option_table {
 
@@ -109,7 +110,7 @@ void add_megatron_blend(Config& config, const Setting& setting, const ParseConte
     if (!parse_double(words[i], weight) || weight < 0)
       bad_value(setting, context, str("a weight >= 0 before each prefix, not '", words[i], "'"));
     source.weight = {{0, weight}};
-    source.format = "indexed";
+    source.format = SourceFormat::indexed;
     source.path = resolve_path(words[i + 1], setting, context);
     std::string name = std::filesystem::path(words[i + 1]).filename().string();
     for (char& ch : name)
@@ -604,7 +605,7 @@ const SourceConfig* find_source(const Config& config, const std::string& name) {
 Section source_section(const std::string& name) {
   const std::string prefix = "source." + name + ".";
   // `field` is a generic lambda returning the field of a SourceConfig.
-  auto option = [&](const std::string& key, const char* value_name, const char* help, auto apply, auto field) {
+  auto option = [&](const std::string& key, const char* value_name, const std::string& help, auto apply, auto field) {
     return OptionSpec{prefix + key, value_name, help,
                       [name, apply](Config& c, const Setting& s, const ParseContext& x) {
                         SourceConfig* source = find_source(c, name);
@@ -619,7 +620,6 @@ Section source_section(const std::string& name) {
   auto trimmed = [](auto member) {
     return [member](SourceConfig& src, const Setting& s, const ParseContext&) { member(src) = trim(s.text); };
   };
-  auto format = [](auto& src) -> auto& { return src.format; };
   auto text_field = [](auto& src) -> auto& { return src.text_field; };
   auto caption_field = [](auto& src) -> auto& { return src.caption_field; };
   auto image_field = [](auto& src) -> auto& { return src.image_field; };
@@ -631,7 +631,12 @@ Section source_section(const std::string& name) {
   };
   Section section{"source." + name, {}};
   section.options = {
-      option("format", "F", "jsonl | wds | indexed | parquet (docs/formats.md)", trimmed(format), format),
+      option("format", "F", format_names() + " (docs/formats.md)",
+             [](SourceConfig& src, const Setting& s, const ParseContext& x) {
+               src.format = format_named(trim(s.text));
+               if (!src.format) bad_value(s, x, str("one of the registered formats: ", format_names()));
+             },
+             [](const SourceConfig& src) { return std::string(src.format ? format_name(*src.format) : ""); }),
       option("path", "GLOBS", "comma-separated globs of the source's files",
              [](SourceConfig& src, const Setting& s, const ParseContext& x) { src.path = resolve_globs(s, x); },
              [](const SourceConfig& src) { return src.path; }),

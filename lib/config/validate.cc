@@ -10,6 +10,7 @@
 #include "config/bounds.h"
 #include "config/option_table.h"
 #include "msd/config.h"
+#include "source/format.h"
 
 namespace msd {
 namespace {
@@ -193,8 +194,7 @@ void validate(const Config& config) {
     const std::string key = "source." + source.name;
     require(!source.name.empty(), "mix.sources: a source has an empty name");
     require(names.insert(source.name).second, str("mix.sources: source '", source.name, "' is listed twice"));
-    require(!source.format.empty(), str(key, ".format: missing (expected jsonl | wds | indexed | parquet)"));
-    require_one_of(source.format, {"jsonl", "wds", "indexed", "parquet"}, key + ".format");
+    require(source.format.has_value(), str(key, ".format: missing (expected ", format_names(), ")"));
     require(!source.path.empty(), str(key, ".path: missing (comma-separated globs of the source's files)"));
     require(valid_weight_curve(source.weight),
             str(key, ".weight: expected at least one point, steps increasing, weights finite and >= 0"));
@@ -202,8 +202,8 @@ void validate(const Config& config) {
     require(!source.caption_field.empty(), str(key, ".caption_field: must not be empty"));
     require_at_least(source.shuffle_block_records, uint64_t{1}, (key + ".shuffle_block_records").c_str());
     require_at_least(source.shuffle_window_blocks, uint64_t{1}, (key + ".shuffle_window_blocks").c_str());
-    needs_tokenizer = needs_tokenizer || source.format != "indexed";
-    has_images = has_images || source.format == "wds" || (source.format == "parquet" && !source.image_field.empty());
+    needs_tokenizer = needs_tokenizer || msd::needs_tokenizer(source);
+    has_images = has_images || msd::has_images(source);
   }
   // The weights may be zero for some sources, never for all at once: a step
   // would have nothing to draw from. The total is piecewise constant (or

@@ -9,10 +9,8 @@
 
 #include "common/error.h"
 #include "common/files.h"
-#include "source/indexed/indexed_source.h"
-#include "source/jsonl/jsonl_source.h"
+#include "source/format.h"
 #include "source/parquet/parquet_source.h"
-#include "source/wds/wds_source.h"
 #include "transform/image/image.h"
 #include "transform/tokenizer/tokenizer.h"
 #include "transform/transform.h"
@@ -65,8 +63,7 @@ void print_index(std::ostream& out, const Source& source, const SourceConfig& co
         << (config.image_field.empty() ? config.text_field : config.caption_field) << "': " << stored << " bytes stored, "
         << decoded << " decoded, codec " << names << '\n';
   }
-  if (dynamic_cast<const JsonlSource*>(&source) || dynamic_cast<const WdsSource*>(&source) ||
-      dynamic_cast<const ParquetSource*>(&source)) {
+  if (format_spec(config).index_caches) {
     const IndexCounts counts = source.index_counts();
     out << "index: " << counts.scanned << " file(s) scanned, " << counts.cached << " from cache\n";
   }
@@ -90,7 +87,9 @@ SourceConfig parse_source_spec(const std::string& spec, const InspectOptions& op
     throw ConfigError(str("--source: expected FORMAT:PATH_OR_GLOB (e.g. jsonl:data/*.jsonl), got '", spec, "'"));
   SourceConfig config;
   config.name = "inspect";
-  config.format = spec.substr(0, colon);
+  config.format = format_named(spec.substr(0, colon));
+  if (!config.format)
+    throw ConfigError(str("--source: unknown format '", spec.substr(0, colon), "' (expected ", format_names(), ")"));
   config.path = spec.substr(colon + 1);
   config.text_field = options.text_field;
   config.caption_field = options.caption_field;
@@ -131,7 +130,7 @@ void run_inspect(const InspectOptions& options, std::ostream& out) {
   std::vector<std::string> files = expand_globs(config.path, "--source");
   std::unique_ptr<Source> source = open_source(config, SourceOptions{options.cache_dir});
 
-  out << "source: " << config.format << ':' << config.path << '\n';
+  out << "source: " << format_name(*config.format) << ':' << config.path << '\n';
   out << "files: " << files.size() << '\n';
   out << "samples: " << source->size() << '\n';
   LengthStats stats = length_stats(*source);

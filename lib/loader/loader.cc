@@ -13,7 +13,7 @@
 #include "runtime/fatal.h"
 #include "loader/index_sharing.h"
 #include "source/fingerprint.h"
-#include "source/indexed/indexed_source.h"
+#include "source/format.h"
 #include "runtime/metrics.h"
 #include "profile/message.h"
 #include "transport/progress.h"
@@ -36,7 +36,7 @@ struct LoaderRole::Prepared {
 };
 
 
-LoaderRole::LoaderRole(JobContext& job) : job_(job) {
+LoaderRole::LoaderRole(JobContext& job) : job_(job), pipeline_(pipeline_options(job.config)) {
   const int index = job.layout.loader_index(job.rank);
   // A shadow keeps every source open, so it can take over any loader.
   std::vector<uint32_t> mine;
@@ -50,7 +50,6 @@ LoaderRole::LoaderRole(JobContext& job) : job_(job) {
   }
   mine_ = mine;
   meter_ = ProfileMeter(job.config.sources.size());
-  sources_.resize(job.config.sources.size());
   snapshot_source_.assign(job.config.sources.size(), false);
   {
     std::istringstream names(job.config.checkpoint.snapshot_sources);
@@ -69,11 +68,7 @@ LoaderRole::LoaderRole(JobContext& job) : job_(job) {
   try {
     build_index_share(index, mine);
     for (uint32_t s : mine) hello_.sources.push_back(open(s, file_share(job.assignment, s, index)));
-    transform_ = std::make_unique<SampleTransform>(tokenizer_.get(),
-                                                   ImageOptions{job.config.image.max_side, job.config.image.patch});
-    for (uint32_t s : mine)
-      meter_.set_open_bytes(s, open_bytes(*sources_[s], tokenizer_.get(), *transform_),
-                            shared_open_bytes(*sources_[s], tokenizer_.get(), *transform_));
+    for (uint32_t s : mine) set_open_bytes(s);
   } catch (const std::exception& e) {
     hello_.error = e.what();
     hello_.sources.clear();
@@ -108,14 +103,11 @@ void LoaderRole::build_index_share(int index, const std::vector<uint32_t>& mine)
   if (failed) std::rethrow_exception(failed);
 }
 
-// Opens source `s` (and the tokenizer, the first time a source needs it);
-// with `share`, fingerprints those of its files (when checkpoints or a trace
-// record the data).
+// Opens source `s` through the pipeline (which opens the tokenizer the first
+// time a source needs it); with `share`, fingerprints those of its files (when
+// checkpoints or a trace record the data).
 SourceInfo LoaderRole::open(uint32_t s, std::optional<FileShare> share) {
   const SourceConfig& config = job_.config.sources[s];
-  SourceOptions options;
-  options.cache_dir = job_.config.loader.cache_dir;
-  if (share) options.index_shares = share->loaders;  // the bundles its loaders wrote (build_index_share)
   std::vector<std::string> files = listed_[s].empty() ? source_files(config) : std::move(listed_[s]);
   listed_[s].clear();
   SourceInfo info{s, 0, 0, {}, {}};
@@ -124,29 +116,23 @@ SourceInfo LoaderRole::open(uint32_t s, std::optional<FileShare> share) {
   if (share && (!ckpt.dir.empty() || !ckpt.trace.empty()))
     for (uint32_t f = 0; f < files.size(); ++f) {
       if (!share->holds(f)) continue;
-      std::vector<std::string> parts{files[f]};
-      if (config.format == "indexed") parts.push_back(indexed_bin_path(files[f]));
-      for (const auto& part : parts) {
+      for (const auto& part : format_spec(config).data_files(files[f])) {
         const FileFingerprint print = fingerprint_file(part);
         info.fingerprints.push_back({f, part, print.bytes, print.digest});
       }
     }
-  sources_[s] = open_source(config, std::move(files), options);
-  info.samples = sources_[s]->size();
-  const std::vector<uint64_t> samples = sources_[s]->file_samples();
+  const bool had_tokenizer = pipeline_.tokenizer() != nullptr;
+  // With a share, the index bundles its loaders wrote (build_index_share).
+  const Source& source = pipeline_.open(s, std::move(files), share ? share->loaders : 1);
+  info.samples = source.size();
+  const std::vector<uint64_t> samples = source.file_samples();
   MSD_CHECK_EQ(samples.size(), info.files.size());
   for (size_t f = 0; f < samples.size(); ++f) info.files[f].samples = samples[f];
-  info.state_bytes = sources_[s]->state_bytes();
+  info.state_bytes = source.state_bytes();
   stats_.state_bytes += info.state_bytes;
-  job_.startup.files_indexed += sources_[s]->index_counts().scanned;
-  job_.startup.files_cached += sources_[s]->index_counts().cached;
-  if (!tokenizer_ && config.format != "indexed") {
-    tokenizer_ = open_tokenizer(job_.config.tokenizer);
-    stats_.state_bytes += tokenizer_->state_bytes();
-    if (transform_)
-      transform_ = std::make_unique<SampleTransform>(tokenizer_.get(),
-                                                     ImageOptions{job_.config.image.max_side, job_.config.image.patch});
-  }
+  job_.startup.files_indexed += source.index_counts().scanned;
+  job_.startup.files_cached += source.index_counts().cached;
+  if (!had_tokenizer && pipeline_.tokenizer()) stats_.state_bytes += pipeline_.tokenizer()->state_bytes();
   opened_[s] = info;
   return info;
 }
@@ -157,16 +143,17 @@ void LoaderRole::reassign(const ReassignMessage& move) {
   HelloMessage answer;
   try {
     for (uint32_t s : move.close) {
-      if (s >= sources_.size() || !sources_[s]) continue;
-      sources_[s].reset();
+      if (!pipeline_.source(s)) continue;
+      pipeline_.close(s);
       stats_.state_bytes -= opened_[s].state_bytes;
       opened_[s] = {};
       for (auto it = snapshot_.lower_bound({s, 0}); it != snapshot_.end() && it->first.first == s;)
         it = snapshot_.erase(it);
     }
     for (uint32_t s : move.open) {
-      if (s >= sources_.size()) throw ProtocolError(str("loader rank ", job_.rank, " asked to open source ", s));
-      answer.sources.push_back(sources_[s] ? opened_[s] : open(s, std::nullopt));
+      if (s >= pipeline_.source_count())
+        throw ProtocolError(str("loader rank ", job_.rank, " asked to open source ", s));
+      answer.sources.push_back(pipeline_.source(s) ? opened_[s] : open(s, std::nullopt));
     }
   } catch (const std::exception& e) {
     answer.error = e.what();
@@ -185,8 +172,8 @@ void LoaderRole::resume(uint64_t first_step) {
   const auto paths = latest_loader_checkpoint(dir, first_step, job_.checkpoint_identity);
   if (!paths) return;
   std::vector<uint32_t> mine;
-  for (uint32_t s = 0; s < sources_.size(); ++s)
-    if (sources_[s] && snapshot_source_[s]) mine.push_back(s);
+  for (uint32_t s = 0; s < pipeline_.source_count(); ++s)
+    if (pipeline_.source(s) && snapshot_source_[s]) mine.push_back(s);
   if (mine.empty()) return;
   for (auto& record : read_loader_snapshot(*paths, mine)) {
     const std::pair<uint32_t, uint64_t> key{record.source, record.cursor};
@@ -260,15 +247,20 @@ void LoaderRole::write_checkpoint(std::span<const uint8_t> request) {
 void LoaderRole::send_profile() {
   ProfileMessage message;
   for (uint32_t s : mine_) {
-    if (!sources_[s] || !transform_) continue;
-    meter_.set_open_bytes(s, open_bytes(*sources_[s], tokenizer_.get(), *transform_),
-                          shared_open_bytes(*sources_[s], tokenizer_.get(), *transform_));
+    if (!pipeline_.source(s)) continue;
+    set_open_bytes(s);
     message.sources.emplace_back(s, meter_.profiles()[s]);
   }
   job_.send_to_planner(kTagProfile, encode(message), "sending source profiles");
 }
 
-int32_t LoaderRole::vocab_size() const { return tokenizer_ ? tokenizer_->vocab_size() : -1; }
+void LoaderRole::set_open_bytes(uint32_t s) {
+  Source& source = *pipeline_.source(s);
+  meter_.set_open_bytes(s, open_bytes(source, pipeline_.tokenizer(), pipeline_.transform()),
+                        shared_open_bytes(source, pipeline_.tokenizer(), pipeline_.transform()));
+}
+
+int32_t LoaderRole::vocab_size() const { return pipeline_.tokenizer() ? pipeline_.tokenizer()->vocab_size() : -1; }
 
 void LoaderRole::prepare(std::span<const LoadItem> items, std::deque<Prepared>& ready) {
   std::vector<RawSample> raws(items.size());
@@ -287,7 +279,7 @@ void LoaderRole::prepare(std::span<const LoadItem> items, std::deque<Prepared>& 
       ++snapshot_hits_;
       continue;
     }
-    const Source* source = item.source < sources_.size() ? sources_[item.source].get() : nullptr;
+    const Source* source = pipeline_.source(item.source);
     if (source == nullptr || item.index >= source->size())
       throw ProtocolError(str("loader rank ", job_.rank, " asked for sample ", item.index, " of source ", item.source,
                               ", which it does not serve"));
@@ -299,7 +291,7 @@ void LoaderRole::prepare(std::span<const LoadItem> items, std::deque<Prepared>& 
   std::vector<double> reads(to_read.size());
   read_measured(read_pool_, threads_, reads, [&](size_t r) {
     const LoadItem& item = items[to_read[r]];
-    read_sample(*sources_[item.source], job_.config.sources[item.source], item.index, raws[to_read[r]]);
+    read_sample(*pipeline_.source(item.source), job_.config.sources[item.source], item.index, raws[to_read[r]]);
   });
   std::vector<const RawSample*> to_transform;
   std::vector<TransformedSample*> outs;
@@ -322,12 +314,10 @@ void LoaderRole::prepare(std::span<const LoadItem> items, std::deque<Prepared>& 
   }
   std::vector<BadKind> verdicts(to_transform.size());
   std::vector<std::string> reasons(to_transform.size());
-  const uint32_t patch_bytes = job_.config.image.patch * job_.config.image.patch * 3;
-  auto slot_bytes = [&](const TransformedSample& s) {
-    return SlotLayout::bytes(static_cast<uint32_t>(s.tokens.size()), s.image.patches, patch_bytes);
-  };
-  transform_measured(*transform_, to_transform, to_transform_source, read_seconds, outs, verdicts, reasons, threads_,
-                     slot_bytes, meter_);
+  const uint32_t patch_bytes = pipeline_.patch_bytes();
+  auto bytes_of = [&](const TransformedSample& s) { return slot_bytes(s, patch_bytes); };
+  transform_measured(pipeline_.transform(), to_transform, to_transform_source, read_seconds, outs, verdicts, reasons,
+                     threads_, bytes_of, meter_);
   for (size_t k = 0, t = 0; k < items.size(); ++k) {
     Prepared& out = *prepared[k];
     if (out.snapshot) continue;
@@ -338,7 +328,7 @@ void LoaderRole::prepare(std::span<const LoadItem> items, std::deque<Prepared>& 
       ++t;
     }
     if (out.bad == BadKind::none) {
-      out.bytes = SlotLayout::bytes(static_cast<uint32_t>(out.sample.tokens.size()), out.sample.image.patches, patch_bytes);
+      out.bytes = slot_bytes(out.sample, patch_bytes);
       if (out.bytes > job_.config.job.max_sample_bytes) {
         out.bad = BadKind::too_large;
         reason = str(out.bytes, " bytes transformed, more than job.max_sample_bytes = ", job_.config.job.max_sample_bytes);
@@ -379,24 +369,12 @@ bool LoaderRole::place(Prepared& prepared, std::vector<SampleMeta>& outbox) {
     return true;
   }
   const auto& sample = prepared.sample;
-  uint8_t* slot = job_.windows.base() + *offset;
-  SlotHeader header;
-  header.kind = static_cast<uint8_t>(sample.kind);
-  header.source = meta.source;
-  header.text_tokens = static_cast<uint32_t>(sample.tokens.size());
-  header.patches = sample.image.patches;
-  header.patch_bytes = job_.config.image.patch * job_.config.image.patch * 3;
-  header.index = meta.index;
-  std::memcpy(slot, &header, sizeof header);
-  std::memcpy(slot + SlotLayout::tokens_offset(), sample.tokens.data(), sample.tokens.size() * sizeof(int32_t));
-  if (sample.image.patches > 0)
-    std::memcpy(slot + SlotLayout::patches_offset(header.text_tokens), sample.image.pixels.data(),
-                sample.image.pixels.size());
+  write_slot(job_.windows.base() + *offset, sample, meta.source, meta.index, pipeline_.patch_bytes());
   meta.slot_offset = *offset;
   meta.slot_bytes = static_cast<uint32_t>(prepared.bytes);
-  meta.text_tokens = header.text_tokens;
-  meta.patches = header.patches;
-  meta.patch_bytes = header.patches > 0 ? header.patch_bytes : 0;
+  meta.text_tokens = static_cast<uint32_t>(sample.tokens.size());
+  meta.patches = sample.image.patches;
+  meta.patch_bytes = meta.patches > 0 ? pipeline_.patch_bytes() : 0;
   outbox.push_back(meta);
   live_[*offset] = meta;
   ++stats_.samples_loaded;
@@ -509,7 +487,7 @@ RoleStats LoaderRole::serve() {
   if (snapshot_hits_ > 0) log_info("served ", snapshot_hits_, " samples from the loader checkpoint's snapshot");
   stats_.role = static_cast<int32_t>(Role::loader);
   stats_.window_peak_bytes = slots_->peak_used();
-  for (const auto& source : sources_) stats_.open_sources += source ? 1 : 0;
+  for (uint32_t s = 0; s < pipeline_.source_count(); ++s) stats_.open_sources += pipeline_.source(s) ? 1 : 0;
   stats_.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return stats_;
 }

@@ -14,9 +14,8 @@
 #include "profile/meter.h"
 #include "runtime/context.h"
 #include "loader/index_sharing.h"
+#include "pipeline/pipeline.h"
 #include "runtime/report.h"
-#include "source/source.h"
-#include "transform/transform.h"
 #include "transport/reads.h"
 #include "transport/slot.h"
 
@@ -56,15 +55,15 @@ class LoaderRole {
   void write_checkpoint(std::span<const uint8_t> request);
   // Sends the planner this loader's profiles (kTagProfile).
   void send_profile();
+  // Source s's open state and transform buffers, into meter_.
+  void set_open_bytes(uint32_t s);
   ReadServer::Holds live_slot() const;
 
   JobContext& job_;
   HelloMessage hello_;
-  std::vector<std::unique_ptr<Source>> sources_;  // indexed by source id (null: not ours)
+  SamplePipeline pipeline_;                       // its sources by id (not open: not ours), tokenizer, transform
   std::vector<SourceInfo> opened_;                // what open() told the planner of each open source
   std::vector<std::vector<std::string>> listed_;  // a source's files as start-up's index sharing listed them
-  std::unique_ptr<Tokenizer> tokenizer_;
-  std::unique_ptr<SampleTransform> transform_;
   std::unique_ptr<SlotAllocator> slots_;
   RoleStats stats_;
   enum class Fault { none, hang, fail };

@@ -196,7 +196,7 @@ void fit_to_loaders(PartitionPlan& plan, const Config& config) {
 std::string start_up_plan(const Config& config) {
   ProfileOptions profile;
   profile.samples = kStartUpProfileSamples;
-  const ProfileReport report = profile_sources(config, profile);
+  const ProfileReport report = profile_sources(pipeline_options(config), profile);
   const PartitionDemand demand = make_demand(config, report.profiles, 0.0);
   PartitionOptions options;
   options.max_threads = config.loader.threads;

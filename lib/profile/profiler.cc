@@ -13,15 +13,9 @@
 #include "profile/meter.h"
 #include "source/jsonl/json.h"
 #include "source/source.h"
-#include "transport/slot.h"
 
 namespace msd {
 namespace {
-
-bool needs_tokenizer(const Config& config) {
-  return std::any_of(config.sources.begin(), config.sources.end(),
-                     [](const SourceConfig& s) { return s.format != "indexed"; });
-}
 
 // Reads and transforms `count` samples of `source`, spread over it, batch by
 // batch, into `meter`: reads on options.threads threads, as in the loader,
@@ -30,9 +24,7 @@ void measure_source(uint32_t id, Source& source, const SourceConfig& config, uin
                     uint32_t patch_bytes, const ProfileOptions& options, ProfileMeter& meter) {
   const uint64_t n = source.size();
   const size_t batch = size_t{16} * std::max(options.threads, 1u);
-  auto slot_bytes = [&](const TransformedSample& s) {
-    return SlotLayout::bytes(static_cast<uint32_t>(s.tokens.size()), s.image.patches, patch_bytes);
-  };
+  auto bytes_of = [&](const TransformedSample& s) { return slot_bytes(s, patch_bytes); };
   WorkerPool read_pool("sample reads");
   std::vector<RawSample> raws(batch);
   std::vector<TransformedSample> outs(batch);
@@ -53,7 +45,7 @@ void measure_source(uint32_t id, Source& source, const SourceConfig& config, uin
     const std::vector<uint32_t> ids(size, id);
     std::vector<BadKind> verdicts(size);
     std::vector<std::string> reasons(size);
-    transform_measured(transform, good, ids, reads, good_outs, verdicts, reasons, options.threads, slot_bytes, meter);
+    transform_measured(transform, good, ids, reads, good_outs, verdicts, reasons, options.threads, bytes_of, meter);
     done += size;
     if (options.progress) options.progress(config.name, done, count);
   }
@@ -61,28 +53,23 @@ void measure_source(uint32_t id, Source& source, const SourceConfig& config, uin
 
 }  // namespace
 
-ProfileReport profile_sources(const Config& config, const ProfileOptions& options) {
+ProfileReport profile_sources(PipelineOptions sources, const ProfileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   ProfileReport report;
   report.threads = std::max(options.threads, 1u);
-  std::unique_ptr<Tokenizer> tokenizer;
-  if (needs_tokenizer(config))
-    tokenizer = open_tokenizer(config.tokenizer);
-  SampleTransform transform(tokenizer.get(), ImageOptions{config.image.max_side, config.image.patch});
-  const uint32_t patch_bytes = config.image.patch * config.image.patch * 3;
-  ProfileMeter meter(config.sources.size(), std::max<uint64_t>(options.samples, 1));
-  SourceOptions source_options;
-  source_options.cache_dir = config.loader.cache_dir;
-  for (uint32_t s = 0; s < config.sources.size(); ++s) {
-    const SourceConfig& sc = config.sources[s];
+  SamplePipeline pipeline(std::move(sources));
+  pipeline.open_tokenizer_if_needed();
+  ProfileMeter meter(pipeline.source_count(), std::max<uint64_t>(options.samples, 1));
+  for (uint32_t s = 0; s < pipeline.source_count(); ++s) {
+    const SourceConfig& sc = pipeline.config(s);
     report.names.push_back(sc.name);
-    std::unique_ptr<Source> source = open_source(sc, source_options);
-    if (source->size() == 0) throw ConfigError(str("source.", sc.name, ".path: '", sc.path, "' holds no samples"));
-    const uint64_t count = std::min<uint64_t>(std::max<uint64_t>(options.samples, 1), source->size());
-    measure_source(s, *source, sc, count, transform, patch_bytes, options, meter);
+    Source& source = pipeline.open(s);
+    const uint64_t count = std::min<uint64_t>(std::max<uint64_t>(options.samples, 1), source.size());
+    measure_source(s, source, sc, count, pipeline.transform(), pipeline.patch_bytes(), options, meter);
     // After the samples: the buffers have grown to what serving holds.
-    meter.set_open_bytes(s, open_bytes(*source, tokenizer.get(), transform),
-                         shared_open_bytes(*source, tokenizer.get(), transform));
+    meter.set_open_bytes(s, open_bytes(source, pipeline.tokenizer(), pipeline.transform()),
+                         shared_open_bytes(source, pipeline.tokenizer(), pipeline.transform()));
+    pipeline.close(s);
   }
   report.profiles = meter.profiles();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "msd/config.h"
+#include "pipeline/pipeline.h"
 #include "plan/pool/profile.h"
 
 namespace msd {
@@ -30,11 +31,12 @@ struct ProfileReport {
   double seconds = 0.0;  // wall time of the whole measurement
 };
 
-// Opens every source, the tokenizer and the transform as a loader does and
-// reads and transforms options.samples samples of each (indices i * n /
-// samples) in batches of 16 * threads. Throws what opening a source or the
-// tokenizer throws (ConfigError naming the option, IoError).
-ProfileReport profile_sources(const Config& config, const ProfileOptions& options);
+// Opens each source (one at a time), the tokenizer and the transform through
+// the sample pipeline, as a loader does, and reads and transforms
+// options.samples samples of each (indices i * n / samples) in batches of
+// 16 * threads. Throws what opening a source or the tokenizer throws
+// (ConfigError naming the option, IoError).
+ProfileReport profile_sources(PipelineOptions sources, const ProfileOptions& options);
 
 // The report as JSON: {"threads", "seconds", "sources": {NAME: {seconds_per_sample
 // (read + transform), read_seconds_per_sample, transform_seconds_per_sample,

@@ -6,7 +6,7 @@
 #include "common/digest.h"
 #include "common/error.h"
 #include "common/files.h"
-#include "source/indexed/indexed_source.h"
+#include "source/format.h"
 
 namespace msd {
 
@@ -66,9 +66,7 @@ DataFingerprint fingerprint_data(const Config& config) {
   for (uint32_t s = 0; s < config.sources.size(); ++s) {
     const SourceConfig& source = config.sources[s];
     for (const auto& path : expand_globs(source.path, str("source.", source.name, ".path"))) {
-      std::vector<std::string> files{path};
-      if (source.format == "indexed") files.push_back(indexed_bin_path(path));
-      for (const auto& file : files) {
+      for (const auto& file : format_spec(source).data_files(path)) {
         FileFingerprint f = fingerprint_file(file);
         f.source = s;
         fingerprint.files.push_back(std::move(f));

@@ -7,10 +7,7 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "common/log.h"
-#include "source/indexed/indexed_source.h"
-#include "source/jsonl/jsonl_source.h"
-#include "source/parquet/parquet_source.h"
-#include "source/wds/wds_source.h"
+#include "source/format.h"
 
 namespace msd {
 
@@ -43,21 +40,12 @@ void RawSample::clear() {
 }
 
 std::vector<std::string> source_files(const SourceConfig& config) {
-  const std::string path_option = str("source.", config.name, ".path");
-  if (config.format == "indexed") return expand_globs(indexed_idx_patterns(config.path), path_option);
-  if (config.format == "jsonl" || config.format == "wds" || config.format == "parquet")
-    return expand_globs(config.path, path_option);
-  throw ConfigError(str("source.", config.name, ".format: unknown format '", config.format,
-                        "' (expected jsonl, wds, indexed or parquet)"));
+  return format_spec(config).files(config, str("source.", config.name, ".path"));
 }
 
 ShuffleOrder shuffle_order(const SourceConfig& config, const std::vector<std::string>& files) {
   bool blocks = config.shuffle == Shuffle::block;
-  if (config.shuffle == Shuffle::automatic) {
-    blocks = config.format == "parquet" ||
-             (config.format == "jsonl" &&
-              std::any_of(files.begin(), files.end(), [](const std::string& f) { return compression_of_path(f) != Compression::none; }));
-  }
+  if (config.shuffle == Shuffle::automatic) blocks = format_spec(config).blocks_by_default(files);
   if (!blocks) return {};
   return {true, config.shuffle_block_records, config.shuffle_window_blocks};
 }
@@ -69,8 +57,7 @@ namespace {
 // all their records are read. Warns when the window's bytes (by the records'
 // mean stored size, over up to 1000 evenly spaced ones) exceed it.
 void warn_window_past_cache(const Source& source, const SourceConfig& config, const ShuffleOrder& order) {
-  const bool caches = config.format == "parquet" || (config.format == "jsonl" && order.blocks);
-  if (!order.blocks || !caches || source.kind() == SampleKind::tokens) return;
+  if (!order.blocks || !format_spec(config).caches_blocks(order) || source.kind() == SampleKind::tokens) return;
   const uint64_t n = source.size(), probes = std::min<uint64_t>(n, 1000);
   double sum = 0.0;
   for (uint64_t k = 0; k < probes; ++k) sum += static_cast<double>(source.length_hint(k * n / probes));
@@ -83,27 +70,11 @@ void warn_window_past_cache(const Source& source, const SourceConfig& config, co
              "cache_mib or make the window smaller (docs/formats.md \"The locality order\")");
 }
 
-bool has_index_caches(const SourceConfig& config) {
-  return config.format == "jsonl" || config.format == "wds" || config.format == "parquet";
-}
-
 // Files i of `files` with i % shares == share.
 std::vector<std::string> share_of(const std::vector<std::string>& files, size_t share, size_t shares) {
   std::vector<std::string> out;
   for (size_t i = share; i < files.size(); i += shares) out.push_back(files[i]);
   return out;
-}
-
-// How a parquet source of `config` reads its files (`cache_bytes`: its cache of decoded row groups).
-ParquetOptions parquet_options(const SourceConfig& config, const SourceOptions& options, uint64_t cache_bytes) {
-  const bool images = !config.image_field.empty();
-  const std::string prefix = str("source.", config.name, ".");
-  return ParquetOptions{.text_column = images ? config.caption_field : config.text_field,
-                        .image_column = config.image_field,
-                        .cache_dir = options.cache_dir,
-                        .cache_bytes = cache_bytes,
-                        .text_option = prefix + (images ? "caption_field" : "text_field"),
-                        .image_option = prefix + "image_field"};
 }
 
 }  // namespace
@@ -114,28 +85,16 @@ std::unique_ptr<Source> open_source(const SourceConfig& config, std::vector<std:
   IndexCacheScope caches;
   const size_t shares = std::max<size_t>(options.index_shares, 1);
   std::string bundle;  // the one bundle of every file, when there is one share
-  if (has_index_caches(config))
+  const FormatSpec& spec = format_spec(config);
+  if (spec.index_caches)
     for (size_t share = 0; share < shares; ++share) {
       const std::string path = index_bundle_path(share_of(files, share, shares), options.cache_dir);
       caches.read_bundle(path);
       if (shares == 1) bundle = path;
     }
-  std::unique_ptr<Source> source;
-  const uint64_t cache_bytes = config.cache_mib << 20;
   const ShuffleOrder order = shuffle_order(config, files);
-  if (config.format == "jsonl") {
-    // The restart intervals are cached only under the block order: under the
-    // uniform one a record's neighbours in the stream are anywhere.
-    source = std::make_unique<JsonlSource>(
-        std::move(files), JsonlOptions{.text_field = config.text_field, .cache_dir = options.cache_dir,
-                                       .cache_bytes = order.blocks ? cache_bytes : 0});
-  } else if (config.format == "parquet") {
-    source = std::make_unique<ParquetSource>(std::move(files), parquet_options(config, options, cache_bytes));
-  } else if (config.format == "wds") {
-    source = std::make_unique<WdsSource>(std::move(files), WdsOptions{config.caption_field, options.cache_dir});
-  } else {
-    source = std::make_unique<IndexedSource>(std::move(files));
-  }
+  std::unique_ptr<Source> source =
+      spec.open(config, std::move(files), options, spec.caches_blocks(order) ? config.cache_mib << 20 : 0);
   if (source->size() == 0)
     throw ConfigError(str("source.", config.name, ".path: the ", file_count, " file(s) matched by '", config.path,
                           "' hold no samples"));
@@ -145,18 +104,12 @@ std::unique_ptr<Source> open_source(const SourceConfig& config, std::vector<std:
 }
 
 IndexCounts build_index_caches(const SourceConfig& config, std::vector<std::string> files, const SourceOptions& options) {
-  if (!has_index_caches(config) || files.empty()) return {};
+  const FormatSpec& spec = format_spec(config);
+  if (!spec.index_caches || files.empty()) return {};
   IndexCacheScope caches;
   const std::string bundle = index_bundle_path(files, options.cache_dir);
   caches.read_bundle(bundle);
-  IndexCounts counts;
-  if (config.format == "jsonl")
-    counts = JsonlSource(std::move(files), JsonlOptions{.text_field = config.text_field, .cache_dir = options.cache_dir})
-                 .index_counts();
-  else if (config.format == "parquet")
-    counts = ParquetSource(std::move(files), parquet_options(config, options, 0)).index_counts();
-  else
-    counts = WdsSource(std::move(files), WdsOptions{config.caption_field, options.cache_dir}).index_counts();
+  const IndexCounts counts = spec.open(config, std::move(files), options, 0)->index_counts();
   if (caches.outside_bundles() > 0) caches.write_bundle(bundle);
   return counts;
 }

@@ -101,16 +101,16 @@ struct SourceOptions {
   size_t index_shares = 1;
 };
 
-// Opens a source of `config.format` ("jsonl", "wds", "indexed" or "parquet") over the
-// files its comma-separated globs match (for "indexed" the globs name the .idx
-// files). Throws ConfigError naming `source.<name>.format` for an unknown
-// format, and naming `source.<name>.path` for a glob that matches nothing or
+// Opens a source of `config.format` (its entry in the registry, format.h)
+// over the files its comma-separated globs match (for indexed the globs name
+// the .idx files). Throws ConfigError naming `source.<name>.format` when it is
+// unset, and naming `source.<name>.path` for a glob that matches nothing or
 // files that hold no sample at all; IoError for unreadable or inconsistent
 // files. A zero-length file contributes no samples (with a warning).
 std::unique_ptr<Source> open_source(const SourceConfig& config, const SourceOptions& options);
 
 // The files open_source reads for `config`, sorted: its globs expanded (the
-// .idx files for "indexed"). Throws as open_source does for a bad format or
+// .idx files for indexed). Throws as open_source does for a bad format or
 // path.
 std::vector<std::string> source_files(const SourceConfig& config);
 // open_source over `files` (source_files(config), as this process saw them).

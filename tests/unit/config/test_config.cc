@@ -90,17 +90,17 @@ TEST_CASE("config: every option of a full INI file lands in its field", "[config
   CHECK(c.schedule == ScheduleKind::linear);
   REQUIRE(c.sources.size() == 3);
   CHECK(c.sources[0].name == "web");
-  CHECK(c.sources[0].format == "jsonl");
+  CHECK(c.sources[0].format == msd::SourceFormat::jsonl);
   CHECK(c.sources[0].path == normal(fs::path(kData) / "sub/web-*.jsonl") + ",/abs/more-*.jsonl");
   CHECK(same(c.sources[0].weight, {{0, 0.6}, {500, 0.3}}));
   CHECK(c.sources[0].text_field == "content");
   CHECK(c.sources[1].name == "captions");
-  CHECK(c.sources[1].format == "wds");
+  CHECK(c.sources[1].format == msd::SourceFormat::wds);
   CHECK(c.sources[1].weight.size() == 1);
   CHECK(c.sources[1].weight[0].weight == 0.25);
   CHECK(c.sources[1].caption_field == "txt");
   CHECK(c.sources[2].name == "code");
-  CHECK(c.sources[2].format == "indexed");
+  CHECK(c.sources[2].format == msd::SourceFormat::indexed);
   CHECK(same(c.sources[2].weight, {{0, 0.0}, {100, 1.0}}));
   CHECK(c.tokenizer.vocab == normal(fs::path(kData) / "vocab/cl100k.tiktoken"));
   CHECK(c.tokenizer.pattern == "o200k");
@@ -358,7 +358,7 @@ TEST_CASE("config: validate() on a Config built in C++", "[config]") {
   CHECK_THROWS_AS(msd::validate(config), ConfigError);  // no source
   config.sources.emplace_back();
   config.sources[0].name = "t";
-  config.sources[0].format = "indexed";
+  config.sources[0].format = msd::SourceFormat::indexed;
   config.sources[0].path = "/t/*.bin";
   CHECK_NOTHROW(msd::validate(config));
   config.sources[0].weight = {{5, 1.0}, {5, 2.0}};

@@ -16,6 +16,7 @@
 #include "datagen/random.h"
 #include "datagen/text_gen.h"
 #include "source/jsonl/json.h"
+#include "source/format.h"
 #include "source/source.h"
 #include "source/wds/tar.h"
 #include "transform/tokenizer/tokenizer.h"
@@ -68,7 +69,7 @@ std::unique_ptr<Source> open(const std::string& name, const std::string& format,
                              const std::string& cache_dir) {
   SourceConfig config;
   config.name = name;
-  config.format = format;
+  config.format = format_named(format);
   config.path = path;
   return open_source(config, SourceOptions{cache_dir});
 }
@@ -380,7 +381,7 @@ TEST_CASE("--compress writes the web text compressed, with the same records and 
   generate_dataset(options);
   SourceConfig config;
   config.name = "web";
-  config.format = "jsonl";
+  config.format = SourceFormat::jsonl;
   config.path = join_path(plain_dir, "web/*.jsonl");
   auto plain = open_source(config, {});
   for (const std::string compress : {"zst", "gz"}) {

@@ -16,6 +16,7 @@
 
 #include "common/files.h"
 #include "common/json_writer.h"
+#include "source/format.h"
 #include "source/source.h"
 #include "source/wds/tar.h"
 
@@ -46,7 +47,7 @@ inline void restore_mtime(const std::string& path, const FileStamp& stamp) {
 inline SourceConfig source_config(const std::string& format, const std::string& path) {
   SourceConfig config;
   config.name = "test";
-  config.format = format;
+  config.format = format_named(format);
   config.path = path;
   return config;
 }

@@ -220,7 +220,7 @@ TEST_CASE("open_source warns when a window of the block order outgrows the cache
   write_bytes(dir / "a.jsonl.zst", zstd_compress_frames(corpus(1500), 32 << 10, 3));
   SourceConfig config;
   config.name = "web";
-  config.format = "jsonl";
+  config.format = SourceFormat::jsonl;
   config.path = dir / "a.jsonl.zst";
   config.cache_mib = 1;
   config.shuffle_block_records = 16;  // a window of 64 records: tens of KB

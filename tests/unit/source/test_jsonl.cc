@@ -68,7 +68,7 @@ TEST_CASE("open_source reports configuration errors with the option name") {
   CHECK_THROWS_AS(open_source(source_config("jsonl", dir / "nothing.jsonl"), {}), ConfigError);
   write_text(dir / "a.jsonl", json_line("x"));
   CHECK_THROWS_WITH(open_source(source_config("orc", dir / "a.jsonl"), {}),
-                    Catch::Contains("source.test.format") && Catch::Contains("orc"));
+                    Catch::Contains("source.test.format: missing") && Catch::Contains("jsonl | wds | indexed | parquet"));
   // One pattern of several matching nothing is an error too.
   CHECK_THROWS_AS(open_source(source_config("jsonl", dir / "a.jsonl," + dir / "b*.jsonl"), {}), ConfigError);
   // Files that exist but hold no sample.
