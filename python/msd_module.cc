@@ -16,6 +16,7 @@
 
 #include "msd/client.h"
 // Beyond the public API (msd::internal; python/CMakeLists.txt says why):
+#include "common/error.h"             // Error, ConfigError, TrainerError
 #include "construct/batch_builder.h"  // batch_digest
 #include "runtime/fatal.h"            // abort_job(text, status), end_by_signal
 #include "transport/mpi.h"            // MSD_MPI, wait: the summary's broadcast
