@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "msd/client.h"
+#include "msd/error.h"  // Error, ConfigError, TrainerError
 // Beyond the public API (msd::internal; python/CMakeLists.txt says why):
-#include "common/error.h"             // Error, ConfigError, TrainerError
 #include "construct/batch_builder.h"  // batch_digest
 #include "runtime/fatal.h"            // abort_job(text, status), end_by_signal
 #include "transport/mpi.h"            // MSD_MPI, wait: the summary's broadcast

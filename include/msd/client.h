@@ -78,6 +78,7 @@
 #include "msd/batch.h"
 #include "msd/batch_sink.h"
 #include "msd/config.h"
+#include "msd/error.h"
 #include "msd/exit.h"
 #include "msd/place_tree.h"
 
