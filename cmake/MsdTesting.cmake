@@ -12,6 +12,14 @@ if(MSD_SANITIZE)
       "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1"
       "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/sanitizer/lsan.supp:print_suppressions=0")
 endif()
+# Under MSD_SANITIZE_THREAD any ThreadSanitizer report fails the test
+# (halt_on_error); tests/sanitizer/tsan.supp ignores only reports whose frames
+# lie in third-party libraries.
+if(MSD_SANITIZE_THREAD)
+  set(MSD_SANITIZER_ENV
+      "OMPI_MCA_mca_base_component_disable_dlclose=1"
+      "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=${PROJECT_SOURCE_DIR}/tests/sanitizer/tsan.supp")
+endif()
 # Processes that run MPI unwind every allocation fully (fast_unwind_on_malloc=0)
 # and keep Open MPI's components loaded: their leak stacks then name the
 # library that allocated, which lsan.supp matches. Full unwinding makes
@@ -23,8 +31,11 @@ function(msd_sanitizer_environment test)
     if(NOT labels STREQUAL "unit")
       set(unwind ":fast_unwind_on_malloc=0")
     endif()
-    set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT ${MSD_SANITIZER_ENV}
-                 "ASAN_OPTIONS=halt_on_error=1:detect_leaks=1${unwind}")
+    set(asan "")
+    if(MSD_SANITIZE)
+      set(asan "ASAN_OPTIONS=halt_on_error=1:detect_leaks=1${unwind}")
+    endif()
+    set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT ${MSD_SANITIZER_ENV} ${asan})
   endif()
 endfunction()
 
@@ -71,6 +82,22 @@ set(MSD_MPIEXEC_FLAGS --allow-run-as-root --oversubscribe --mca mpi_yield_when_i
 # run; the target msd-core-tests builds just those (the sanitizer suite).
 function(msd_core_test_target)
   set_property(GLOBAL APPEND PROPERTY MSD_CORE_TEST_TARGETS ${ARGN})
+endfunction()
+
+# msd_thread_test(NAME TARGET exe [CASES spec]): the cases of a unit test
+# executable that start threads (all of them without CASES; spec is a
+# Catch2 test spec: names, wildcards, [tags], commas for "or"), registered
+# only under MSD_SANITIZE_THREAD as test NAME with the label thread; the
+# target msd-thread-tests builds just their executables (tools/test.sh's
+# build/tsan). In other builds the same cases run in their unit test.
+function(msd_thread_test name)
+  cmake_parse_arguments(T "" "TARGET;CASES" "" ${ARGN})
+  set_property(GLOBAL APPEND PROPERTY MSD_THREAD_TEST_TARGETS ${T_TARGET})
+  if(MSD_SANITIZE_THREAD)
+    add_test(NAME ${name} COMMAND ${T_TARGET} ${T_CASES})
+    set_tests_properties(${name} PROPERTIES TIMEOUT 300 LABELS thread)
+    msd_sanitizer_environment(${name})
+  endif()
 endfunction()
 
 # msd_add_mpi_test(NAME NP 2 4 8 COMMAND exe args... [TIMEOUT s])
