@@ -84,20 +84,28 @@ function(msd_core_test_target)
   set_property(GLOBAL APPEND PROPERTY MSD_CORE_TEST_TARGETS ${ARGN})
 endfunction()
 
-# msd_thread_test(NAME TARGET exe [CASES spec]): the cases of a unit test
-# executable that start threads (all of them without CASES; spec is a
-# Catch2 test spec: names, wildcards, [tags], commas for "or"), registered
-# only under MSD_SANITIZE_THREAD as test NAME with the label thread; the
-# target msd-thread-tests builds just their executables (tools/test.sh's
-# build/tsan). In other builds the same cases run in their unit test.
+# msd_thread_test(NAME SOURCES a.cc ... DEPS msd_x [CASES spec]): the test
+# files whose cases start threads, built under MSD_SANITIZE_THREAD as an
+# executable and test NAME of their own (label thread), running the cases
+# of the Catch2 test spec (all without CASES; names, wildcards, [tags],
+# commas for "or"). The target msd-thread-tests builds just these
+# executables: build/tsan compiles only these files and the parts they link,
+# not the rest of each unit test. In other builds they are not registered:
+# the same files run in their unit tests.
 function(msd_thread_test name)
-  cmake_parse_arguments(T "" "TARGET;CASES" "" ${ARGN})
-  set_property(GLOBAL APPEND PROPERTY MSD_THREAD_TEST_TARGETS ${T_TARGET})
-  if(MSD_SANITIZE_THREAD)
-    add_test(NAME ${name} COMMAND ${T_TARGET} ${T_CASES})
-    set_tests_properties(${name} PROPERTIES TIMEOUT 300 LABELS thread)
-    msd_sanitizer_environment(${name})
+  cmake_parse_arguments(T "" "CASES" "SOURCES;DEPS" ${ARGN})
+  if(NOT MSD_SANITIZE_THREAD)
+    return()
   endif()
+  add_executable(${name} ${T_SOURCES} $<TARGET_OBJECTS:msd_catch_main>)
+  set_property(GLOBAL APPEND PROPERTY MSD_THREAD_TEST_TARGETS ${name})
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  target_link_libraries(${name} PRIVATE ${T_DEPS})
+  target_compile_definitions(${name} PRIVATE MSD_TEST_DATA="${PROJECT_SOURCE_DIR}/tests/data"
+                                             MSD_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  add_test(NAME ${name} COMMAND ${name} ${T_CASES})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 300 LABELS thread)
+  msd_sanitizer_environment(${name})
 endfunction()
 
 # msd_add_mpi_test(NAME NP 2 4 8 COMMAND exe args... [TIMEOUT s])
