@@ -4,8 +4,8 @@
 # benchmarks at a tiny size, the readers' fuzzer). With MSD_ASAN=1 it also
 # builds build/asan with AddressSanitizer + UBSan (MSD_SANITIZE) and build/tsan
 # with ThreadSanitizer (MSD_SANITIZE_THREAD), beside build/test at the lowest
-# CPU priority, and then runs the unit, MPI and fuzz tests in build/asan and
-# the cases that start threads (label thread) in build/tsan (the end-to-end
+# CPU priority, and then runs the cases that start threads (label thread) in
+# build/tsan and the unit, MPI and fuzz tests in build/asan (the end-to-end
 # scripts and benchmarks only in build/test: under the sanitizers they would
 # take longer than CI allows). Extra arguments go to every ctest run, e.g. -R
 # tokenizer. Ends with one summary line per build: passed, skipped (which),
@@ -118,9 +118,11 @@ sanitizer_tests() {
   echo "test: build/$san built in $(cat "$root/build/$san-build.seconds") s beside build/test (waited $((SECONDS - start)) s after the tests before)"
   run_tests "$name" "$root/build/$san" "$(cat "$root/build/$san-build.seconds")" "$@"
 }
+# build/tsan first: the smaller build ends first, and its tests overlap the
+# rest of build/asan's build.
 if [ "${MSD_ASAN:-0}" = 1 ]; then
-  sanitizer_tests asan "build/asan (ASan+UBSan: unit, mpi, fuzz)" -L '^(unit|mpi|fuzz)$' "$@" || status=1
   sanitizer_tests tsan "build/tsan (TSan: the cases that start threads)" -L '^thread$' "$@" || status=1
+  sanitizer_tests asan "build/asan (ASan+UBSan: unit, mpi, fuzz)" -L '^(unit|mpi|fuzz)$' "$@" || status=1
   trap - EXIT
 fi
 printf '%s' "$summaries"
