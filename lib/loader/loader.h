@@ -13,6 +13,7 @@
 #include "checkpoint/loader_checkpoint.h"
 #include "profile/meter.h"
 #include "runtime/context.h"
+#include "loader/fault_injection.h"
 #include "loader/index_sharing.h"
 #include "runtime/report.h"
 #include "source/source.h"
@@ -59,6 +60,8 @@ class LoaderRole {
   ReadServer::Holds live_slot() const;
 
   JobContext& job_;
+  // Before the sources: its storage (fault.kind = fail) outlives what reads through it.
+  FaultInjector faults_;
   HelloMessage hello_;
   std::vector<std::unique_ptr<Source>> sources_;  // indexed by source id (null: not ours)
   std::vector<SourceInfo> opened_;                // what open() told the planner of each open source
@@ -67,9 +70,6 @@ class LoaderRole {
   std::unique_ptr<SampleTransform> transform_;
   std::unique_ptr<SlotAllocator> slots_;
   RoleStats stats_;
-  enum class Fault { none, hang, fail };
-  Fault fault_ = Fault::none;  // injected for testing failover (config [fault])
-  uint64_t checkpoint_stall_ms_ = 0;  // fault.kind = checkpoint_stall: pause inside the next part write
   std::map<uint64_t, SampleMeta> live_;       // slot offset -> the sample in it
   std::unique_ptr<ReadServer> reads_;         // network path: answers clients' reads (transport/reads.h)
   std::vector<bool> snapshot_source_;         // per source: keep in loader checkpoints
