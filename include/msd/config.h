@@ -16,15 +16,6 @@
 
 namespace msd {
 
-// One point of a source's weight schedule: from `step` on, weight `weight`
-// (piecewise), or the value reached exactly at `step` (linear).
-struct WeightPoint {
-  uint64_t step = 0;
-  double weight = 0.0;
-};
-
-enum class ScheduleKind { constant, piecewise, linear };
-
 struct SourceConfig {
   std::string name;                 // [source.NAME]
   std::string format;               // jsonl | wds | indexed | parquet

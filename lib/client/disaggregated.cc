@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "common/memory.h"
+#include "config/part_options.h"
 #include "construct/batch_sink.h"
 #include "plan/step/cost.h"
 #include "plan/step/pack.h"
