@@ -13,11 +13,15 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "msd/batch.h"
 
 namespace msd {
+
+class TpDeviceSink;  // construct/tp_device.h
 
 // The receiving end of a client's batches. Called from the thread that calls
 // Client::next(); never concurrently.
@@ -32,6 +36,10 @@ class BatchSink {
   // early): complete whatever is in flight. Default: nothing is.
   virtual void finish() {}
   virtual std::string name() const = 0;
+  // A device sink that can take part in its TP group's nccl path
+  // (construct/tp_device.h, docs/gpu.md "Within a TP group"); nullptr, the
+  // default: a host sink, which receives whole batches.
+  virtual TpDeviceSink* tp_device() { return nullptr; }
 };
 
 // The default: the batch stays in the client's host buffers, where the
@@ -50,6 +58,14 @@ class HostSink final : public BatchSink {
 enum class BatchField : uint8_t { tokens, labels, positions, loss_mask, cu_seqlens, patch_positions, patches };
 inline constexpr int kBatchFields = 7;
 const char* field_name(BatchField field);
+
+// The seven fields a device receives, in BatchField order: the one list that
+// says which of a micro-batch's wire fields (construct/tp_share.h) are its
+// payload; the others are its header.
+inline auto staged_fields(MicroBatch& m) {
+  return std::tie(m.tokens, m.labels, m.positions, m.loss_mask, m.cu_seqlens, m.patch_positions, m.patches);
+}
+static_assert(std::tuple_size_v<decltype(staged_fields(std::declval<MicroBatch&>()))> == kBatchFields);
 
 // One field of one micro-batch, as host bytes.
 struct FieldBytes {
@@ -81,6 +97,12 @@ struct StagingLayout {
   }
 };
 StagingLayout staging_layout(const Batch& batch);
+// The same from the fields' byte counts alone (staged_field_bytes), micro-batch
+// then BatchField order: how a TP follower on the nccl path lays out the
+// leader's buffer it receives from the batch's header. Throws ProtocolError
+// when the count is not a whole number of micro-batches.
+std::vector<uint64_t> staged_field_bytes(const Batch& batch);
+StagingLayout staging_layout(std::span<const uint64_t> field_bytes);
 // Writes every field of `batch` to `out` at `layout`'s offsets (REQUIRES:
 // layout == staging_layout(batch) and out holds layout.bytes).
 void stage_batch(const Batch& batch, const StagingLayout& layout, uint8_t* out);
@@ -156,6 +178,15 @@ struct TpBroadcastPlan {
 // rank, gathered over tp_comm). NCCL when every rank has one and the group
 // has more than one rank and `allow_nccl`; else the host path.
 TpBroadcastPlan plan_tp_broadcast(std::span<const int> devices_per_rank, bool allow_nccl);
+// What one rank brings to its group's plan (gathered over tp_comm,
+// construct/tp_device.h): whether its sink is on a CUDA device, and whether
+// that sink can broadcast over NCCL (built with it). The nccl path needs
+// both on every rank; the reason names the first rank that lacks one.
+struct TpRankDevice {
+  int32_t has_device = 0;
+  int32_t has_nccl = 0;
+};
+TpBroadcastPlan plan_tp_broadcast(std::span<const TpRankDevice> ranks);
 const char* path_name(TpBroadcastPlan::Path path);
 
 }  // namespace msd
