@@ -189,6 +189,7 @@ TpBroadcastPlan plan_tp_broadcast(std::span<const TpRankDevice> ranks) {
   TpBroadcastPlan plan = plan_tp_broadcast(devices, all_nccl);
   if (plan.path == TpBroadcastPlan::Path::host && !all_nccl && plan.reason.find("no CUDA device") == std::string::npos)
     plan.reason = "tp rank " + std::to_string(first_without) + "'s device sink was built without NCCL";
+  if (plan.path == TpBroadcastPlan::Path::nccl) plan.reason = "every rank of the TP group has a device sink with NCCL";
   return plan;
 }
 

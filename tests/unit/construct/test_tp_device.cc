@@ -58,6 +58,7 @@ TEST_CASE("TP plan over gathered ranks: nccl needs a device sink with NCCL on ev
   const TpBroadcastPlan nccl = plan_tp_broadcast(std::span<const TpRankDevice>(two));
   CHECK(nccl.path == TpBroadcastPlan::Path::nccl);
   CHECK(nccl.root == 0);
+  CHECK(nccl.reason == "every rank of the TP group has a device sink with NCCL");
   const TpRankDevice follower_on_host[] = {ready, host};
   const TpBroadcastPlan a = plan_tp_broadcast(std::span<const TpRankDevice>(follower_on_host));
   CHECK(a.path == TpBroadcastPlan::Path::host);
