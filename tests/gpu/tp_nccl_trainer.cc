@@ -16,6 +16,7 @@
 
 #include "construct/batch_builder.h"
 #include "construct/cuda_sink.h"
+#include "mpi/job_trainer.h"
 #include "msd/client.h"
 
 namespace {
@@ -44,75 +45,51 @@ msd::Batch read_back(const msd::Batch& header, const msd::CudaSink& sink) {
   return batch;
 }
 
-int train(const msd::Config& config) {
-  msd::Job job(config, MPI_COMM_WORLD);
-  msd::TrainerStats stats;
+int check_batches(msd::Job& job, msd::TrainerStats& stats) {
   int failures = 0;
-  if (job.role() == msd::Role::client) {
-    int tp_rank = 0;
-    MPI_Comm_rank(job.tp_comm(), &tp_rank);
-    msd::CudaSink::Options options;
-    options.device = tp_rank;
-    msd::CudaSink sink(options);
-    job.client().set_sink(&sink);
-    while (const msd::Batch* batch = job.client().next()) {
-      const auto want = tp_rank == 0 ? msd::CudaSink::TpRole::leader : msd::CudaSink::TpRole::follower;
-      if (sink.tp_role() != want) {
-        std::fprintf(stderr, "tp rank %d: not on the nccl path\n", tp_rank);
-        ++failures;
-        break;
-      }
-      const bool header_only = batch->micro_batches.empty() || batch->micro_batches[0].tokens.empty();
-      if (header_only != (tp_rank != 0)) {
-        std::fprintf(stderr, "tp rank %d: step %llu's host batch %s its tokens\n", tp_rank,
-                     static_cast<unsigned long long>(batch->step), header_only ? "lacks" : "holds");
-        ++failures;
-      }
-      const uint64_t digest = msd::batch_digest(read_back(*batch, sink));
-      if (digest != batch->digest) {
-        std::fprintf(stderr, "tp rank %d: step %llu on the device has digest %llx, the leader's is %llx\n", tp_rank,
-                     static_cast<unsigned long long>(batch->step), static_cast<unsigned long long>(digest),
-                     static_cast<unsigned long long>(batch->digest));
-        ++failures;
-      }
-      ++stats.steps;
+  int tp_rank = 0;
+  MPI_Comm_rank(job.tp_comm(), &tp_rank);
+  msd::CudaSink::Options options;
+  options.device = tp_rank;
+  msd::CudaSink sink(options);
+  job.client().set_sink(&sink);
+  while (const msd::Batch* batch = job.client().next()) {
+    const auto want = tp_rank == 0 ? msd::CudaSink::TpRole::leader : msd::CudaSink::TpRole::follower;
+    const bool header_only = batch->micro_batches.empty() || batch->micro_batches[0].tokens.empty();
+    if (sink.tp_role() != want || header_only != (tp_rank != 0)) {
+      std::fprintf(stderr, "tp rank %d: step %llu: not on the nccl path, or host tokens %s\n", tp_rank,
+                   static_cast<unsigned long long>(batch->step), header_only ? "absent" : "present");
+      ++failures;
     }
-    sink.finish();
-    if (failures == 0) std::printf("tp_nccl_trainer: tp rank %d: %llu steps on the device, digests match\n", tp_rank,
-                                   static_cast<unsigned long long>(stats.steps));
-  } else {
-    job.serve();
+    const uint64_t digest = msd::batch_digest(read_back(*batch, sink));
+    if (digest != batch->digest) {
+      std::fprintf(stderr, "tp rank %d: step %llu on the device has digest %llx, the leader's is %llx\n", tp_rank,
+                   static_cast<unsigned long long>(batch->step), static_cast<unsigned long long>(digest),
+                   static_cast<unsigned long long>(batch->digest));
+      ++failures;
+    }
+    ++stats.steps;
   }
-  const msd::Summary summary = job.finish(stats);
-  if (job.world_rank() == 0) std::printf("%s\n", summary.json.c_str());
-  const int status = job.shutdown();
-  return failures > 0 ? 1 : status;
+  sink.finish();
+  if (failures == 0)
+    std::printf("tp_nccl_trainer: tp rank %d: %llu steps on the device, digests match\n", tp_rank,
+                static_cast<unsigned long long>(stats.steps));
+  return failures;
+}
+
+// Every rank needs a device per TP rank (rank r of a group uses device r).
+int devices_for_tp(const msd::Config& config) {
+  int devices = msd::cuda_device_count(), fewest = 0;
+  MPI_Allreduce(&devices, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (fewest >= config.topology.tp) return 0;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0)
+    std::printf("tp_nccl_trainer: skipped: a rank sees %d CUDA device(s), the TP group has %d ranks\n", fewest,
+                config.topology.tp);
+  return 77;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const msd::Invocation invocation = msd::parse_command_line(argc, argv);
-  MPI_Init(&argc, &argv);
-  int devices = msd::cuda_device_count(), fewest = 0;
-  MPI_Allreduce(&devices, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  int status = 0;
-  if (fewest < static_cast<int>(invocation.config.topology.tp)) {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (rank == 0)
-      std::printf("tp_nccl_trainer: skipped: a rank sees %d CUDA device(s), the TP group has %u ranks\n", fewest,
-                  static_cast<unsigned>(invocation.config.topology.tp));
-    status = 77;
-  } else {
-    try {
-      status = train(invocation.config);
-    } catch (const std::exception& e) {
-      msd::abort_job(e);
-    }
-  }
-  int worst = 0;
-  MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return worst;
-}
+int main(int argc, char** argv) { return test::job_trainer_main(argc, argv, devices_for_tp, check_batches); }

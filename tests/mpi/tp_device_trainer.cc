@@ -20,6 +20,7 @@
 #include "construct/batch_builder.h"
 #include "construct/batch_sink.h"
 #include "construct/tp_device.h"
+#include "mpi/job_trainer.h"
 #include "msd/client.h"
 
 namespace {
@@ -81,63 +82,43 @@ class MpiStandInSink final : public msd::BatchSink, public msd::TpDeviceSink {
   uint64_t broadcasts_received_ = 0;
 };
 
-int train(const msd::Config& config) {
-  msd::Job job(config, MPI_COMM_WORLD);
-  msd::TrainerStats stats;
+int check_batches(msd::Job& job, msd::TrainerStats& stats) {
   int failures = 0;
-  if (job.role() == msd::Role::client) {
-    int tp_rank = 0;
-    MPI_Comm_rank(job.tp_comm(), &tp_rank);
-    MpiStandInSink sink;
-    job.client().set_sink(&sink);
-    while (const msd::Batch* batch = job.client().next()) {
-      const bool header_only = batch->micro_batches.empty() || batch->micro_batches[0].tokens.empty();
-      if (!sink.joined() || header_only != (tp_rank != 0)) {
-        std::fprintf(stderr, "tp rank %d: step %llu: joined %d, host tokens %s\n", tp_rank,
-                     static_cast<unsigned long long>(batch->step), sink.joined() ? 1 : 0,
-                     header_only ? "absent" : "present");
-        ++failures;
-      }
-      const uint64_t digest = msd::batch_digest(sink.batch());
-      if (digest != batch->digest) {
-        std::fprintf(stderr, "tp rank %d: step %llu from the sink has digest %llx, the leader's is %llx\n", tp_rank,
-                     static_cast<unsigned long long>(batch->step), static_cast<unsigned long long>(digest),
-                     static_cast<unsigned long long>(batch->digest));
-        ++failures;
-      }
-      ++stats.steps;
-    }
-    if (tp_rank != 0 && sink.broadcasts_received() != stats.steps) {
-      std::fprintf(stderr, "tp rank %d: %llu broadcasts for %llu steps\n", tp_rank,
-                   static_cast<unsigned long long>(sink.broadcasts_received()),
-                   static_cast<unsigned long long>(stats.steps));
+  int tp_rank = 0;
+  MPI_Comm_rank(job.tp_comm(), &tp_rank);
+  MpiStandInSink sink;
+  job.client().set_sink(&sink);
+  while (const msd::Batch* batch = job.client().next()) {
+    const bool header_only = batch->micro_batches.empty() || batch->micro_batches[0].tokens.empty();
+    if (!sink.joined() || header_only != (tp_rank != 0)) {
+      std::fprintf(stderr, "tp rank %d: step %llu: joined %d, host tokens %s\n", tp_rank,
+                   static_cast<unsigned long long>(batch->step), sink.joined() ? 1 : 0,
+                   header_only ? "absent" : "present");
       ++failures;
     }
-    if (failures == 0)
-      std::printf("tp_device_trainer: tp rank %d: %llu steps, digests match\n", tp_rank,
-                  static_cast<unsigned long long>(stats.steps));
-  } else {
-    job.serve();
+    const uint64_t digest = msd::batch_digest(sink.batch());
+    if (digest != batch->digest) {
+      std::fprintf(stderr, "tp rank %d: step %llu from the sink has digest %llx, the leader's is %llx\n", tp_rank,
+                   static_cast<unsigned long long>(batch->step), static_cast<unsigned long long>(digest),
+                   static_cast<unsigned long long>(batch->digest));
+      ++failures;
+    }
+    ++stats.steps;
   }
-  const msd::Summary summary = job.finish(stats);
-  if (job.world_rank() == 0) std::printf("%s\n", summary.json.c_str());
-  const int status = job.shutdown();
-  return failures > 0 ? 1 : status;
+  if (tp_rank != 0 && sink.broadcasts_received() != stats.steps) {
+    std::fprintf(stderr, "tp rank %d: %llu broadcasts for %llu steps\n", tp_rank,
+                 static_cast<unsigned long long>(sink.broadcasts_received()),
+                 static_cast<unsigned long long>(stats.steps));
+    ++failures;
+  }
+  if (failures == 0)
+    std::printf("tp_device_trainer: tp rank %d: %llu steps, digests match\n", tp_rank,
+                static_cast<unsigned long long>(stats.steps));
+  return failures;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const msd::Invocation invocation = msd::parse_command_line(argc, argv);
-  MPI_Init(&argc, &argv);
-  int status = 0;
-  try {
-    status = train(invocation.config);
-  } catch (const std::exception& e) {
-    msd::abort_job(e);
-  }
-  int worst = 0;
-  MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return worst;
+  return test::job_trainer_main(argc, argv, [](const msd::Config&) { return 0; }, check_batches);
 }
