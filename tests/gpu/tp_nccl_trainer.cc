@@ -61,13 +61,7 @@ int check_batches(msd::Job& job, msd::TrainerStats& stats) {
                    static_cast<unsigned long long>(batch->step), header_only ? "absent" : "present");
       ++failures;
     }
-    const uint64_t digest = msd::batch_digest(read_back(*batch, sink));
-    if (digest != batch->digest) {
-      std::fprintf(stderr, "tp rank %d: step %llu on the device has digest %llx, the leader's is %llx\n", tp_rank,
-                   static_cast<unsigned long long>(batch->step), static_cast<unsigned long long>(digest),
-                   static_cast<unsigned long long>(batch->digest));
-      ++failures;
-    }
+    failures += test::digest_failures(tp_rank, *batch, msd::batch_digest(read_back(*batch, sink)), "on the device");
     ++stats.steps;
   }
   sink.finish();

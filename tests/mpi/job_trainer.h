@@ -9,12 +9,23 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 
 #include "msd/client.h"
 
 namespace test {
+
+// 0 when `rebuilt` (the batch as the trainer read it from its sink) has the
+// leader's digest; else 1, with a line naming the rank and step.
+inline int digest_failures(int tp_rank, const msd::Batch& batch, uint64_t rebuilt, const char* where) {
+  if (rebuilt == batch.digest) return 0;
+  std::fprintf(stderr, "tp rank %d: step %llu %s has digest %llx, the leader's is %llx\n", tp_rank,
+               static_cast<unsigned long long>(batch.step), where, static_cast<unsigned long long>(rebuilt),
+               static_cast<unsigned long long>(batch.digest));
+  return 1;
+}
 
 template <typename Precheck, typename ClientLoop>
 int job_trainer_main(int argc, char** argv, Precheck precheck, ClientLoop client_loop) {

@@ -96,13 +96,7 @@ int check_batches(msd::Job& job, msd::TrainerStats& stats) {
                    header_only ? "absent" : "present");
       ++failures;
     }
-    const uint64_t digest = msd::batch_digest(sink.batch());
-    if (digest != batch->digest) {
-      std::fprintf(stderr, "tp rank %d: step %llu from the sink has digest %llx, the leader's is %llx\n", tp_rank,
-                   static_cast<unsigned long long>(batch->step), static_cast<unsigned long long>(digest),
-                   static_cast<unsigned long long>(batch->digest));
-      ++failures;
-    }
+    failures += test::digest_failures(tp_rank, *batch, msd::batch_digest(sink.batch()), "from the sink");
     ++stats.steps;
   }
   if (tp_rank != 0 && sink.broadcasts_received() != stats.steps) {
