@@ -31,7 +31,7 @@
 //   meanwhile.
 // - next() returns nullptr after the configured number of steps.
 // - Where the batch's buffers land is the client's BatchSink
-//   (lib/construct/batch_sink.h, docs/gpu.md): by default the host buffers
+//   (msd/batch_sink.h, docs/gpu.md): by default the host buffers
 //   of the returned Batch; a device sink set with set_sink() also receives
 //   every batch, finished, before next() returns it.
 // - Every batch is a pure function of (configuration, seed, step): the number
@@ -76,13 +76,14 @@
 #include <vector>
 
 #include "msd/batch.h"
+#include "msd/batch_sink.h"
 #include "msd/config.h"
+#include "msd/error.h"
 #include "msd/exit.h"
 #include "msd/place_tree.h"
 
 namespace msd {
 
-class BatchSink;
 class ClientImpl;
 
 // What a client records about every batch it hands out, for the summary:

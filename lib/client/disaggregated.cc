@@ -156,7 +156,7 @@ void DisaggregatedClient::attach(BatchSink& sink) {
                                                   : "a TP group of one rank";
     return;
   }
-  TpDeviceSink* device = sink.tp_device();
+  TpDeviceSink* device = tp_device_of(sink);
   tp_plan_ = agree_tp_broadcast(tp_comm_, tp_rank_device(device));
   if (share_->is_leader())
     log_info("TP group of client rank ", job_.rank, ": batches reach its ", job_.tree.dim(Axis::tp), " ranks by the ",
@@ -168,7 +168,7 @@ void DisaggregatedClient::attach(BatchSink& sink) {
 
 void DisaggregatedClient::deliver(BatchSink& sink, const Batch& batch) {
   if (tp_plan_.path == TpBroadcastPlan::Path::nccl && !share_->is_leader())
-    sink.tp_device()->deliver_broadcast(batch, share_->payload_layout());
+    tp_device_of(sink)->deliver_broadcast(batch, share_->payload_layout());
   else
     sink.deliver(batch);
 }

@@ -1,7 +1,7 @@
 // Where a constructed batch is delivered (docs/gpu.md). A client builds each
 // step's batch in host memory (build_batch) and hands it, finished, to a
-// BatchSink before msd::Client::next() returns it: the host sink leaves it
-// where it is (the default, today's behaviour); a device sink
+// BatchSink (msd/batch_sink.h) before msd::Client::next() returns it: the
+// host sink leaves it where it is (the default); a device sink
 // (construct/cuda_sink.h, built with MSD_WITH_CUDA) copies its fields into
 // GPU memory through pinned staging. The parts of a device sink that need no
 // device live here, MPI- and CUDA-free, so that they are unit-tested
@@ -18,29 +18,9 @@
 #include <vector>
 
 #include "msd/batch.h"
+#include "msd/batch_sink.h"
 
 namespace msd {
-
-class TpDeviceSink;  // construct/tp_device.h
-
-// The receiving end of a client's batches. Called from the thread that calls
-// Client::next(); never concurrently.
-class BatchSink {
- public:
-  virtual ~BatchSink() = default;
-  // `batch` is step's finished batch (digest computed); it stays valid and
-  // unchanged until the next deliver() or finish(). Throws msd::Error when
-  // it cannot be delivered.
-  virtual void deliver(const Batch& batch) = 0;
-  // The stream ended (next() returned nullptr, or the trainer stopped
-  // early): complete whatever is in flight. Default: nothing is.
-  virtual void finish() {}
-  virtual std::string name() const = 0;
-  // A device sink that can take part in its TP group's nccl path
-  // (construct/tp_device.h, docs/gpu.md "Within a TP group"); nullptr, the
-  // default: a host sink, which receives whole batches.
-  virtual TpDeviceSink* tp_device() { return nullptr; }
-};
 
 // The default: the batch stays in the client's host buffers, where the
 // trainer reads it (Batch's vectors); nothing is copied.

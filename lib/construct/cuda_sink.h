@@ -56,7 +56,6 @@ class CudaSink final : public BatchSink, public TpDeviceSink {
   // follower takes its steps by deliver_broadcast() (deliver() throws): its
   // slots hold device buffers only, no staging. Events, slots and the
   // accessors below are the same on every role.
-  TpDeviceSink* tp_device() override { return this; }
   bool has_nccl() const override;
   void join_tp_group(MPI_Comm tp_comm, const TpBroadcastPlan& plan) override;
   void deliver_broadcast(const Batch& header, const StagingLayout& layout) override;

@@ -14,8 +14,9 @@
 
 namespace msd {
 
-// A BatchSink that can take part in the nccl path (BatchSink::tp_device()).
-// Called from the client's thread, like the sink.
+// What a BatchSink (msd/batch_sink.h) that can take part in the nccl path
+// implements besides it (CudaSink). Called from the client's thread, like
+// the sink.
 class TpDeviceSink {
  public:
   virtual ~TpDeviceSink() = default;
@@ -33,6 +34,10 @@ class TpDeviceSink {
   // returns without waiting for the transfer, ordered like deliver()'s copy.
   virtual void deliver_broadcast(const Batch& header, const StagingLayout& layout) = 0;
 };
+
+// `sink` as a device sink that can take part in the nccl path; nullptr for
+// any other (the host sink, a trainer's own), which receives whole batches.
+inline TpDeviceSink* tp_device_of(BatchSink& sink) { return dynamic_cast<TpDeviceSink*>(&sink); }
 
 // This rank's part of the plan: whether `sink` (nullptr: a host sink) is a
 // device sink, and whether it has NCCL.

@@ -13,7 +13,7 @@
 
 #include "checkpoint/loader_checkpoint.h"
 #include "msd/config.h"
-#include "msd/place_tree.h"
+#include "topology/role_layout.h"
 #include "runtime/assignment.h"
 #include "runtime/report.h"
 #include "transport/mpi.h"

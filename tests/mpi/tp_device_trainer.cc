@@ -35,7 +35,6 @@ class MpiStandInSink final : public msd::BatchSink, public msd::TpDeviceSink {
     header_ = batch;
   }
   std::string name() const override { return "mpi-stand-in"; }
-  msd::TpDeviceSink* tp_device() override { return this; }
   bool has_nccl() const override { return true; }
   void join_tp_group(MPI_Comm tp_comm, const msd::TpBroadcastPlan& plan) override {
     comm_ = tp_comm;
