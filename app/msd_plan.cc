@@ -17,6 +17,7 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "common/json_writer.h"
+#include "config/part_options.h"
 #include "plan/cluster/calibrate.h"
 #include "plan/cluster/calibration_io.h"
 #include "plan/cluster/place_stream.h"
@@ -164,7 +165,9 @@ int calibrate_main(int argc, char** argv) {
   }
   std::string timed_on = times_path;
   const std::vector<double> seconds =
-      times_path.empty() ? msd::device_model_seconds(config, shapes, timed_on) : msd::read_times(times_path);
+      times_path.empty()
+          ? msd::device_model_seconds(msd::make_device_model(config), msd::parallel_of(config), shapes, timed_on)
+          : msd::read_times(times_path);
   const msd::Calibration c = msd::calibrate(shapes, seconds, msd::make_cost_model(config), cp);
   msd::HeldOutError held{};
   if (!check_shapes.empty())
@@ -222,7 +225,8 @@ int partition_main(int argc, char** argv) {
   const msd::PartitionPlan plan = msd::partition(demand, options);
   // The static assignment of topology.loaders, for comparison.
   msd::PartitionPlan baseline;
-  baseline.groups = msd::groups_of(msd::assign_sources(config), config.loader.threads);
+  const msd::SourceAssignment assignment = msd::assign_sources(config.topology.loaders, msd::weight_curves(config));
+  baseline.groups = msd::groups_of(assignment, config.loader.threads);
   msd::evaluate(baseline, demand, options, false);
   const std::string text = msd::plan_json(plan, demand, options, &baseline);
   if (!out_path.empty()) {

@@ -12,6 +12,14 @@ if(MSD_SANITIZE)
       "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1"
       "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/sanitizer/lsan.supp:print_suppressions=0")
 endif()
+# Under MSD_SANITIZE_THREAD any ThreadSanitizer report fails the test
+# (halt_on_error); tests/sanitizer/tsan.supp ignores only reports whose frames
+# lie in third-party libraries.
+if(MSD_SANITIZE_THREAD)
+  set(MSD_SANITIZER_ENV
+      "OMPI_MCA_mca_base_component_disable_dlclose=1"
+      "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=${PROJECT_SOURCE_DIR}/tests/sanitizer/tsan.supp")
+endif()
 # Processes that run MPI unwind every allocation fully (fast_unwind_on_malloc=0)
 # and keep Open MPI's components loaded: their leak stacks then name the
 # library that allocated, which lsan.supp matches. Full unwinding makes
@@ -23,8 +31,11 @@ function(msd_sanitizer_environment test)
     if(NOT labels STREQUAL "unit")
       set(unwind ":fast_unwind_on_malloc=0")
     endif()
-    set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT ${MSD_SANITIZER_ENV}
-                 "ASAN_OPTIONS=halt_on_error=1:detect_leaks=1${unwind}")
+    set(asan "")
+    if(MSD_SANITIZE)
+      set(asan "ASAN_OPTIONS=halt_on_error=1:detect_leaks=1${unwind}")
+    endif()
+    set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT ${MSD_SANITIZER_ENV} ${asan})
   endif()
 endfunction()
 
@@ -71,6 +82,30 @@ set(MSD_MPIEXEC_FLAGS --allow-run-as-root --oversubscribe --mca mpi_yield_when_i
 # run; the target msd-core-tests builds just those (the sanitizer suite).
 function(msd_core_test_target)
   set_property(GLOBAL APPEND PROPERTY MSD_CORE_TEST_TARGETS ${ARGN})
+endfunction()
+
+# msd_thread_test(NAME SOURCES a.cc ... DEPS msd_x [CASES spec]): the test
+# files whose cases start threads, built under MSD_SANITIZE_THREAD as an
+# executable and test NAME of their own (label thread), running the cases
+# of the Catch2 test spec (all without CASES; names, wildcards, [tags],
+# commas for "or"). The target msd-thread-tests builds just these
+# executables: build/tsan compiles only these files and the parts they link,
+# not the rest of each unit test. In other builds they are not registered:
+# the same files run in their unit tests.
+function(msd_thread_test name)
+  cmake_parse_arguments(T "" "CASES" "SOURCES;DEPS" ${ARGN})
+  if(NOT MSD_SANITIZE_THREAD)
+    return()
+  endif()
+  add_executable(${name} ${T_SOURCES} $<TARGET_OBJECTS:msd_catch_main>)
+  set_property(GLOBAL APPEND PROPERTY MSD_THREAD_TEST_TARGETS ${name})
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  target_link_libraries(${name} PRIVATE ${T_DEPS})
+  target_compile_definitions(${name} PRIVATE MSD_TEST_DATA="${PROJECT_SOURCE_DIR}/tests/data"
+                                             MSD_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  add_test(NAME ${name} COMMAND ${name} ${T_CASES})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 300 LABELS thread)
+  msd_sanitizer_environment(${name})
 endfunction()
 
 # msd_add_mpi_test(NAME NP 2 4 8 COMMAND exe args... [TIMEOUT s])

@@ -14,10 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "construct/batch_builder.h"
 #include "msd/client.h"
-#include "runtime/fatal.h"
-#include "transport/mpi.h"
+#include "msd/error.h"  // Error, ConfigError, TrainerError
+// Beyond the public API (msd::internal; python/CMakeLists.txt says why):
+#include "construct/batch_builder.h"  // batch_digest
+#include "runtime/fatal.h"            // abort_job(text, status), end_by_signal
+#include "transport/mpi.h"            // MSD_MPI, wait: the summary's broadcast
 
 namespace py = pybind11;
 

@@ -5,7 +5,9 @@
 # construct code go through the CUDA sink, and one JSON file reports H2D
 # GB/s against cudaMemcpy of the same bytes from pinned memory, the fraction
 # of copy time hidden under a synthetic compute kernel of the demo's step
-# time, and the step time (keys: docs/gpu.md). Bounded to 8 minutes.
+# time, and the step time (keys: docs/gpu.md). Bounded to 8 minutes. The
+# NCCL broadcast within a TP group needs one GPU per rank and MPI: the key
+# nccl_tp_broadcast says why it was not measured here instead of a figure.
 # Where no GPU is present it prints one line saying so and exits 77 (the
 # suite's skip code) before building anything.
 #
@@ -52,5 +54,22 @@ left=$((deadline - SECONDS))
 status=0
 timeout "$left" "$bin" --compute-ms "$compute_ms" --steps "$steps" --out "$out" || status=$?
 [ "$status" -eq 0 ] || exit "$status"
+# The TP group's ncclBroadcast against an nccl-tests-style broadcast of the
+# same bytes (aim: >= 0.8) needs a group of 2 ranks, each an MPI process
+# with a GPU of its own; this check runs none and reports no figure.
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+[ "${gpus:-0}" -gt 0 ] || gpus=$(compgen -G '/dev/nvidia[0-9]*' | wc -l)
+launcher=$(command -v mpirun || command -v mpiexec || true)
+if [ "${gpus:-0}" -lt 2 ]; then
+  reason="this machine has ${gpus:-0} GPU(s), and a TP group of 2 ranks needs one per rank"
+elif [ -z "$launcher" ]; then
+  reason="no MPI launcher (mpirun or mpiexec): the TP group's ranks are MPI processes"
+else
+  reason="msd-gpu-check runs no MPI job; with ${gpus} GPUs and MPI here, run the suite's gpu tests (ctest -L gpu: tp_nccl.np2, tp_nccl_job), which check the broadcast's bytes, not its bandwidth"
+fi
+sed -i '$ d' "$out"  # the closing brace
+sed -i '$ s/$/,/' "$out"
+printf '  "nccl_tp_broadcast": {"measured": false, "gpus": %s, "mpi": %s, "aim_vs_nccl_tests": 0.8, "reason": "%s"}\n}\n' \
+  "${gpus:-0}" "$([ -n "$launcher" ] && echo true || echo false)" "$reason" >>"$out"
 cat "$out"
 echo "gpu-check: wrote $out in $SECONDS s"

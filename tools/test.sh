@@ -2,12 +2,14 @@
 # Installs what is missing, builds with assertions on, and runs every test
 # through ctest (unit tests, MPI tests at several rank counts, script tests,
 # benchmarks at a tiny size, the readers' fuzzer). With MSD_ASAN=1 it also
-# builds build/asan with AddressSanitizer + UBSan (MSD_SANITIZE), beside
-# build/test at the lowest CPU priority, and then runs the unit, MPI and fuzz
-# tests there (the end-to-end scripts and benchmarks only in build/test: under
-# the sanitizers they would take longer than CI allows). Extra arguments go to
-# both ctest runs, e.g. -R tokenizer. Ends with one summary line per build:
-# passed, skipped (which), failed, and the build's and the tests' seconds.
+# builds build/asan with AddressSanitizer + UBSan (MSD_SANITIZE) and build/tsan
+# with ThreadSanitizer (MSD_SANITIZE_THREAD), beside build/test at the lowest
+# CPU priority, and then runs the cases that start threads (label thread) in
+# build/tsan and the unit, MPI and fuzz tests in build/asan (the end-to-end
+# scripts and benchmarks only in build/test: under the sanitizers they would
+# take longer than CI allows). Extra arguments go to every ctest run, e.g. -R
+# tokenizer. Ends with one summary line per build: passed, skipped (which),
+# failed, and the build's and the tests' seconds.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/tools/setup.sh"
@@ -65,29 +67,36 @@ kill_tree() {
   kill "$1" 2>/dev/null || true
 }
 
-# With MSD_ASAN=1 the sanitizer tree builds beside build/test, at the lowest
-# CPU priority: it takes only the CPU that build/test's build and tests leave
+# With MSD_ASAN=1 the sanitizer trees build beside build/test, at the lowest
+# CPU priority: they take only the CPU that build/test's build and tests leave
 # idle (tests that wait on a timeout or a stalled peer), so the tests' timing
-# is unchanged and the two trees' builds overlap the tests instead of adding
-# to them.
+# is unchanged and the sanitizer builds overlap the tests instead of adding
+# to them. build/asan: AddressSanitizer + UBSan, the unit, MPI and fuzz
+# tests' executables (msd-core-tests). build/tsan: ThreadSanitizer, only the
+# executables of the cases that start threads (msd-thread-tests, a few parts
+# of lib/).
 status=0
-asan_flags="-DMSD_SANITIZE=ON" asan_log="$root/build/asan-build.log"
+declare -A san_flags=([asan]="-DMSD_SANITIZE=ON" [tsan]="-DMSD_SANITIZE_THREAD=ON")
+declare -A san_target=([asan]=msd-core-tests [tsan]=msd-thread-tests)
+declare -A san_build=()
 if [ "${MSD_ASAN:-0}" = 1 ]; then
   mkdir -p "$root/build"
-  (
-    renice -n 19 -p "$BASHPID" >/dev/null
-    begin=$SECONDS
-    build_tree "$root/build/asan" "$asan_flags" msd-core-tests
-    echo "$((SECONDS - begin))" >"$root/build/asan-build.seconds"
-  ) >"$asan_log" 2>&1 &
-  asan_build=$!
-  # A failed build/test ends this script: the sanitizer build goes with it.
-  trap 'kill_tree "$asan_build"' EXIT
+  for san in tsan asan; do
+    (
+      renice -n 19 -p "$BASHPID" >/dev/null
+      begin=$SECONDS
+      build_tree "$root/build/$san" "${san_flags[$san]}" "${san_target[$san]}"
+      echo "$((SECONDS - begin))" >"$root/build/$san-build.seconds"
+    ) >"$root/build/$san-build.log" 2>&1 &
+    san_build[$san]=$!
+  done
+  # A failed build/test ends this script: the sanitizer builds go with it.
+  trap 'kill_tree "${san_build[asan]}"; kill_tree "${san_build[tsan]}"' EXIT
 fi
 # build/test compiles the CUDA sink too where the CUDA Toolkit is installed
 # (MSD_WITH_CUDA, sm_90, the runtime linked statically): its host-side tests
 # run in this ctest, and its device tests (label gpu) report as skipped
-# without a GPU (docs/gpu.md). build/asan stays without CUDA.
+# without a GPU (docs/gpu.md). The sanitizer trees stay without CUDA.
 test_flags="-DMSD_WITH_CUDA=OFF"
 if [ -x /usr/local/cuda/bin/nvcc ]; then
   test_flags="-DMSD_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90"
@@ -95,20 +104,26 @@ fi
 start=$SECONDS
 build_tree "$root/build/test" "$test_flags" all
 run_tests "build/test" "$root/build/test" "$((SECONDS - start))" "$@" || status=$?
-if [ "${MSD_ASAN:-0}" = 1 ]; then
-  start=$SECONDS
-  asan_status=0
-  wait "$asan_build" || asan_status=$?
-  trap - EXIT
-  if [ "$asan_status" -ne 0 ]; then
-    tail -50 "$asan_log"
-    summaries+="test: build/asan: the build failed (status $asan_status; $asan_log)"$'\n'
-    status=1
-  else
-    echo "test: build/asan built in $(cat "$root/build/asan-build.seconds") s beside build/test (waited $((SECONDS - start)) s after its tests)"
-    run_tests "build/asan (ASan+UBSan: unit, mpi, fuzz)" "$root/build/asan" "$(cat "$root/build/asan-build.seconds")" \
-      -L '^(unit|mpi|fuzz)$' "$@" || status=$?
+# sanitizer_tests SAN NAME CTEST_ARGS...: waits for build/SAN's build, then
+# runs its tests (or reports the failed build).
+sanitizer_tests() {
+  local san=$1 name=$2 start=$SECONDS build_status=0
+  shift 2
+  wait "${san_build[$san]}" || build_status=$?
+  if [ "$build_status" -ne 0 ]; then
+    tail -50 "$root/build/$san-build.log"
+    summaries+="test: build/$san: the build failed (status $build_status; $root/build/$san-build.log)"$'\n'
+    return 1
   fi
+  echo "test: build/$san built in $(cat "$root/build/$san-build.seconds") s beside build/test (waited $((SECONDS - start)) s after the tests before)"
+  run_tests "$name" "$root/build/$san" "$(cat "$root/build/$san-build.seconds")" "$@"
+}
+# build/tsan first: the smaller build ends first, and its tests overlap the
+# rest of build/asan's build.
+if [ "${MSD_ASAN:-0}" = 1 ]; then
+  sanitizer_tests tsan "build/tsan (TSan: the cases that start threads)" -L '^thread$' "$@" || status=1
+  sanitizer_tests asan "build/asan (ASan+UBSan: unit, mpi, fuzz)" -L '^(unit|mpi|fuzz)$' "$@" || status=1
+  trap - EXIT
 fi
 printf '%s' "$summaries"
 exit "$status"

@@ -19,11 +19,14 @@
 //   every rank, before any work, when the world size does not match the
 //   configuration (the message says how many ranks are needed) and when a
 //   loader cannot open a source (rank 0's message names the option and file).
-// - Client::next() is not collective and never communicates with other
-//   clients; it talks only to the planner (plan, acknowledgement) and reads
+// - Client::next() talks to the planner (plan, acknowledgement) and reads
 //   loader windows: copies from a node-shared window, across nodes one read
-//   request and reply per loader (or passive-target MPI_Get). Call it from
-//   one thread.
+//   request and reply per loader (or passive-target MPI_Get). With tp > 1 and
+//   broadcast_at = tp it is collective over the client's TP group: the
+//   group's leader fetches and shares the batch (by host memory, or by one
+//   NCCL broadcast when every rank of the group delivers into a device sink
+//   with NCCL, agreed at the first call; docs/gpu.md); it never communicates
+//   with clients of other TP groups. Call it from one thread.
 // - The Batch returned by next() is owned by the Client and stays valid until
 //   the next call to next() or until the Job is destroyed. Across nodes,
 //   next() may already have requested the following step's bytes into a
@@ -31,7 +34,7 @@
 //   meanwhile.
 // - next() returns nullptr after the configured number of steps.
 // - Where the batch's buffers land is the client's BatchSink
-//   (lib/construct/batch_sink.h, docs/gpu.md): by default the host buffers
+//   (msd/batch_sink.h, docs/gpu.md): by default the host buffers
 //   of the returned Batch; a device sink set with set_sink() also receives
 //   every batch, finished, before next() returns it.
 // - Every batch is a pure function of (configuration, seed, step): the number
@@ -76,13 +79,14 @@
 #include <vector>
 
 #include "msd/batch.h"
+#include "msd/batch_sink.h"
 #include "msd/config.h"
+#include "msd/error.h"
 #include "msd/exit.h"
 #include "msd/place_tree.h"
 
 namespace msd {
 
-class BatchSink;
 class ClientImpl;
 
 // What a client records about every batch it hands out, for the summary:

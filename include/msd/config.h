@@ -16,15 +16,6 @@
 
 namespace msd {
 
-// One point of a source's weight schedule: from `step` on, weight `weight`
-// (piecewise), or the value reached exactly at `step` (linear).
-struct WeightPoint {
-  uint64_t step = 0;
-  double weight = 0.0;
-};
-
-enum class ScheduleKind { constant, piecewise, linear };
-
 // The format of a source's files. Each has a folder under lib/source/ and one
 // entry in its registry (lib/source/format.h), which knows its name, what it
 // needs and how it opens; configuration parses source.NAME.format once, by

@@ -4,6 +4,7 @@
 // file); everything else works with the enum.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -74,6 +75,17 @@ enum class Cuts { whole, balance };
 // as a rank's positions need under job.max_positions_per_micro_batch (at
 // least job.micro_batches), so the ranks' token counts may differ.
 enum class MicroBatchCount { fixed, variable };
+
+// mix.schedule: how a source's weight moves between the points of its
+// curve (source.NAME.weight; plan/step/mix.h).
+enum class ScheduleKind { constant, piecewise, linear };
+
+// One point of a source's weight schedule: from `step` on, weight `weight`
+// (piecewise), or the value reached exactly at `step` (linear).
+struct WeightPoint {
+  uint64_t step = 0;
+  double weight = 0.0;
+};
 
 // topology.broadcast_at: tp, one rank per TP group fetches and shares the
 // batch; none, every TP rank fetches.

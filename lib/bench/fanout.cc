@@ -14,6 +14,7 @@
 #include "common/digest.h"
 #include "common/error.h"
 #include "common/json_writer.h"
+#include "config/part_options.h"
 #include "msd/config.h"
 #include "plan/step/cost.h"
 #include "plan/step/pack.h"

@@ -10,6 +10,7 @@
 #include "bench/step_stream.h"
 #include "common/error.h"
 #include "common/json_writer.h"
+#include "config/part_options.h"
 #include "datagen/datagen.h"
 #include "msd/config.h"
 #include "plan/cluster/compare.h"

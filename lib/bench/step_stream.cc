@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "common/error.h"
+#include "config/part_options.h"
 #include "plan/step/mix.h"
 #include "plan/step/modes.h"
 #include "source/permutation.h"

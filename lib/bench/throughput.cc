@@ -8,6 +8,7 @@
 #include "bench/step_stream.h"
 #include "common/error.h"
 #include "common/json_writer.h"
+#include "config/part_options.h"
 #include "msd/config.h"
 #include "plan/cluster/device_model.h"
 

@@ -17,7 +17,7 @@
 
 #include "checkpoint/step_files.h"
 #include "common/error.h"
-#include "common/files.h"
+#include "common/storage.h"
 #include "common/log.h"
 
 namespace msd {
@@ -74,25 +74,26 @@ std::string lock_text(const LockOwner& owner) {
              owner.process_start, "\nstarted_unix = ", owner.started_unix, "\n");
 }
 
-// Creates the lock file with O_EXCL; false when it exists.
+// Creates the lock file when none is there (O_EXCL); false when it exists.
 bool create_lock(const std::string& path, const LockOwner& owner) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    if (errno == EEXIST) return false;
-    throw ConfigError(str("cannot create the lock ", path, ": ", std::strerror(errno)));
-  }
   const std::string text = lock_text(owner);
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  const int err = errno;
-  ::close(fd);
-  if (!written) throw IoError(str("cannot write the lock ", path, ": ", std::strerror(err)));
-  return true;
+  try {
+    return default_storage().create_exclusive(
+        path, std::span(reinterpret_cast<const unsigned char*>(text.data()), text.size()));
+  } catch (const IoError& e) {
+    throw ConfigError(str("cannot create the lock: ", e.what()));
+  }
 }
 
 std::chrono::seconds age_of(const std::string& path) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) return std::chrono::seconds(0);
-  return std::chrono::seconds(std::max<long long>(0, static_cast<long long>(std::time(nullptr)) - info.st_mtime));
+  std::optional<FileStamp> stamp;
+  try {
+    stamp = default_storage().stat(path);
+  } catch (const IoError&) {
+  }
+  if (!stamp) return std::chrono::seconds(0);
+  const long long mtime_s = stamp->mtime_ns / 1000000000;
+  return std::chrono::seconds(std::max<long long>(0, static_cast<long long>(std::time(nullptr)) - mtime_s));
 }
 
 }  // namespace
@@ -113,8 +114,8 @@ LockOwner this_lock_owner() {
 }
 
 LockOwner read_lock_owner(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw IoError(str("cannot read the lock ", path, ": ", std::strerror(errno)));
+  const std::vector<unsigned char> bytes = default_storage().read_all(path);
+  std::istringstream in(std::string(bytes.begin(), bytes.end()));
   std::map<std::string, std::string> values;
   std::string line;
   while (std::getline(in, line)) {
@@ -167,8 +168,11 @@ OwnerLock::OwnerLock(std::string path, std::string option) : path_(std::move(pat
                             age_of(path_).count(), " s ago): a second job would overwrite its checkpoints and trace. "
                             "Use another ", option, ", or remove the lock once that job is gone"));
     log_warn("taking over the lock ", path_, " of ", owner_text, ": ", gone);
-    std::error_code ignored;
-    fs::remove(path_, ignored);
+    try {
+      default_storage().remove(path_);
+    } catch (const IoError&) {
+      // gone already, or not ours to remove: the next try says which
+    }
   }
   throw ConfigError(str(option, ": another job took the lock ", path_, " while this one took it over"));
 }
@@ -184,7 +188,7 @@ OwnerLock::~OwnerLock() {
   try {
     const LockOwner owner = read_lock_owner(path_);
     if (owner.host == mine_.host && owner.pid == mine_.pid && owner.started_unix == mine_.started_unix)
-      ::unlink(path_.c_str());
+      default_storage().remove(path_);
   } catch (const std::exception& e) {
     log_warn("leaving the lock ", path_, ": ", e.what());
   }
@@ -222,11 +226,14 @@ void prepare_fresh_start(const Config& config) {
   const std::string aside = join_path(dir, str("replaced-", std::time(nullptr)));
   make_directory(aside);
   const std::string trace = config.checkpoint.trace.empty() ? join_path(dir, "trace.h5") : config.checkpoint.trace;
-  if (fs::exists(trace) && fs::path(trace).parent_path() == fs::path(dir)) files.emplace_back(0, trace);
+  Storage& storage = default_storage();
+  if (storage.exists(trace) && fs::path(trace).parent_path() == fs::path(dir)) files.emplace_back(0, trace);
   for (const auto& [step, file] : files) {
-    std::error_code error;
-    fs::rename(file, join_path(aside, fs::path(file).filename().string()), error);
-    if (error) throw IoError(str("checkpoint.start_over: cannot move ", file, " to ", aside, ": ", error.message()));
+    try {
+      storage.rename(file, join_path(aside, fs::path(file).filename().string()));
+    } catch (const IoError& error) {
+      throw IoError(str("checkpoint.start_over: cannot move ", file, " to ", aside, ": ", error.what()));
+    }
   }
   log_warn("checkpoint.start_over: moved ", files.size(), " file(s) of an earlier run (", steps, ") to ", aside,
            "; starting at step 0");

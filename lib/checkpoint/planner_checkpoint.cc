@@ -14,6 +14,7 @@
 #include "common/digest.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/storage.h"
 
 namespace msd {
 
@@ -432,7 +433,7 @@ void PlannerCheckpointWriter::submit(const PlannerCheckpoint& checkpoint) {
   }
   wake_.notify_all();
   // An older checkpoint not yet made durable is superseded by this one.
-  if (replaced && replaced->path != path) std::filesystem::remove(temporary_path(replaced->path));
+  if (replaced && replaced->path != path) default_storage().remove(temporary_path(replaced->path));
 }
 
 void PlannerCheckpointWriter::finish() {

@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "common/json_writer.h"
+#include "config/part_options.h"
 #include "msd/place_tree.h"
 #include "plan/step/cost.h"
 #include "plan/step/mix.h"

@@ -1,17 +1,13 @@
 #include "checkpoint/step_files.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <set>
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/storage.h"
 
 namespace msd {
 
@@ -21,10 +17,6 @@ namespace {
 
 constexpr int kStepDigits = 12;  // docs/checkpoint.md: file names
 constexpr int kPartDigits = 5;
-
-[[noreturn]] void fail_errno(const std::string& what, const std::string& path, int err) {
-  throw IoError(str(what, " ", path, ": ", std::strerror(err)));
-}
 
 // The step of "PREFIX-<digits>.h5" or "PREFIX-<digits>-<part digits>.h5", or
 // -1 when `name` is neither.
@@ -68,37 +60,18 @@ std::optional<uint64_t> step_in_file_name(const std::string& path, const std::st
 
 std::string temporary_path(const std::string& path) { return path + ".tmp"; }
 
-void make_directory(const std::string& dir) {
-  std::error_code error;
-  fs::create_directories(dir, error);
-  if (error) throw IoError(str("cannot create directory ", dir, ": ", error.message()));
-}
+void make_directory(const std::string& dir) { default_storage().make_dirs(dir); }
 
-void sync_path(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail_errno("cannot open for fsync", path, errno);
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  // Some file systems cannot fsync a directory; the rename is still atomic.
-  if (rc != 0 && err != EINVAL && err != EROFS) fail_errno("fsync of", path, err);
-}
+void sync_path(const std::string& path) { default_storage().sync(path); }
 
-void rename_durably(const std::string& from, const std::string& to) {
-  if (std::rename(from.c_str(), to.c_str()) != 0) fail_errno(str("cannot rename ", from, " to"), to, errno);
-  const fs::path parent = fs::path(to).parent_path();
-  sync_path(parent.empty() ? "." : parent.string());
-}
+void rename_durably(const std::string& from, const std::string& to) { default_storage().rename(from, to); }
 
 std::vector<std::pair<uint64_t, std::string>> list_step_files(const std::string& dir, const std::string& prefix) {
   std::vector<std::pair<uint64_t, std::string>> files;
-  std::error_code error;
-  if (!fs::is_directory(dir, error)) return files;
-  for (const auto& entry : fs::directory_iterator(dir, error)) {
-    const int64_t step = step_of(entry.path().filename().string(), prefix);
-    if (step >= 0) files.emplace_back(static_cast<uint64_t>(step), entry.path().string());
+  for (const std::string& path : default_storage().list(dir)) {
+    const int64_t step = step_of(fs::path(path).filename().string(), prefix);
+    if (step >= 0) files.emplace_back(static_cast<uint64_t>(step), path);
   }
-  if (error) throw IoError(str("cannot list ", dir, ": ", error.message()));
   std::sort(files.begin(), files.end(),
             [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
   return files;
@@ -106,26 +79,31 @@ std::vector<std::pair<uint64_t, std::string>> list_step_files(const std::string&
 
 void prune_step_files(const std::string& dir, const std::string& prefix, uint32_t keep) {
   if (keep == 0) return;
+  Storage& storage = default_storage();
   const auto files = list_step_files(dir, prefix);
   std::set<uint64_t> kept;
   for (const auto& [step, path] : files) {
     if (kept.size() < keep) kept.insert(step);
     if (kept.count(step)) continue;
-    std::error_code error;
-    fs::remove(path, error);
-    if (error) log_warn("cannot remove old checkpoint ", path, ": ", error.message());
+    try {
+      storage.remove(path);
+    } catch (const IoError& error) {
+      log_warn("cannot remove old checkpoint: ", error.what());
+    }
   }
   // A crash between create and rename leaves PREFIX-<step>.h5.tmp behind.
   if (files.empty()) return;
   const uint64_t newest = files.front().first;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator(dir, error)) {
-    std::string name = entry.path().filename().string();
+  for (const std::string& path : storage.list(dir)) {
+    std::string name = fs::path(path).filename().string();
     if (name.size() < 4 || name.compare(name.size() - 4, 4, ".tmp") != 0) continue;
     const int64_t step = step_of(name.substr(0, name.size() - 4), prefix);
     if (step >= 0 && static_cast<uint64_t>(step) < newest) {
-      std::error_code remove_error;
-      fs::remove(entry.path(), remove_error);
+      try {
+        storage.remove(path);
+      } catch (const IoError&) {
+        // another process's, or gone: the next prune tries again
+      }
     }
   }
 }

@@ -10,6 +10,7 @@
 #include "common/digest.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/storage.h"
 
 namespace msd {
 
@@ -276,11 +277,13 @@ TraceWriter::TraceWriter(std::string path, const TraceHeader& header, uint64_t f
   const auto parent = std::filesystem::path(path_).parent_path();
   if (!parent.empty()) make_directory(parent.string());
   if (first_step > 0 && !changed && reopen(header, first_step)) return;
-  if (first_step > 0 && std::filesystem::exists(path_)) {
+  if (first_step > 0 && default_storage().exists(path_)) {
     const std::string aside = str(path_, ".before-", first_step);
-    std::error_code error;
-    std::filesystem::rename(path_, aside, error);
-    if (error) throw IoError(str("cannot move trace ", path_, " aside to ", aside, ": ", error.message()));
+    try {
+      default_storage().rename(path_, aside);
+    } catch (const IoError& error) {
+      throw IoError(str("cannot move trace ", path_, " aside to ", aside, ": ", error.what()));
+    }
     log_warn("trace ", path_, changed ? " holds the plans of the mixture before step " : " cannot continue at step ",
              first_step, "; moved to ", aside, " and a new trace begins at step ", first_step);
   }
@@ -299,9 +302,12 @@ void TraceWriter::create(const TraceHeader& header, uint64_t first_step) {
   h5::PropertyList access = h5::file_access();
   // Never truncated in place: an old trace is unlinked, so that a process
   // that still has it open keeps its steps whole.
-  std::error_code error;
-  if (std::filesystem::remove(path_, error)) log_info("trace ", path_, ": an earlier trace replaced (a start at step ", first_step, ")");
-  if (error) throw IoError(str("cannot replace trace ", path_, ": ", error.message()));
+  try {
+    if (default_storage().remove(path_))
+      log_info("trace ", path_, ": an earlier trace replaced (a start at step ", first_step, ")");
+  } catch (const IoError& error) {
+    throw IoError(str("cannot replace trace ", path_, ": ", error.what()));
+  }
   file_ = h5::create_file(path_, access.get(), true);
   write_header(file_.get(), header, first_step);
   tables_ = std::make_unique<Tables>();
@@ -317,7 +323,7 @@ void TraceWriter::create(const TraceHeader& header, uint64_t first_step) {
 // Opens the trace for a resume at first_step; false when it cannot continue
 // there (missing, unreadable, or ending before first_step).
 bool TraceWriter::reopen(const TraceHeader& header, uint64_t first_step) {
-  if (!std::filesystem::exists(path_)) return false;
+  if (!default_storage().exists(path_)) return false;
   try {
     h5::PropertyList access = h5::file_access();
     h5::File file = h5::open_file(path_, true, access.get());

@@ -6,6 +6,7 @@
 
 #include "common/digest.h"
 #include "common/log.h"
+#include "config/part_options.h"
 #include "plan/step/baseline.h"
 #include "plan/step/modes.h"
 #include "source/permutation.h"

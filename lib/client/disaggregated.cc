@@ -5,7 +5,9 @@
 
 #include "common/log.h"
 #include "common/memory.h"
+#include "config/part_options.h"
 #include "construct/batch_sink.h"
+#include "construct/tp_device.h"
 #include "plan/step/cost.h"
 #include "plan/step/pack.h"
 #include "runtime/fatal.h"
@@ -39,6 +41,7 @@ DisaggregatedClient::DisaggregatedClient(JobContext& job, int client_index, int3
       client_index_(client_index),
       next_step_(job.first_step),
       options_(build_options_for(job.tree, client_index, image_token_id)),
+      tp_comm_(tp_comm),
       // A loader that answers no read is named within job.stall_timeout_s.
       reader_(job.windows, job.world.get(), job.config.job.stall_timeout_s * 1000, job.config.topology.network_reads) {
   options_.varlen = make_pack_options(job.config).varlen;  // the planner's rows (colocated ranks keep fixed ones)
@@ -141,6 +144,36 @@ const Batch* DisaggregatedClient::next() {
   return &batch;
 }
 
+void DisaggregatedClient::attach(BatchSink& sink) {
+  if (tp_sink_ != nullptr) {
+    if (&sink != tp_sink_ && tp_plan_.path == TpBroadcastPlan::Path::nccl)
+      throw Error(str("client rank ", job_.rank, ": the batch sink changed after its TP group chose the nccl path at ",
+                      "its first step; set the sink (Client::set_sink) before the first next()"));
+    return;
+  }
+  tp_sink_ = &sink;
+  if (!share_) {
+    tp_plan_.reason = job_.tree.dim(Axis::tp) > 1 ? "each TP rank builds its batch (topology.broadcast_at is not tp)"
+                                                  : "a TP group of one rank";
+    return;
+  }
+  TpDeviceSink* device = tp_device_of(sink);
+  tp_plan_ = agree_tp_broadcast(tp_comm_, tp_rank_device(device));
+  if (share_->is_leader())
+    log_info("TP group of client rank ", job_.rank, ": batches reach its ", job_.tree.dim(Axis::tp), " ranks by the ",
+             path_name(tp_plan_.path), " path (", tp_plan_.reason, ")");
+  if (tp_plan_.path != TpBroadcastPlan::Path::nccl) return;
+  device->join_tp_group(tp_comm_, tp_plan_);
+  share_->share_header_only();
+}
+
+void DisaggregatedClient::deliver(BatchSink& sink, const Batch& batch) {
+  if (tp_plan_.path == TpBroadcastPlan::Path::nccl && !share_->is_leader())
+    tp_device_of(sink)->deliver_broadcast(batch, share_->payload_layout());
+  else
+    sink.deliver(batch);
+}
+
 void DisaggregatedClient::stop_early() {
   if (ahead_.pending()) {
     reader_.finish();  // the replies land in batches_: never left in flight
@@ -159,9 +192,10 @@ void Client::set_sink(BatchSink* sink) { sink_ = sink != nullptr ? sink : host_s
 const Batch* Client::next() {
   const Batch* batch = nullptr;
   try {
+    impl_->attach(*sink_);
     batch = impl_->next();
     if (batch != nullptr)
-      sink_->deliver(*batch);
+      impl_->deliver(*sink_, *batch);
     else
       sink_->finish();
   } catch (...) {

@@ -36,6 +36,13 @@ class DisaggregatedClient : public ClientImpl {
   DisaggregatedClient(const DisaggregatedClient&) = delete;
   DisaggregatedClient& operator=(const DisaggregatedClient&) = delete;
   const Batch* next() override;
+  // At the first call, with broadcast_at = tp and more than one TP rank:
+  // collective over tp_comm, the group agrees on the host or nccl path for
+  // `sink` (logged by the leader). On the nccl path the sink must stay the
+  // same (Error otherwise) and followers receive headers only.
+  void attach(BatchSink& sink) override;
+  void deliver(BatchSink& sink, const Batch& batch) override;
+  const TpBroadcastPlan& tp_plan() const { return tp_plan_; }
   uint64_t steps() const override { return job_.config.job.steps; }
   // Completes reads requested ahead and tells the planner the step this
   // client stops at (kTagStopping); the plans it sent beyond are dropped at
@@ -58,6 +65,9 @@ class DisaggregatedClient : public ClientImpl {
   BuildOptions options_;
   bool counts_needed_ = true;       // TP leaders count the group's needed bytes
   std::unique_ptr<TpShare> share_;  // TP groups that share
+  MPI_Comm tp_comm_;
+  BatchSink* tp_sink_ = nullptr;  // the sink the group's path was agreed for; nullptr before
+  TpBroadcastPlan tp_plan_;
   RssSampler rss_;                  // sent on acknowledgements for output.metrics
   WindowReader reader_;             // reads the loaders' windows (transport/reads.h)
   StepPlan ahead_plan_;             // step next_step_'s plan while its reads are in flight

@@ -4,6 +4,7 @@
 #include <thread>
 #include <vector>
 
+#include "config/part_options.h"
 #include "transport/mpi.h"
 
 namespace msd {

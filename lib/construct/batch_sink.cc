@@ -28,28 +28,38 @@ uint64_t align_up(uint64_t value, uint64_t align) { return (value + align - 1) /
 }  // namespace
 
 std::vector<FieldBytes> field_bytes(const MicroBatch& mb) {
-  return {bytes_of(BatchField::tokens, mb.tokens),
-          bytes_of(BatchField::labels, mb.labels),
-          bytes_of(BatchField::positions, mb.positions),
-          bytes_of(BatchField::loss_mask, mb.loss_mask),
-          bytes_of(BatchField::cu_seqlens, mb.cu_seqlens),
-          bytes_of(BatchField::patch_positions, mb.patch_positions),
-          bytes_of(BatchField::patches, mb.patches)};
+  std::vector<FieldBytes> fields;
+  fields.reserve(kBatchFields);
+  std::apply([&](const auto&... values) { (fields.push_back(bytes_of(BatchField(fields.size()), values)), ...); },
+             staged_fields(const_cast<MicroBatch&>(mb)));
+  return fields;
 }
 
-StagingLayout staging_layout(const Batch& batch) {
+std::vector<uint64_t> staged_field_bytes(const Batch& batch) {
+  std::vector<uint64_t> bytes;
+  bytes.reserve(batch.micro_batches.size() * kBatchFields);
+  for (const MicroBatch& mb : batch.micro_batches)
+    for (const FieldBytes& f : field_bytes(mb)) bytes.push_back(f.bytes);
+  return bytes;
+}
+
+StagingLayout staging_layout(std::span<const uint64_t> field_bytes) {
+  if (field_bytes.size() % kBatchFields != 0)
+    throw ProtocolError("staging layout: " + std::to_string(field_bytes.size()) + " field sizes, not a multiple of " +
+                        std::to_string(kBatchFields));
   StagingLayout layout;
-  layout.fields.reserve(batch.micro_batches.size() * kBatchFields);
+  layout.fields.reserve(field_bytes.size());
   uint64_t offset = 0;
-  for (size_t m = 0; m < batch.micro_batches.size(); ++m) {
-    for (const FieldBytes& f : field_bytes(batch.micro_batches[m])) {
-      layout.fields.push_back({static_cast<uint32_t>(m), f.field, offset, f.bytes});
-      offset = align_up(offset + f.bytes, kStagingAlign);
-    }
+  for (size_t i = 0; i < field_bytes.size(); ++i) {
+    const auto micro_batch = static_cast<uint32_t>(i / kBatchFields);
+    layout.fields.push_back({micro_batch, BatchField(i % kBatchFields), offset, field_bytes[i]});
+    offset = align_up(offset + field_bytes[i], kStagingAlign);
   }
   layout.bytes = offset;
   return layout;
 }
+
+StagingLayout staging_layout(const Batch& batch) { return staging_layout(staged_field_bytes(batch)); }
 
 void stage_batch(const Batch& batch, const StagingLayout& layout, uint8_t* out) {
   if (layout.fields.size() != batch.micro_batches.size() * kBatchFields)
@@ -164,6 +174,22 @@ TpBroadcastPlan plan_tp_broadcast(std::span<const int> devices_per_rank, bool al
   }
   plan.path = TpBroadcastPlan::Path::nccl;
   plan.reason = "every rank of the TP group sees a CUDA device";
+  return plan;
+}
+
+TpBroadcastPlan plan_tp_broadcast(std::span<const TpRankDevice> ranks) {
+  std::vector<int> devices;
+  bool all_nccl = true;
+  size_t first_without = 0;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    devices.push_back(ranks[r].has_device);
+    if (all_nccl && ranks[r].has_nccl == 0) first_without = r;
+    all_nccl = all_nccl && ranks[r].has_nccl != 0;
+  }
+  TpBroadcastPlan plan = plan_tp_broadcast(devices, all_nccl);
+  if (plan.path == TpBroadcastPlan::Path::host && !all_nccl && plan.reason.find("no CUDA device") == std::string::npos)
+    plan.reason = "tp rank " + std::to_string(first_without) + "'s device sink was built without NCCL";
+  if (plan.path == TpBroadcastPlan::Path::nccl) plan.reason = "every rank of the TP group has a device sink with NCCL";
   return plan;
 }
 

@@ -1,7 +1,7 @@
 // Where a constructed batch is delivered (docs/gpu.md). A client builds each
 // step's batch in host memory (build_batch) and hands it, finished, to a
-// BatchSink before msd::Client::next() returns it: the host sink leaves it
-// where it is (the default, today's behaviour); a device sink
+// BatchSink (msd/batch_sink.h) before msd::Client::next() returns it: the
+// host sink leaves it where it is (the default); a device sink
 // (construct/cuda_sink.h, built with MSD_WITH_CUDA) copies its fields into
 // GPU memory through pinned staging. The parts of a device sink that need no
 // device live here, MPI- and CUDA-free, so that they are unit-tested
@@ -13,26 +13,14 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "msd/batch.h"
+#include "msd/batch_sink.h"
 
 namespace msd {
-
-// The receiving end of a client's batches. Called from the thread that calls
-// Client::next(); never concurrently.
-class BatchSink {
- public:
-  virtual ~BatchSink() = default;
-  // `batch` is step's finished batch (digest computed); it stays valid and
-  // unchanged until the next deliver() or finish(). Throws msd::Error when
-  // it cannot be delivered.
-  virtual void deliver(const Batch& batch) = 0;
-  // The stream ended (next() returned nullptr, or the trainer stopped
-  // early): complete whatever is in flight. Default: nothing is.
-  virtual void finish() {}
-  virtual std::string name() const = 0;
-};
 
 // The default: the batch stays in the client's host buffers, where the
 // trainer reads it (Batch's vectors); nothing is copied.
@@ -50,6 +38,14 @@ class HostSink final : public BatchSink {
 enum class BatchField : uint8_t { tokens, labels, positions, loss_mask, cu_seqlens, patch_positions, patches };
 inline constexpr int kBatchFields = 7;
 const char* field_name(BatchField field);
+
+// The seven fields a device receives, in BatchField order: the one list that
+// says which of a micro-batch's wire fields (construct/tp_share.h) are its
+// payload; the others are its header.
+inline auto staged_fields(MicroBatch& m) {
+  return std::tie(m.tokens, m.labels, m.positions, m.loss_mask, m.cu_seqlens, m.patch_positions, m.patches);
+}
+static_assert(std::tuple_size_v<decltype(staged_fields(std::declval<MicroBatch&>()))> == kBatchFields);
 
 // One field of one micro-batch, as host bytes.
 struct FieldBytes {
@@ -81,6 +77,12 @@ struct StagingLayout {
   }
 };
 StagingLayout staging_layout(const Batch& batch);
+// The same from the fields' byte counts alone (staged_field_bytes), micro-batch
+// then BatchField order: how a TP follower on the nccl path lays out the
+// leader's buffer it receives from the batch's header. Throws ProtocolError
+// when the count is not a whole number of micro-batches.
+std::vector<uint64_t> staged_field_bytes(const Batch& batch);
+StagingLayout staging_layout(std::span<const uint64_t> field_bytes);
 // Writes every field of `batch` to `out` at `layout`'s offsets (REQUIRES:
 // layout == staging_layout(batch) and out holds layout.bytes).
 void stage_batch(const Batch& batch, const StagingLayout& layout, uint8_t* out);
@@ -156,6 +158,15 @@ struct TpBroadcastPlan {
 // rank, gathered over tp_comm). NCCL when every rank has one and the group
 // has more than one rank and `allow_nccl`; else the host path.
 TpBroadcastPlan plan_tp_broadcast(std::span<const int> devices_per_rank, bool allow_nccl);
+// What one rank brings to its group's plan (gathered over tp_comm,
+// construct/tp_device.h): whether its sink is on a CUDA device, and whether
+// that sink can broadcast over NCCL (built with it). The nccl path needs
+// both on every rank; the reason names the first rank that lacks one.
+struct TpRankDevice {
+  int32_t has_device = 0;
+  int32_t has_nccl = 0;
+};
+TpBroadcastPlan plan_tp_broadcast(std::span<const TpRankDevice> ranks);
 const char* path_name(TpBroadcastPlan::Path path);
 
 }  // namespace msd

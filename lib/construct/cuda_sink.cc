@@ -5,6 +5,10 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "transport/mpi.h"
+#ifdef MSD_WITH_NCCL
+#include "construct/tp_nccl.h"
+#endif
 
 namespace msd {
 
@@ -22,6 +26,12 @@ int cuda_device_count() {
   }
   return count;
 }
+
+struct CudaSink::TpGroup {
+#ifdef MSD_WITH_NCCL
+  NcclTpBroadcast nccl;
+#endif
+};
 
 CudaSink::CudaSink(const Options& options) : options_(options) {
   const int devices = cuda_device_count();
@@ -51,6 +61,7 @@ CudaSink::~CudaSink() {
   } catch (const std::exception& e) {
     log_warn("CUDA sink: ", e.what());
   }
+  tp_group_.reset();  // after finish(): no broadcast in flight
   for (Slot& slot : slots_) {
     free_slot(slot);
     for (cudaEvent_t event : {slot.copied, slot.released, slot.copy_started})
@@ -89,38 +100,98 @@ void CudaSink::reserve(Slot& slot, uint64_t bytes) {
   const uint64_t capacity = staging_capacity(bytes, slot.capacity);
   if (capacity == slot.capacity) return;
   free_slot(slot);
-  check_cuda(cudaHostAlloc(reinterpret_cast<void**>(&slot.host), capacity, cudaHostAllocDefault),
-             "allocating pinned staging");
+  if (tp_role_ != TpRole::follower)  // a follower's batch arrives on the device
+    check_cuda(cudaHostAlloc(reinterpret_cast<void**>(&slot.host), capacity, cudaHostAllocDefault),
+               "allocating pinned staging");
   check_cuda(cudaMalloc(reinterpret_cast<void**>(&slot.device), capacity), "allocating the device batch");
   slot.capacity = capacity;
   ++reallocations_;
 }
 
-void CudaSink::deliver(const Batch& batch) {
-  const DoubleBuffer::Plan plan = buffers_.deliver(batch.step);
+DoubleBuffer::Plan CudaSink::open_slot(uint64_t step, StagingLayout layout) {
+  const DoubleBuffer::Plan plan = buffers_.deliver(step);
   if (plan.release_slot >= 0)
     check_cuda(cudaEventRecord(slots_[plan.release_slot].released, options_.compute_stream),
                "recording the trainer's release of a batch");
   Slot& slot = slots_[plan.slot];
   if (plan.wait_previous_copy) wait_event(slot.copied, "the previous copy from this staging buffer");
-  slot.layout = staging_layout(batch);
+  slot.layout = std::move(layout);
   if (slot.layout.bytes > slot.capacity) {
     // Growing frees the device buffer: the trainer's work on it must be done.
     if (plan.wait_release) wait_event(slot.released, "the trainer's work on the buffer being grown");
     reserve(slot, slot.layout.bytes);
   }
-  stage_batch(batch, slot.layout, slot.host);
+  // Device-side: what the copy stream does next waits for the trainer's
+  // work on this slot (issued before the host stages, which it does not order).
   if (plan.wait_release)
     check_cuda(cudaStreamWaitEvent(copy_stream_, slot.released, 0), "ordering the copy after the trainer's release");
-  if (options_.timing) check_cuda(cudaEventRecord(slot.copy_started, copy_stream_), "recording a timing event");
-  if (slot.layout.bytes > 0)
-    check_cuda(cudaMemcpyAsync(slot.device, slot.host, slot.layout.bytes, cudaMemcpyHostToDevice, copy_stream_),
-               "copying a batch to the device");
+  return plan;
+}
+
+// The copy or broadcast into the slot was issued on the copy stream after
+// the slot's release; the trainer's stream now waits for it.
+void CudaSink::close_slot(const DoubleBuffer::Plan& plan) {
+  Slot& slot = slots_[plan.slot];
   check_cuda(cudaEventRecord(slot.copied, copy_stream_), "recording a copy event");
   check_cuda(cudaStreamWaitEvent(options_.compute_stream, slot.copied, 0), "ordering the trainer after the copy");
   buffers_.hand_out(plan.slot);
   current_ = plan.slot;
   bytes_copied_ += slot.layout.bytes;
+}
+
+void CudaSink::deliver(const Batch& batch) {
+  if (tp_role_ == TpRole::follower)
+    throw Error("CUDA sink: a TP follower on the nccl path receives its batch by broadcast (deliver_broadcast)");
+  const DoubleBuffer::Plan plan = open_slot(batch.step, staging_layout(batch));
+  Slot& slot = slots_[plan.slot];
+  stage_batch(batch, slot.layout, slot.host);
+  if (options_.timing) check_cuda(cudaEventRecord(slot.copy_started, copy_stream_), "recording a timing event");
+  if (slot.layout.bytes > 0)
+    check_cuda(cudaMemcpyAsync(slot.device, slot.host, slot.layout.bytes, cudaMemcpyHostToDevice, copy_stream_),
+               "copying a batch to the device");
+#ifdef MSD_WITH_NCCL
+  // The followers' deliver_broadcast() of this step; a size of 0 is skipped
+  // on every rank alike (all know it from the header).
+  if (tp_role_ == TpRole::leader && slot.layout.bytes > 0)
+    tp_group_->nccl.broadcast(slot.device, slot.layout.bytes, copy_stream_);
+#endif
+  close_slot(plan);
+}
+
+bool CudaSink::has_nccl() const {
+#ifdef MSD_WITH_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
+void CudaSink::join_tp_group(MPI_Comm tp_comm, const TpBroadcastPlan& plan) {
+  if (plan.path != TpBroadcastPlan::Path::nccl) return;
+  if (tp_group_) throw Error("CUDA sink: joined a TP group twice");
+  if (buffers_.deliveries() > 0)
+    throw Error("CUDA sink: a TP group is joined before the first batch is delivered, not after");
+#ifdef MSD_WITH_NCCL
+  int rank = 0;
+  MSD_MPI(MPI_Comm_rank(tp_comm, &rank), "reading the TP rank");
+  tp_group_.reset(new TpGroup{NcclTpBroadcast(tp_comm, options_.device, plan)});
+  tp_role_ = rank == plan.root ? TpRole::leader : TpRole::follower;
+#else
+  (void)tp_comm;
+  throw Error("CUDA sink: the TP group chose the nccl path, and this build has no NCCL");
+#endif
+}
+
+void CudaSink::deliver_broadcast(const Batch& header, const StagingLayout& layout) {
+  if (tp_role_ != TpRole::follower)
+    throw Error(std::string("CUDA sink: deliver_broadcast on a sink that is not a TP follower on the nccl path"));
+  const DoubleBuffer::Plan plan = open_slot(header.step, layout);
+  Slot& slot = slots_[plan.slot];
+  if (options_.timing) check_cuda(cudaEventRecord(slot.copy_started, copy_stream_), "recording a timing event");
+#ifdef MSD_WITH_NCCL
+  if (slot.layout.bytes > 0) tp_group_->nccl.broadcast(slot.device, slot.layout.bytes, copy_stream_);
+#endif
+  close_slot(plan);
 }
 
 void CudaSink::finish() {

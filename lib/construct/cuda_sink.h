@@ -4,17 +4,21 @@
 // device memory. Two slots, used alternately (DoubleBuffer,
 // construct/batch_sink.h), so that step t+1's copy runs while the trainer's
 // kernels still read step t; the trainer's stream waits on the copy's event,
-// never the host. MPI-free.
+// never the host. Within a TP group on the nccl path (construct/tp_device.h)
+// the leader's sink also broadcasts each copied buffer over NCCL, and a
+// follower's receives it instead of copying.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 
 #include "construct/batch_sink.h"
+#include "construct/tp_device.h"
 
 namespace msd {
 
@@ -23,7 +27,7 @@ void check_cuda(cudaError_t status, const char* what);
 // The CUDA devices this process sees; 0 when there is no driver or device.
 int cuda_device_count();
 
-class CudaSink final : public BatchSink {
+class CudaSink final : public BatchSink, public TpDeviceSink {
  public:
   struct Options {
     int device = -1;                       // the CUDA device; default: the current one
@@ -45,6 +49,18 @@ class CudaSink final : public BatchSink {
   void deliver(const Batch& batch) override;
   void finish() override;  // waits for every copy and release in flight
   std::string name() const override { return "cuda"; }
+
+  // The nccl path (construct/tp_device.h). After join_tp_group(), the
+  // leader's deliver() broadcasts the copied buffer into the followers'
+  // (on the copy stream, before the copy event the trainer waits on), and a
+  // follower takes its steps by deliver_broadcast() (deliver() throws): its
+  // slots hold device buffers only, no staging. Events, slots and the
+  // accessors below are the same on every role.
+  bool has_nccl() const override;
+  void join_tp_group(MPI_Comm tp_comm, const TpBroadcastPlan& plan) override;
+  void deliver_broadcast(const Batch& header, const StagingLayout& layout) override;
+  enum class TpRole : uint8_t { none, leader, follower };
+  TpRole tp_role() const { return tp_role_; }
 
   // The delivered step's buffers in device memory: valid for work on the
   // compute stream (or a stream made to wait(): the copy is ordered before
@@ -85,6 +101,11 @@ class CudaSink final : public BatchSink {
   void wait_event(cudaEvent_t event, const char* what) const;
   void reserve(Slot& slot, uint64_t bytes);
   void free_slot(Slot& slot);
+  // A step's delivery: the next slot readied for `layout`, then (after
+  // staging and the copy, or the broadcast) made the trainer's.
+  DoubleBuffer::Plan open_slot(uint64_t step, StagingLayout layout);
+  void close_slot(const DoubleBuffer::Plan& plan);
+  struct TpGroup;  // the group's NCCL communicator (cuda_sink.cc)
 
   Options options_;
   cudaStream_t copy_stream_ = nullptr;
@@ -93,6 +114,8 @@ class CudaSink final : public BatchSink {
   int current_ = -1;
   uint64_t bytes_copied_ = 0;
   uint64_t reallocations_ = 0;
+  TpRole tp_role_ = TpRole::none;
+  std::unique_ptr<TpGroup> tp_group_;
 };
 
 }  // namespace msd

@@ -13,24 +13,32 @@ void check_nccl(ncclResult_t status, const char* what) {
 }
 }  // namespace
 
-NcclTpBroadcast::NcclTpBroadcast(MPI_Comm tp_comm, int device) {
-  int rank = 0, size = 1;
-  MSD_MPI(MPI_Comm_rank(tp_comm, &rank), "reading the TP rank");
-  MSD_MPI(MPI_Comm_size(tp_comm, &size), "reading the TP group's size");
+namespace {
+void check_device(int device) {
   if (device >= cuda_device_count())
     throw Error("NCCL TP broadcast: device " + std::to_string(device) + " given, and this process sees " +
                 std::to_string(cuda_device_count()));
-  const int mine = device >= 0 ? 1 : 0;
-  devices_.assign(static_cast<size_t>(size), 0);
-  MPI_Request request;
-  MSD_MPI(MPI_Iallgather(&mine, 1, MPI_INT, devices_.data(), 1, MPI_INT, tp_comm, &request),
-          "gathering the TP group's CUDA devices");
-  wait(request, "gathering the TP group's CUDA devices");
-  plan_ = plan_tp_broadcast(devices_, true);
+}
+// A rank of the standalone broadcast: NCCL is built; a device when given one.
+TpRankDevice rank_device(int device) {
+  check_device(device);
+  return {device >= 0 ? 1 : 0, 1};
+}
+}  // namespace
+
+NcclTpBroadcast::NcclTpBroadcast(MPI_Comm tp_comm, int device)
+    : NcclTpBroadcast(tp_comm, device, agree_tp_broadcast(tp_comm, rank_device(device))) {}
+
+NcclTpBroadcast::NcclTpBroadcast(MPI_Comm tp_comm, int device, const TpBroadcastPlan& plan) : plan_(plan) {
   if (plan_.path != TpBroadcastPlan::Path::nccl) return;
+  check_device(device);
+  int rank = 0, size = 1;
+  MSD_MPI(MPI_Comm_rank(tp_comm, &rank), "reading the TP rank");
+  MSD_MPI(MPI_Comm_size(tp_comm, &size), "reading the TP group's size");
   check_cuda(cudaSetDevice(device), "selecting the TP broadcast's device");
   ncclUniqueId id;
   if (rank == plan_.root) check_nccl(ncclGetUniqueId(&id), "making the TP group's id");
+  MPI_Request request;
   MSD_MPI(MPI_Ibcast(&id, sizeof id, MPI_BYTE, plan_.root, tp_comm, &request), "sending the NCCL id over tp_comm");
   wait(request, "sending the NCCL id over tp_comm");
   ncclComm_t comm = nullptr;

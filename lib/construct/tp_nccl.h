@@ -10,9 +10,9 @@
 #include <mpi.h>
 
 #include <cstdint>
-#include <vector>
 
 #include "construct/batch_sink.h"
+#include "construct/tp_device.h"
 
 namespace msd {
 
@@ -24,12 +24,15 @@ class NcclTpBroadcast {
   // `device`. Every rank reaches the same plan. Throws msd::Error when
   // `device` is not one this process sees.
   NcclTpBroadcast(MPI_Comm tp_comm, int device);
+  // Collective over `tp_comm` with `plan`, the one every rank agreed on
+  // (agree_tp_broadcast): makes the communicator on the nccl path, else
+  // nothing.
+  NcclTpBroadcast(MPI_Comm tp_comm, int device, const TpBroadcastPlan& plan);
   ~NcclTpBroadcast();
   NcclTpBroadcast(const NcclTpBroadcast&) = delete;
   NcclTpBroadcast& operator=(const NcclTpBroadcast&) = delete;
 
   const TpBroadcastPlan& plan() const { return plan_; }
-  const std::vector<int>& devices_per_rank() const { return devices_; }
 
   // Collective over the group, on the nccl path only: `bytes` at `buffer`
   // (device memory) on the leader land at `buffer` on every rank, ordered on
@@ -38,7 +41,6 @@ class NcclTpBroadcast {
 
  private:
   TpBroadcastPlan plan_;
-  std::vector<int> devices_;
   void* comm_ = nullptr;  // ncclComm_t, kept opaque so that nccl.h stays in the .cc
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "common/error.h"
 #include "transport/mpi.h"
@@ -27,6 +28,76 @@ void encode_batch(const Batch& batch, std::span<uint8_t> out) {
 
 void decode_batch(std::span<const uint8_t> bytes, Batch& out) { decode_fields(bytes, "shared batch", out); }
 
+namespace {
+// Moves the staged fields of `batch` into `aside` and back (swaps: no copy).
+void swap_staged(Batch& batch, std::vector<MicroBatch>& aside) {
+  aside.resize(batch.micro_batches.size());
+  for (size_t m = 0; m < aside.size(); ++m) {
+    auto mine = staged_fields(batch.micro_batches[m]);
+    auto other = staged_fields(aside[m]);
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      (std::get<I>(mine).swap(std::get<I>(other)), ...);
+    }(std::make_index_sequence<kBatchFields>{});
+  }
+}
+
+// Runs `f` on `batch` with its staged fields set aside, restoring them even
+// when `f` throws.
+template <typename F>
+auto without_staged(Batch& batch, F&& f) {
+  const std::vector<uint64_t> sizes = staged_field_bytes(batch);
+  std::vector<MicroBatch> aside;
+  swap_staged(batch, aside);
+  struct Restore {
+    Batch& batch;
+    std::vector<MicroBatch>& aside;
+    ~Restore() { swap_staged(batch, aside); }
+  } restore{batch, aside};
+  return f(sizes);
+}
+}  // namespace
+
+uint64_t encoded_header_bytes(Batch& batch) {
+  return without_staged(batch, [&](const std::vector<uint64_t>& sizes) {
+    return uint64_t{1} + wire_bytes(batch) + wire_bytes(sizes);
+  });
+}
+
+void encode_header(Batch& batch, std::span<uint8_t> out) {
+  without_staged(batch, [&](const std::vector<uint64_t>& sizes) {
+    WireWriter w(out);
+    write_wire(w, batch);
+    write_wire(w, sizes);
+  });
+}
+
+StagingLayout decode_header(std::span<const uint8_t> bytes, Batch& out) {
+  std::vector<uint64_t> sizes;
+  decode_fields(bytes, "shared batch header", out, sizes);
+  if (sizes.size() != out.micro_batches.size() * kBatchFields)
+    throw ProtocolError(str("shared batch header of step ", out.step, ": ", sizes.size(), " field sizes for ",
+                            out.micro_batches.size(), " micro-batches of ", kBatchFields, " fields"));
+  return staging_layout(sizes);
+}
+
+uint64_t TpShare::encoded_bytes(Batch& batch) const {
+  return header_only_ ? encoded_header_bytes(batch) : encoded_batch_bytes(batch);
+}
+
+void TpShare::encode(Batch& batch, std::span<uint8_t> out) const {
+  if (header_only_)
+    encode_header(batch, out);
+  else
+    encode_batch(batch, out);
+}
+
+void TpShare::decode(std::span<const uint8_t> bytes, Batch& batch) {
+  if (header_only_)
+    payload_layout_ = decode_header(bytes, batch);
+  else
+    decode_batch(bytes, batch);
+}
+
 TpShare::TpShare(MPI_Comm tp_comm, std::optional<Transport> transport, uint64_t initial_bytes) : comm_(tp_comm) {
   MSD_MPI(MPI_Comm_rank(comm_, &rank_), "querying the TP rank");
   const bool node_local = on_one_node(comm_, "finding the TP ranks that share a node");
@@ -50,9 +121,9 @@ void TpShare::share(Batch& batch) {
   if (transport_ == Transport::broadcast) {
     uint64_t bytes = 0;
     if (is_leader()) {
-      bytes = encoded_batch_bytes(batch);
+      bytes = encoded_bytes(batch);
       scratch_.resize(bytes);
-      encode_batch(batch, scratch_);
+      encode(batch, scratch_);
     }
     MSD_MPI(MPI_Ibcast(&bytes, 1, MPI_UINT64_T, 0, comm_, &request), "broadcasting a batch's size over TP");
     wait(request, "broadcasting a batch's size over TP");
@@ -60,7 +131,7 @@ void TpShare::share(Batch& batch) {
     MSD_MPI(MPI_Ibcast(scratch_.data(), checked_count(bytes), MPI_BYTE, 0, comm_, &request),
             "broadcasting a batch over TP");
     wait(request, "broadcasting a batch over TP");
-    if (!is_leader()) decode_batch(scratch_, batch);
+    if (!is_leader()) decode(scratch_, batch);
     return;
   }
   // Shared memory, two buffers used alternately: a peer reads buffer b at
@@ -70,9 +141,9 @@ void TpShare::share(Batch& batch) {
   const uint64_t buffer = shares_++ % 2;
   uint64_t need = 0, written = 0;
   if (is_leader()) {
-    need = encoded_batch_bytes(batch);
+    need = encoded_bytes(batch);
     if (need <= buffer_bytes_) {
-      encode_batch(batch, {window_.base() + buffer * buffer_bytes_, need});
+      encode(batch, {window_.base() + buffer * buffer_bytes_, need});
       window_.sync_local();
       written = 1;
     }
@@ -88,7 +159,7 @@ void TpShare::share(Batch& batch) {
     allocate(std::max(2 * buffer_bytes_, global[0] + global[0] / 4));
     ++grows_;
     if (is_leader()) {
-      encode_batch(batch, {window_.base() + buffer * buffer_bytes_, need});
+      encode(batch, {window_.base() + buffer * buffer_bytes_, need});
       window_.sync_local();
     }
     MSD_MPI(MPI_Ibarrier(comm_, &request), "publishing a shared batch");
@@ -96,7 +167,7 @@ void TpShare::share(Batch& batch) {
   }
   if (!is_leader()) {
     window_.sync_local();
-    decode_batch({window_.segment(0) + buffer * buffer_bytes_, global[0]}, batch);
+    decode({window_.segment(0) + buffer * buffer_bytes_, global[0]}, batch);
   }
 }
 

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "construct/batch_sink.h"
 #include "msd/batch.h"
 #include "transport/mpi.h"
 #include "transport/wire.h"
@@ -40,6 +41,18 @@ void encode_batch(const Batch& batch, std::span<uint8_t> out);
 // the fields wire_fields lists, and keeps the others.
 void decode_batch(std::span<const uint8_t> bytes, Batch& out);
 
+// A batch's header, for the nccl path (construct/tp_device.h): its wire
+// fields with the staged fields (staged_fields, construct/batch_sink.h)
+// empty, then their byte counts (staged_field_bytes). The leader's `batch`
+// is unchanged on return (its staged fields are set aside while encoding,
+// not copied).
+uint64_t encoded_header_bytes(Batch& batch);
+void encode_header(Batch& batch, std::span<uint8_t> out);
+// Replaces the wire fields of `out`, its staged fields emptied, and returns
+// the layout of the leader's staged buffer. Throws ProtocolError when
+// `bytes` is not a whole header or its sizes do not fit its micro-batches.
+StagingLayout decode_header(std::span<const uint8_t> bytes, Batch& out);
+
 class TpShare {
  public:
   enum class Transport { shared_memory, broadcast };
@@ -60,6 +73,14 @@ class TpShare {
   // Waits back off instead of spinning.
   void share(Batch& batch);
 
+  // From the next share() on, collectively: only the batch's header travels
+  // (encode_header); each follower's staged fields arrive on its device
+  // instead (the nccl path, construct/tp_device.h), and its Batch keeps them
+  // empty. payload_layout(): the last header's staged buffer.
+  void share_header_only() { header_only_ = true; }
+  bool header_only() const { return header_only_; }
+  const StagingLayout& payload_layout() const { return payload_layout_; }
+
   bool is_leader() const { return rank_ == 0; }
   Transport transport() const { return transport_; }
   uint64_t buffer_bytes() const { return buffer_bytes_; }  // current capacity of each of the two buffers
@@ -67,6 +88,9 @@ class TpShare {
 
  private:
   void allocate(uint64_t buffer_bytes);
+  uint64_t encoded_bytes(Batch& batch) const;
+  void encode(Batch& batch, std::span<uint8_t> out) const;
+  void decode(std::span<const uint8_t> bytes, Batch& batch);
 
   MPI_Comm comm_;
   int rank_ = 0;
@@ -76,6 +100,8 @@ class TpShare {
   uint64_t shares_ = 0;
   uint64_t grows_ = 0;
   std::vector<uint8_t> scratch_;  // broadcast: the encoded batch
+  bool header_only_ = false;
+  StagingLayout payload_layout_;  // followers, header only
 };
 
 }  // namespace msd

@@ -14,6 +14,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/memory.h"
+#include "config/part_options.h"
 #include "construct/batch_sink.h"
 #include "msd/client.h"
 #include "profile/plan_file.h"
@@ -123,7 +124,8 @@ static void check_world_size(const Config& config, const RoleLayout& layout, int
                         "; launch with mpirun -n ", layout.world_size(), " or use msd-run --print-world-size"));
 }
 
-JobImpl::JobImpl(const Config& config, MPI_Comm world) : ctx(config, layout_of(config, world)) {
+JobImpl::JobImpl(const Config& config, MPI_Comm world)
+    : ctx(config, layout_of(config, world), assign_sources(config.topology.loaders, weight_curves(config))) {
   start = std::chrono::steady_clock::now();
   check_world_size(config, ctx.layout, world_size_of(world));
   if (ctx.layout.colocated && !config.output.metrics.empty())
@@ -279,7 +281,8 @@ void JobImpl::settle_assignment() {
   text = broadcast_text(ctx.world.get(), root, std::move(text), failed, "sharing the partition plan");
   PartitionPlan plan = parse_plan_json(text, config, "topology.partition_plan", "the plan");
   fit_to_loaders(plan, config);
-  ctx.assignment = assign_from_plan(config, plan);
+  MSD_CHECK(plan.loader_ranks == static_cast<uint32_t>(config.topology.loaders));
+  ctx.assignment = assign_from_plan(plan, config.sources.size());
   if (ctx.rank != root) return;
   for (size_t loader = 0; loader < ctx.assignment.sources_of_loader.size(); ++loader) {
     std::string names;

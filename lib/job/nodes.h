@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "msd/config.h"
-#include "msd/place_tree.h"
+#include "topology/role_layout.h"
 
 namespace msd {
 

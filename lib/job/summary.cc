@@ -6,6 +6,7 @@
 
 #include "common/digest.h"
 #include "common/json_writer.h"
+#include "config/part_options.h"
 #include "plan/step/mix.h"
 #include "plan/step/modes.h"
 #include "job/startup_summary.h"

@@ -4,10 +4,9 @@
 #include <cstring>
 #include <deque>
 #include <sstream>
-#include <thread>
 #include <utility>
 
-#include "common/files.h"
+#include "common/storage.h"
 #include "common/log.h"
 #include "common/memory.h"
 #include "runtime/fatal.h"
@@ -36,7 +35,7 @@ struct LoaderRole::Prepared {
 };
 
 
-LoaderRole::LoaderRole(JobContext& job) : job_(job), pipeline_(pipeline_options(job.config)) {
+LoaderRole::LoaderRole(JobContext& job) : job_(job), faults_(job), pipeline_(pipeline_options(job.config)) {
   const int index = job.layout.loader_index(job.rank);
   // A shadow keeps every source open, so it can take over any loader.
   std::vector<uint32_t> mine;
@@ -59,12 +58,7 @@ LoaderRole::LoaderRole(JobContext& job) : job_(job), pipeline_(pipeline_options(
   }
   opened_.assign(job.config.sources.size(), {});
   listed_.resize(job.config.sources.size());
-  const FaultConfig& fault = job.config.fault;
-  if (fault.kind == "startup_stall" && fault.loader == index) {
-    // As a file system that hangs on open would hold it: the hello waits.
-    log_warn("fault injected: startup_stall for ", fault.stall_ms, " ms before opening the sources");
-    std::this_thread::sleep_for(std::chrono::milliseconds(fault.stall_ms));
-  }
+  faults_.before_opening_sources();
   try {
     build_index_share(index, mine);
     for (uint32_t s : mine) hello_.sources.push_back(open(s, file_share(job.assignment, s, index)));
@@ -199,21 +193,7 @@ bool LoaderRole::on_control(const Message& message) {
   } else if (message.tag == kTagReassign) {
     reassign(decode_reassign(message.bytes));
   } else if (message.tag == kTagFault) {
-    const FaultMessage fault = decode_fault(message.bytes);
-    const bool stall = fault.kind == "stall" || fault.kind == "checkpoint_stall";
-    log_warn("fault injected: ", fault.kind, stall ? str(" for ", fault.stall_ms, " ms") : "");
-    if (fault.kind == "crash") throw Error("injected crash (fault.kind = crash)");
-    if (fault.kind == "hang") {
-      fault_ = Fault::hang;
-    } else if (fault.kind == "fail") {
-      fault_ = Fault::fail;
-    } else if (fault.kind == "checkpoint_stall") {
-      checkpoint_stall_ms_ = fault.stall_ms;
-    } else {
-      // A stall: the process does nothing at all for a while, as with
-      // storage that stops answering; then it carries on.
-      std::this_thread::sleep_for(std::chrono::milliseconds(fault.stall_ms));
-    }
+    faults_.inject(decode_fault(message.bytes));
   } else {
     throw ProtocolError(str("loader rank ", job_.rank, " got unexpected tag ", message.tag));
   }
@@ -236,11 +216,7 @@ void LoaderRole::write_checkpoint(std::span<const uint8_t> request) {
     part.records.push_back({meta.source, meta.cursor, meta.index, meta.text_tokens, meta.patches, meta.patch_bytes,
                             std::vector<unsigned char>(slot, slot + meta.slot_bytes)});
   }
-  auto stall = [this] {  // fault.kind = checkpoint_stall: stopped inside the write
-    if (checkpoint_stall_ms_ > 0)
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::exchange(checkpoint_stall_ms_, 0)));
-  };
-  write_loader_checkpoint(job_.config.checkpoint.dir, round, part, stall);
+  write_loader_checkpoint(job_.config.checkpoint.dir, round, part, [this] { faults_.inside_checkpoint_write(); });
   job_.send_to_planner(kTagCheckpoint, encode_fields(round.step), "loader checkpoint part written");
 }
 
@@ -300,10 +276,6 @@ void LoaderRole::prepare(std::span<const LoadItem> items, std::deque<Prepared>& 
   for (size_t r = 0; r < to_read.size(); ++r) {
     const size_t k = to_read[r];
     Prepared& out = *prepared[k];
-    if (fault_ == Fault::fail) {
-      raws[k].bad = BadKind::read_error;
-      raws[k].reason = "injected read failure (fault.kind = fail)";
-    }
     out.bad = raws[k].bad;
     if (out.bad == BadKind::none) {
       to_transform.push_back(&raws[k]);
@@ -445,7 +417,7 @@ RoleStats LoaderRole::serve() {
     // Reads of what was placed are answered even when hung, as one-sided
     // reads of the window would be.
     if (reads_ && reads_->serve()) progressed = true;
-    if (fault_ == Fault::hang) {  // hung: serve nothing, only notice the end of the job
+    if (faults_.hung()) {  // serve nothing, only notice the end of the job
       backoff.idle(false);
       continue;
     }

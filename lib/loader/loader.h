@@ -13,6 +13,7 @@
 #include "checkpoint/loader_checkpoint.h"
 #include "profile/meter.h"
 #include "runtime/context.h"
+#include "loader/fault_injection.h"
 #include "loader/index_sharing.h"
 #include "pipeline/pipeline.h"
 #include "runtime/report.h"
@@ -60,15 +61,14 @@ class LoaderRole {
   ReadServer::Holds live_slot() const;
 
   JobContext& job_;
+  // Before the sources: its storage (fault.kind = fail) outlives what reads through it.
+  FaultInjector faults_;
   HelloMessage hello_;
   SamplePipeline pipeline_;                       // its sources by id (not open: not ours), tokenizer, transform
   std::vector<SourceInfo> opened_;                // what open() told the planner of each open source
   std::vector<std::vector<std::string>> listed_;  // a source's files as start-up's index sharing listed them
   std::unique_ptr<SlotAllocator> slots_;
   RoleStats stats_;
-  enum class Fault { none, hang, fail };
-  Fault fault_ = Fault::none;  // injected for testing failover (config [fault])
-  uint64_t checkpoint_stall_ms_ = 0;  // fault.kind = checkpoint_stall: pause inside the next part write
   std::map<uint64_t, SampleMeta> live_;       // slot offset -> the sample in it
   std::unique_ptr<ReadServer> reads_;         // network path: answers clients' reads (transport/reads.h)
   std::vector<bool> snapshot_source_;         // per source: keep in loader checkpoints

@@ -8,6 +8,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/memory.h"
+#include "config/part_options.h"
 #include "runtime/fatal.h"
 #include "profile/message.h"
 #include "source/source.h"
@@ -21,6 +22,17 @@ PackOptions planner_pack_options(const Config& config) {
   PackOptions pack = make_pack_options(config);
   pack.lower_bound = false;
   return pack;
+}
+MetricsOptions metrics_options(const Config& config) {
+  MetricsOptions options;
+  options.path = config.output.metrics;
+  for (const SourceConfig& source : config.sources) options.sources.push_back(source.name);
+  options.seq_len = config.job.seq_len;
+  options.device = make_device_model(config);
+  options.parallel = parallel_of(config);
+  options.cost = make_cost_model(config);
+  options.varlen = make_pack_options(config).varlen;
+  return options;
 }
 // The step's document set, free of the layout: the step number and each
 // sample's (source, cursor) in (source, cursor) order, as try_plan_step
@@ -75,7 +87,7 @@ PlannerRole::PlannerRole(JobContext& job, const std::vector<SourceInfo>& sources
   }
   if (!ckpt.dir.empty()) checkpoints_ = std::make_unique<PlannerCheckpointWriter>(ckpt.dir, ckpt.keep);
   if (changed_mix && checkpoints_) checkpoints_->submit(*resume);
-  if (!job.config.output.metrics.empty()) metrics_ = std::make_unique<MetricsWriter>(job.config);
+  if (!job.config.output.metrics.empty()) metrics_ = std::make_unique<MetricsWriter>(metrics_options(job.config));
 }
 
 // Plans step next_step_ once, for every source, the first quota good samples

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "config/part_options.h"
 #include "source/source.h"
 #include "transport/wire.h"
 

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "common/json_writer.h"
+#include "config/part_options.h"
 #include "source/jsonl/json.h"
 
 namespace msd {

@@ -7,9 +7,8 @@
 
 namespace msd {
 
-SourceAssignment assign_sources(const Config& config) {
-  const size_t sources = config.sources.size();
-  const int loaders = config.topology.loaders;
+SourceAssignment assign_sources(int loaders, const std::vector<std::vector<WeightPoint>>& curves) {
+  const size_t sources = curves.size();
   SourceAssignment out;
   out.loaders_of_source.resize(sources);
   out.sources_of_loader.resize(static_cast<size_t>(loaders));
@@ -26,7 +25,7 @@ SourceAssignment assign_sources(const Config& config) {
   std::vector<double> peak(sources, 0.0);
   double total = 0.0;
   for (size_t s = 0; s < sources; ++s) {
-    for (const auto& point : config.sources[s].weight) peak[s] = std::max(peak[s], point.weight);
+    for (const WeightPoint& point : curves[s]) peak[s] = std::max(peak[s], point.weight);
     total += peak[s];
   }
   const size_t spare = static_cast<size_t>(loaders) - sources;
@@ -70,10 +69,9 @@ std::vector<LoaderGroup> groups_of(const SourceAssignment& assignment, uint32_t 
   return groups;
 }
 
-SourceAssignment assign_from_plan(const Config& config, const PartitionPlan& plan) {
-  MSD_CHECK(plan.loader_ranks == static_cast<uint32_t>(config.topology.loaders));
+SourceAssignment assign_from_plan(const PartitionPlan& plan, size_t sources) {
   SourceAssignment out;
-  out.loaders_of_source.resize(config.sources.size());
+  out.loaders_of_source.resize(sources);
   int next = 0;
   for (const LoaderGroup& group : plan.groups) {
     for (uint32_t r = 0; r < group.ranks; ++r, ++next) {

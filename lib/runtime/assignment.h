@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "msd/config.h"
+#include "msd/options.h"
 #include "plan/pool/partition.h"
 
 namespace msd {
@@ -18,10 +18,12 @@ struct SourceAssignment {
   std::vector<unsigned> threads_of_loader;
 };
 
-// With at least as many loaders as sources, source s gets loader s and the
-// remaining loaders go to the sources with the largest peak weight (largest
-// remainder); with fewer, sources share loaders round-robin.
-SourceAssignment assign_sources(const Config& config);
+// The `loaders` (topology.loaders) over the sources, one weight curve each
+// (source.NAME.weight): with at least as many loaders as sources, source s
+// gets loader s and the remaining loaders go to the sources with the largest
+// peak weight (largest remainder); with fewer, sources share loaders
+// round-robin.
+SourceAssignment assign_sources(int loaders, const std::vector<std::vector<WeightPoint>>& curves);
 
 // An assignment as partition groups (loaders serving the same sources form
 // one group), each loader on `threads` threads: what the static assignment
@@ -30,8 +32,8 @@ std::vector<LoaderGroup> groups_of(const SourceAssignment& assignment, uint32_t 
 
 // The partition plan's assignment (topology.scaling = partition): the
 // groups' ranks in order, loader 0 first, each serving every source of its
-// group with the group's threads. REQUIRES plan.loader_ranks ==
-// topology.loaders (fit_to_loaders, profile/plan_file.h).
-SourceAssignment assign_from_plan(const Config& config, const PartitionPlan& plan);
+// group with the group's threads, over `sources` sources. REQUIRES
+// plan.loader_ranks == topology.loaders (fit_to_loaders, profile/plan_file.h).
+SourceAssignment assign_from_plan(const PartitionPlan& plan, size_t sources);
 
 }  // namespace msd

@@ -9,11 +9,12 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "checkpoint/loader_checkpoint.h"
 #include "msd/config.h"
-#include "msd/place_tree.h"
+#include "topology/role_layout.h"
 #include "runtime/assignment.h"
 #include "runtime/report.h"
 #include "transport/mpi.h"
@@ -50,11 +51,11 @@ struct JobContext {
   std::chrono::steady_clock::time_point origin = std::chrono::steady_clock::now();
   StartupFigures startup;
 
-  JobContext(const Config& c, RoleLayout l)
+  JobContext(const Config& c, RoleLayout l, SourceAssignment a)
       : config(c),
         layout(l),
         tree(c.topology.dp, c.topology.pp, c.topology.cp, c.topology.tp, c.topology.order),
-        assignment(assign_sources(c)) {}
+        assignment(std::move(a)) {}
 
   // Whether client `client` gets step plans from the planner and
   // acknowledges them. A TP follower whose leader shares the batch

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <utility>
 
 #include "common/error.h"
 #include "common/json_writer.h"
@@ -54,13 +55,8 @@ double max_over_mean(const std::vector<double>& values) {
 }
 }  // namespace
 
-MetricsWriter::MetricsWriter(const Config& config)
-    : config_(config),
-      device_(make_device_model(config)),
-      parallel_(parallel_of(config)),
-      cost_(make_cost_model(config)),
-      varlen_(make_pack_options(config).varlen) {
-  const std::string& path = config.output.metrics;
+MetricsWriter::MetricsWriter(MetricsOptions options) : options_(std::move(options)) {
+  const std::string& path = options_.path;
   file_ = std::fopen(path.c_str(), "w");
   if (file_ == nullptr)
     throw IoError(str("output.metrics: cannot write '", path, "': ", std::strerror(errno)));
@@ -74,18 +70,19 @@ void MetricsWriter::planned(uint64_t step, const std::vector<BucketPlan>& bucket
   // The documents' cost without the padding the planner also charges, as
   // the summary's balance counts it from the clients' batches.
   // (Variable-length rows: the planner charged none.)
-  const uint32_t seq_len = config_.job.seq_len;
+  const uint32_t seq_len = options_.seq_len;
+  const bool varlen = options_.varlen;
   std::vector<double> cost, device;
   for (const BucketPlan& bucket : buckets) {
     uint64_t padding = 0;
     for (const MicroBatchPlan& mb : bucket.micro_batches)
-      for (const PackedSequence& seq : mb.sequences) padding += varlen_ ? 0 : seq_len - seq.used;
-    cost.push_back(bucket.cost - cost_.padding(padding));
+      for (const PackedSequence& seq : mb.sequences) padding += varlen ? 0 : seq_len - seq.used;
+    cost.push_back(bucket.cost - options_.cost.padding(padding));
     std::vector<MicroBatchShape> shapes;
     for (const MicroBatchPlan& mb : bucket.micro_batches)  // varlen rows under CP: THD, as the batches are built
-      shapes.push_back(shape_of(mb, seq_len, docs, varlen_, varlen_ ? RowAttention::thd : RowAttention::segments,
-                                parallel_.cp));
-    device.push_back(rank_time(device_, parallel_, shapes).seconds);
+      shapes.push_back(shape_of(mb, seq_len, docs, varlen, varlen ? RowAttention::thd : RowAttention::segments,
+                                options_.parallel.cp));
+    device.push_back(rank_time(options_.device, options_.parallel, shapes).seconds);
   }
   balance_[step] = Balance{max_over_mean(cost), max_over_mean(device)};
 }
@@ -119,7 +116,7 @@ void MetricsWriter::completed(const MetricsStep& step) {
   // One write and a flush per line: a crash leaves whole lines only (the
   // last one possibly cut, never a completed step's line missing).
   if (std::fwrite(text.data(), 1, text.size(), file_) != text.size() || std::fflush(file_) != 0)
-    throw IoError(str("output.metrics: cannot write '", config_.output.metrics, "': ", std::strerror(errno)));
+    throw IoError(str("output.metrics: cannot write '", options_.path, "': ", std::strerror(errno)));
 }
 
 std::string MetricsWriter::line(const MetricsStep& step, double wall, double step_seconds, const Balance& balance) {
@@ -140,7 +137,7 @@ std::string MetricsWriter::line(const MetricsStep& step, double wall, double ste
     double busy = 0.0;
     const auto& serving = step.source_loaders.at(s);
     for (int rank : serving) busy += loaders_[rank].busy_fraction;
-    w.begin_object(config_.sources.at(s).name)
+    w.begin_object(options_.sources.at(s))
         .value("backlog", step.backlog[s])
         .value("busy", serving.empty() ? 0.0 : busy / static_cast<double>(serving.size()))
         .end_object();

@@ -15,7 +15,6 @@
 
 #include "plan/cluster/device_model.h"
 #include "plan/step/pack.h"
-#include "msd/config.h"
 #include "transport/wire.h"
 
 namespace msd {
@@ -84,12 +83,24 @@ struct MetricsStep {
   std::vector<std::vector<int>> source_loaders;  // per source: world ranks of the loaders serving it now
 };
 
+// What the metrics are written from (the planner makes them from the
+// configuration).
+struct MetricsOptions {
+  std::string path;                  // output.metrics
+  std::vector<std::string> sources;  // the sources' names, in order
+  uint32_t seq_len = 2048;           // job.seq_len
+  DeviceModel device;                // what the trainer emulator sleeps
+  Parallel parallel;                 // the trainer's mesh
+  CostModel cost;                    // the planner's, for the padding it charges
+  bool varlen = false;               // variable-length rows (PackOptions::varlen): no padding charged
+};
+
 // Writes output.metrics on the planner. Every line is flushed when written,
 // so a job that dies leaves one line per step completed before. Throws
 // IoError naming output.metrics when the file cannot be written.
 class MetricsWriter {
  public:
-  explicit MetricsWriter(const Config& config);
+  explicit MetricsWriter(MetricsOptions options);
   ~MetricsWriter();
   MetricsWriter(const MetricsWriter&) = delete;
   MetricsWriter& operator=(const MetricsWriter&) = delete;
@@ -115,12 +126,8 @@ class MetricsWriter {
   };
   std::string line(const MetricsStep& step, double wall, double step_seconds, const Balance& balance);
 
-  const Config& config_;
+  const MetricsOptions options_;
   std::FILE* file_ = nullptr;
-  DeviceModel device_;
-  Parallel parallel_;
-  CostModel cost_;     // the planner's, for the padding it charges
-  bool varlen_;        // variable-length rows (PackOptions::varlen): no padding charged
   std::chrono::steady_clock::time_point start_, last_;
   double planner_work_at_last_ = 0.0;
   std::map<uint64_t, Balance> balance_;  // planned, not yet completed

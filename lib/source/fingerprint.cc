@@ -1,6 +1,5 @@
 #include "source/fingerprint.h"
 
-#include <fstream>
 #include <map>
 
 #include "common/digest.h"
@@ -13,11 +12,11 @@ namespace msd {
 namespace {
 
 // Reads `bytes` at `offset` of an open file into the digest.
-void digest_range(std::ifstream& in, uint64_t offset, uint64_t bytes, Digest& digest, const std::string& path) {
+void digest_range(const ReadableFile& file, uint64_t offset, uint64_t bytes, Digest& digest) {
   std::vector<char> buffer(bytes);
-  in.seekg(static_cast<std::streamoff>(offset));
-  in.read(buffer.data(), static_cast<std::streamsize>(bytes));
-  if (!in) throw IoError(str(path, ": cannot read ", bytes, " bytes at offset ", offset, " for its fingerprint"));
+  if (file.read_at(offset, buffer.data(), buffer.size()) != buffer.size())
+    throw IoError(str(file.path(), ": cannot read ", bytes, " bytes at offset ", offset,
+                      " for its fingerprint: the file ends before them"));
   digest.update(buffer.data(), buffer.size());
 }
 
@@ -44,18 +43,22 @@ std::string recorded_as(const FileFingerprint& before, const FileFingerprint& af
 }  // namespace
 
 FileFingerprint fingerprint_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw IoError(str(path, ": cannot open it for its fingerprint"));
+  std::unique_ptr<ReadableFile> in;
+  try {
+    in = default_storage().open(path);
+  } catch (const IoError& error) {
+    throw IoError(str(path, ": cannot open it for its fingerprint (", error.what(), ")"));
+  }
   FileFingerprint f;
   f.path = path;
-  f.bytes = static_cast<uint64_t>(in.tellg());
+  f.bytes = in->size();
   Digest digest;
   digest.update_u64(f.bytes);
   const uint64_t head = std::min(f.bytes, kFingerprintBlockBytes);
-  digest_range(in, 0, head, digest, path);
+  digest_range(*in, 0, head, digest);
   if (f.bytes > head) {
     const uint64_t tail = std::min(f.bytes - head, kFingerprintBlockBytes);
-    digest_range(in, f.bytes - tail, tail, digest, path);
+    digest_range(*in, f.bytes - tail, tail, digest);
   }
   f.digest = digest.value();
   return f;
@@ -81,7 +84,7 @@ void fingerprint_vocabulary(const Config& config, DataFingerprint& data) {
   // The file the ids come from: a tokenizer.json holds its vocabulary too.
   const std::string& file = config.tokenizer.hf.empty() ? config.tokenizer.vocab : config.tokenizer.hf;
   if (file.empty()) return;
-  const std::vector<unsigned char> bytes = read_file(file);
+  const std::vector<unsigned char> bytes = default_storage().read_all(file);
   Digest digest;
   digest.update(bytes.data(), bytes.size());
   data.vocabulary = file;

@@ -1,8 +1,5 @@
 #include "source/index_cache.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -30,9 +27,13 @@ bool ensure_directory(const std::string& dir) {
     std::lock_guard lock(known_mutex);
     if (known_writable.count(dir)) return true;
   }
-  std::error_code error;
-  std::filesystem::create_directories(dir, error);
-  const bool writable = std::filesystem::is_directory(dir, error) && ::access(dir.c_str(), W_OK) == 0;
+  Storage& storage = default_storage();
+  try {
+    storage.make_dirs(dir);
+  } catch (const IoError&) {
+    return false;
+  }
+  const bool writable = storage.can_write(dir);
   if (writable) {
     std::lock_guard lock(known_mutex);
     known_writable.insert(dir);
@@ -76,7 +77,7 @@ std::string index_cache_path(const std::string& data_path, const std::string& ca
   std::string dir = std::filesystem::path(data_path).parent_path().string();
   if (dir.empty()) dir = ".";
   // A hidden folder: no source glob (`*`, `*.jsonl`) matches its files.
-  if (::access(dir.c_str(), W_OK) == 0 && ensure_directory(join_path(dir, kIndexCacheFolder)))
+  if (default_storage().can_write(dir) && ensure_directory(join_path(dir, kIndexCacheFolder)))
     return join_path(join_path(dir, kIndexCacheFolder),
                      std::filesystem::path(data_path).filename().string() + kIndexCacheSuffix);
   const char* home = std::getenv("HOME");
@@ -137,10 +138,11 @@ std::optional<std::vector<unsigned char>> load_index_cache(const std::string& ca
         scope->collect(cache_path, *bytes, true);
         return payload;
       }
-  if (!file_exists(cache_path)) return std::nullopt;
   std::vector<unsigned char> bytes;
   try {
-    bytes = read_file(cache_path);
+    Storage& storage = default_storage();
+    if (!storage.exists(cache_path)) return std::nullopt;
+    bytes = storage.read_all(cache_path);
   } catch (const IoError& error) {
     log_warn("ignoring unreadable index cache: ", error.what());
     return std::nullopt;
@@ -164,7 +166,7 @@ void store_index_cache(const std::string& cache_path, uint32_t format_tag, uint3
   bytes.insert(bytes.end(), payload.begin(), payload.end());
   append_digest(bytes, payload);
   try {
-    write_file_atomic(cache_path, bytes);
+    default_storage().write_atomic(cache_path, bytes);
   } catch (const IoError& error) {
     log_warn("cannot write index cache (the index will be rebuilt next time): ", error.what());
   }
@@ -202,10 +204,12 @@ void IndexCacheScope::collect(const std::string& cache_path, std::vector<unsigne
 }
 
 void IndexCacheScope::read_bundle(const std::string& path) {
-  if (path.empty() || !file_exists(path)) return;
+  if (path.empty()) return;
   std::vector<unsigned char> bytes;
   try {
-    bytes = read_file(path);
+    Storage& storage = default_storage();
+    if (!storage.exists(path)) return;
+    bytes = storage.read_all(path);
   } catch (const IoError& error) {
     log_warn("ignoring unreadable index bundle: ", error.what());
     return;
@@ -248,7 +252,7 @@ void IndexCacheScope::write_bundle(const std::string& path) const {
   std::vector<unsigned char> out(writer.bytes().begin(), writer.bytes().end());
   append_digest(out, out);
   try {
-    write_file_atomic(path, out);
+    default_storage().write_atomic(path, out);
   } catch (const IoError& error) {
     log_warn("cannot write index bundle (the per-file caches are used): ", error.what());
   }

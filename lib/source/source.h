@@ -60,7 +60,7 @@ struct RawSample {
 // index; reading is by index in [0, size()). Thread-safety: read() may be
 // called from several threads at once, each into its own RawSample (a loader
 // reads a batch's samples on its loader.threads threads); every format reads
-// its data with pread through a shared FileReader (common/files.h) and keeps
+// its data with pread through a shared FileReader (common/storage.h) and keeps
 // nothing else that a read changes. A new format must keep that promise. The
 // other calls are const and safe beside reads. Readers throw
 // ConfigError/IoError only for whole-source problems (missing or unreadable

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "common/error.h"
-#include "msd/place_tree.h"
+#include "topology/role_layout.h"
 
 namespace msd {
 

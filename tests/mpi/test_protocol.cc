@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "config/part_options.h"
 #include "mpi/mpi_test.h"
 #include "msd/client.h"
 #include "plan/step/mix.h"

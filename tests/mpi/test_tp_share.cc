@@ -1,17 +1,23 @@
 // TP sharing over real MPI ranks: for both transports (a node-local shared
 // window and a broadcast), every TP follower receives a batch byte-identical
-// to its leader's, also when a batch outgrows the shared window and it grows.
+// to its leader's, also when a batch outgrows the shared window and it grows;
+// from step 3 on, header only (the nccl path): a follower's batch has the
+// leader's header, no staged fields, and their layout. The group's path is
+// agreed the same on every rank (agree_tp_broadcast).
 //
 // Usage: test_tp_share, under mpiexec with 2 or more ranks: the world is one
 // TP group, and also pairs of ranks. All ranks agree on the exit code.
 #include <mpi.h>
 
 #include <cstdio>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/error.h"
 #include "mpi/mpi_test.h"
 #include "construct/batch_builder.h"
+#include "construct/tp_device.h"
 #include "construct/tp_share.h"
 
 using namespace msd;
@@ -58,15 +64,40 @@ std::vector<uint8_t> encoded(const Batch& batch) {
   return bytes;
 }
 
+// What a follower holds on the nccl path: the batch without its staged fields.
+Batch header_of(Batch batch) {
+  for (MicroBatch& mb : batch.micro_batches)
+    std::apply([](auto&... fields) { (fields.clear(), ...); }, staged_fields(mb));
+  return batch;
+}
+
+void check_header(const TpShare& share, const Batch& batch, const Batch& want, const char* what, uint64_t step) {
+  if (share.is_leader()) {
+    if (encoded(batch) != encoded(want)) fail(what, ": step ", step, ": the leader's batch changed by sharing");
+    return;
+  }
+  if (encoded(batch) != encoded(header_of(want)) || batch.digest != want.digest)
+    fail(what, ": step ", step, "'s header differs from the leader's batch less its staged fields");
+  const StagingLayout sent = staging_layout(want);
+  const StagingLayout& got = share.payload_layout();
+  bool same = got.bytes == sent.bytes && got.fields.size() == sent.fields.size();
+  for (size_t i = 0; same && i < sent.fields.size(); ++i)
+    same = got.fields[i].offset == sent.fields[i].offset && got.fields[i].bytes == sent.fields[i].bytes;
+  if (!same) fail(what, ": step ", step, "'s payload layout differs from the leader's staging");
+}
+
 void run(MPI_Comm group_comm, int group, TpShare::Transport transport, const char* what) {
   TpShare share(group_comm, transport, 8192);
-  for (uint64_t step = 0; step < 6; ++step) {
-    const Batch want = synthetic_batch(step, group);
+  for (uint64_t step = 0; step < 8; ++step) {
+    if (step == 4) share.share_header_only();
+    const Batch want = synthetic_batch(step % 4, group);  // step 3 grows the window again in header-only mode
     Batch batch;
     if (share.is_leader()) batch = want;
     else batch = synthetic_batch(step + 100, group);  // stale contents the copy must replace
     share.share(batch);
-    if (encoded(batch) != encoded(want) || batch.digest != batch_digest(batch))
+    if (share.header_only())
+      check_header(share, batch, want, what, step);
+    else if (encoded(batch) != encoded(want) || batch.digest != batch_digest(batch))
       fail(what, ": step ", step, " differs from the leader's batch");
   }
   if (transport == TpShare::Transport::shared_memory && share.grows() == 0)
@@ -100,6 +131,16 @@ int main(int argc, char** argv) {
       run(MPI_COMM_WORLD, 0, transport, name);
       run(pairs, rank / 2, transport, name);
     }
+    // Host sinks everywhere: the host path, naming tp rank 0; device sinks
+    // with NCCL on every rank: nccl; one rank without: host, naming it.
+    const TpBroadcastPlan host = agree_tp_broadcast(MPI_COMM_WORLD, tp_rank_device(nullptr));
+    if (host.path != TpBroadcastPlan::Path::host || host.reason != "tp rank 0 has no CUDA device")
+      fail("host sinks: plan ", path_name(host.path), " (", host.reason, ")");
+    const TpBroadcastPlan nccl = agree_tp_broadcast(MPI_COMM_WORLD, {1, 1});
+    if (nccl.path != TpBroadcastPlan::Path::nccl) fail("device sinks with NCCL: plan ", path_name(nccl.path));
+    const TpBroadcastPlan mixed = agree_tp_broadcast(MPI_COMM_WORLD, {rank == world - 1 ? 0 : 1, 1});
+    if (mixed.reason != "tp rank " + std::to_string(world - 1) + " has no CUDA device")
+      fail("a rank without a device: plan ", path_name(mixed.path), " (", mixed.reason, ")");
     TpShare automatic(MPI_COMM_WORLD);
     if (automatic.transport() != TpShare::Transport::shared_memory)
       fail("a TP group on one node did not pick shared memory");

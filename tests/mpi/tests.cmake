@@ -32,6 +32,13 @@ msd_add_script_test(bench_fanout SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/benc
 msd_add_script_test(bench_scaling SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_scaling.sh TIMEOUT 300)
 msd_add_script_test(bench_startup SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/bench_startup.sh TIMEOUT 300)
 
+# The client's nccl path with a host-memory stand-in for the device sink
+# (tests/scripts/tp_device_job.sh; the GPU one is tests/gpu/tp_nccl_trainer.cc).
+add_executable(tp_device_trainer mpi/tp_device_trainer.cc)
+target_link_libraries(tp_device_trainer PRIVATE msd::msd msd_construct)
+msd_add_script_test(tp_device_job SCRIPT ${PROJECT_SOURCE_DIR}/tests/scripts/tp_device_job.sh TIMEOUT 300)
+set_tests_properties(tp_device_job PROPERTIES FIXTURES_REQUIRED tiny_data)
+
 # A tiny C++ trainer that throws, unwinds or finishes early (tests/scripts/trainer_faults.sh).
 add_executable(fault_trainer mpi/fault_trainer.cc)
 target_link_libraries(fault_trainer PRIVATE msd::msd)

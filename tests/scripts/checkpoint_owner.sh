@@ -32,8 +32,10 @@ refused() {
 }
 
 # Job A runs; its ranks are stopped while B tries, so that its files hold still.
+# 20 steps: 12 slow steps after the checkpoint of step 8 are time enough to
+# stop it, fewer to wait for once it continues.
 timeout 120 $MSD_MPIEXEC -n "$n" "$MSD_RUN" --config "$WORK/job.ini" --checkpoint.dir="$WORK/a" "${ckpt[@]}" \
-  --summary-json "$WORK/a.json" >"$WORK/a.out" 2>&1 &
+  --job.steps=20 --summary-json "$WORK/a.json" >"$WORK/a.out" 2>&1 &
 job_a=$!
 wait_until 60 "job A's planner checkpoint of step 8" test -e "$WORK/a/planner-000000000008.h5"
 pids=()

@@ -18,10 +18,12 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 for key in ("device", "steps", "batch_shape", "batch_bytes", "h2d_gbps", "memcpy_gbps", "h2d_vs_memcpy",
             "hidden_fraction", "hidden_fraction_per_step", "compute_ms", "compute_ms_measured",
-            "copy_ms_overlapped", "deliver_host_ms", "step_ms", "aims"):
+            "copy_ms_overlapped", "deliver_host_ms", "step_ms", "aims", "nccl_tp_broadcast"):
     assert key in r, f"missing {key}"
 assert 0 <= r["hidden_fraction"] <= 1, r["hidden_fraction"]
 assert r["h2d_gbps"]["median"] > 0 and r["memcpy_gbps"]["median"] > 0
+n = r["nccl_tp_broadcast"]
+assert n["measured"] is False and n["reason"], n  # no TP=2 run here: a reason, never a figure
 assert r["step_ms"]["median"] >= r["compute_ms"] * 0.5, r["step_ms"]
 print("gpu_check: JSON keys and ranges OK")
 PY

@@ -16,8 +16,11 @@ sed -i -e "s/^steps = .*/steps = $steps/" -e "s/^time_scale = .*/time_scale = 30
   -e "s/^global_batch = .*/global_batch = 24/" "$WORK/job.ini"
 opts=(--job.micro_batch_shape=varlen --job.cuts=balance --job.micro_batch_count=variable --job.hold_above=0.5
   --job.hold_steps=4 --job.max_positions_per_micro_batch=1024)
+# The killed run needs slow steps (time_scale 30) for the kill to land after
+# step 12's checkpoint; the others run without emulated compute (same batches).
+fast=(--emulator.time_scale=0)
 
-run_reference "$WORK/job.ini" "$WORK/full.json" "${opts[@]}" --checkpoint.trace="$WORK/full-trace.h5"
+run_reference "$WORK/job.ini" "$WORK/full.json" "${opts[@]}" "${fast[@]}" --checkpoint.trace="$WORK/full-trace.h5"
 held=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['placement']['hold']['held'])" "$WORK/full.json")
 [ "$held" -gt 0 ] || { echo "FAIL: the uninterrupted run held no document"; exit 1; }
 
@@ -48,7 +51,7 @@ PY
 )
 [ -n "$resume" ] || { echo "FAIL: no planner checkpoint up to step 12 holds a document (the test would not test the hold)"; exit 1; }
 
-run_job "$WORK/job.ini" "${opts[@]}" --checkpoint.dir="$WORK/ckpt" --resume --checkpoint.resume_step="$resume" \
+run_job "$WORK/job.ini" "${opts[@]}" "${fast[@]}" --checkpoint.dir="$WORK/ckpt" --resume --checkpoint.resume_step="$resume" \
   --summary-json "$WORK/resumed.json" >"$WORK/resumed.log" 2>&1 ||
   { echo "FAIL: the resumed run failed"; tail -20 "$WORK/resumed.log"; exit 1; }
 first=$(json_field "$WORK/resumed.json" first_step)

@@ -27,8 +27,12 @@ shuffle_block_records = 16
 shuffle_window_blocks = 4
 cache_mib = 1
 INI
+# The killed run needs slow steps (time_scale 30) for the kill to land
+# mid-run; the others run without emulated compute (it does not change the
+# batches).
+fast=(--emulator.time_scale=0)
 
-run_reference "$WORK/job.ini" "$WORK/full.json" --checkpoint.dir="$WORK/full"
+run_reference "$WORK/job.ini" "$WORK/full.json" "${fast[@]}" --checkpoint.dir="$WORK/full"
 digests() { grep -o '"step_digests":\[[^]]*\]' "$1" | tr -d '[]"' | cut -d: -f2 | tr ',' '\n'; }
 full_digests=$(digests "$WORK/full.json")
 [ "$(echo "$full_digests" | wc -l)" = $steps ] || { echo "FAIL: uninterrupted run delivered the wrong number of steps"; exit 1; }
@@ -43,7 +47,7 @@ assert shuffle["books"]["order"] == "uniform" and shuffle["images"]["order"] == 
 print("shuffle:", {n: round(s["gap_vs_uniform"], 3) for n, s in shuffle.items()})
 PY
 
-run_reference "$WORK/job.ini" "$WORK/again.json" --loader.threads=3
+run_reference "$WORK/job.ini" "$WORK/again.json" "${fast[@]}" --loader.threads=3
 [ "$(digests "$WORK/again.json")" = "$full_digests" ] ||
   { echo "FAIL: a second run on 3 loader threads differs"; exit 1; }
 "$MSD_BUILD/app/msd-replay" verify "$WORK/full/trace.h5" | grep -q "$steps steps from step 0 equal" ||
@@ -73,8 +77,8 @@ check_resumed() {
   fi
   echo "$label: resumed at step $first, steps $first..$((steps - 1)) identical to the uninterrupted run"
 }
-run_reference "$WORK/job.ini" "$WORK/a.json" --checkpoint.dir="$WORK/a" --resume
+run_reference "$WORK/job.ini" "$WORK/a.json" "${fast[@]}" --checkpoint.dir="$WORK/a" --resume
 check_resumed "$WORK/a.json" "loader killed, 2 loaders"
-run_reference "$WORK/job.ini" "$WORK/a2.json" --checkpoint.dir="$WORK/a2" --resume --loaders 3
+run_reference "$WORK/job.ini" "$WORK/a2.json" "${fast[@]}" --checkpoint.dir="$WORK/a2" --resume --loaders 3
 check_resumed "$WORK/a2.json" "loader killed, resumed with 3 loaders"
 echo "resume_locality: the block order's stream is the same after a restart"

@@ -11,6 +11,9 @@ steps=20
 write_tiny_config "$WORK/job.ini"
 sed -i -e "s/^steps = .*/steps = $steps/" -e "s/^time_scale = .*/time_scale = 30/" "$WORK/job.ini"
 dp4=(--topology.dp=4 --topology.tp=1)
+# The killed runs need slow steps (time_scale 30) for the kill to land
+# mid-run; the others run without emulated compute (same batches).
+fast=(--emulator.time_scale=0)
 # The trace records one mesh's plans: a resume on another writes a new one.
 dp2tp2=(--topology.dp=2 --topology.tp=2 --checkpoint.trace="$WORK/trace-dp2tp2.h5")
 dp2=(--topology.dp=2 --topology.tp=1 --checkpoint.trace="$WORK/trace-dp2.h5")
@@ -18,7 +21,7 @@ dp2=(--topology.dp=2 --topology.tp=1 --checkpoint.trace="$WORK/trace-dp2.h5")
 # digests FILE KEY: the array KEY of a summary, one value a line.
 digests() { grep -o "\"$2\":\[[^]]*\]" "$1" | tr -d '[]"' | cut -d: -f2 | tr ',' '\n'; }
 
-run_job "$WORK/job.ini" "${dp4[@]}" --summary-json "$WORK/full.json" >/dev/null 2>&1
+run_job "$WORK/job.ini" "${fast[@]}" "${dp4[@]}" --summary-json "$WORK/full.json" >/dev/null 2>&1
 full=$(digests "$WORK/full.json" step_document_digests)
 [ "$(echo "$full" | grep -c .)" = $steps ] || { echo "FAIL: the dp 4 run reported $(echo "$full" | grep -c .) document digests"; exit 1; }
 
@@ -63,20 +66,20 @@ check_resumed() {
 
 kill_after 8 "${dp4[@]}"
 status=0
-run_job "$WORK/job.ini" --checkpoint.dir="$WORK/ckpt" --resume "${dp4[@]}" --job.global_batch=32 \
+run_job "$WORK/job.ini" "${fast[@]}" --checkpoint.dir="$WORK/ckpt" --resume "${dp4[@]}" --job.global_batch=32 \
   >"$WORK/refused.out" 2>&1 || status=$?
 [ $status = 2 ] && grep -q "job.global_batch was '16'" "$WORK/refused.out" ||
   { echo "FAIL: a resume with another job.global_batch was not refused naming it (status $status)"; tail "$WORK/refused.out"; exit 1; }
 status=0
-run_job "$WORK/job.ini" --checkpoint.dir="$WORK/ckpt" --resume --topology.dp=2 >"$WORK/refused.out" 2>&1 || status=$?
+run_job "$WORK/job.ini" "${fast[@]}" --checkpoint.dir="$WORK/ckpt" --resume --topology.dp=2 >"$WORK/refused.out" 2>&1 || status=$?
 [ $status = 2 ] && grep -q "checkpoint.trace: .*trace.h5 records plans for dp 4 x pp 1 x cp 1 x tp 1" "$WORK/refused.out" ||
   { echo "FAIL: a resume on another mesh into the old trace was not refused naming checkpoint.trace"; tail "$WORK/refused.out"; exit 1; }
 cp -r "$WORK/ckpt" "$WORK/ckpt-at-8"
 kill_after 12 --resume "${dp2tp2[@]}"
 grep -q "resuming from .*planner-000000000008.h5 at step 8" "$WORK/killed-12.log" ||
   { echo "FAIL: the dp 2 x tp 2 run did not resume at step 8"; tail "$WORK/killed-12.log"; exit 1; }
-run_job "$WORK/job.ini" --checkpoint.dir="$WORK/ckpt" --resume "${dp2[@]}" --summary-json "$WORK/dp2.json" >/dev/null 2>&1
+run_job "$WORK/job.ini" "${fast[@]}" --checkpoint.dir="$WORK/ckpt" --resume "${dp2[@]}" --summary-json "$WORK/dp2.json" >/dev/null 2>&1
 check_resumed "$WORK/dp2.json" "dp 4 -> dp 2 x tp 2 -> dp 2"
-run_job "$WORK/job.ini" --checkpoint.dir="$WORK/ckpt-at-8" --resume "${dp2tp2[@]}" --summary-json "$WORK/dp2tp2.json" \
+run_job "$WORK/job.ini" "${fast[@]}" --checkpoint.dir="$WORK/ckpt-at-8" --resume "${dp2tp2[@]}" --summary-json "$WORK/dp2tp2.json" \
   >/dev/null 2>&1
 check_resumed "$WORK/dp2tp2.json" "dp 4 -> dp 2 x tp 2"

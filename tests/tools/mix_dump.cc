@@ -16,6 +16,7 @@
 #include "checkpoint/trace.h"
 #include "common/error.h"
 #include "common/json_writer.h"
+#include "config/part_options.h"
 #include "plan/step/mix.h"
 
 namespace {

@@ -87,11 +87,8 @@ void write_shapes(const std::string& path, const std::vector<MicroBatchShape>& s
   if (!out) throw IoError(option + ": cannot write " + path);
 }
 
-std::vector<double> device_model_seconds(const Config& config, const std::vector<MicroBatchShape>& shapes,
-                                         std::string& timed_on) {
-  const DeviceModel device = make_device_model(config);
-  const Parallel parallel{static_cast<uint32_t>(config.topology.dp), static_cast<uint32_t>(config.topology.pp),
-                          static_cast<uint32_t>(config.topology.cp), static_cast<uint32_t>(config.topology.tp)};
+std::vector<double> device_model_seconds(const DeviceModel& device, const Parallel& parallel,
+                                         const std::vector<MicroBatchShape>& shapes, std::string& timed_on) {
   std::vector<double> seconds;
   for (const MicroBatchShape& shape : shapes) seconds.push_back(micro_batch_seconds(device, parallel, shape));
   timed_on = "the device model (" + device.model.name + " on " + device.device.name + ")";

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "msd/config.h"
 #include "plan/cluster/calibrate.h"
 
 namespace msd {
@@ -23,10 +22,10 @@ std::vector<MicroBatchShape> read_shapes(const std::string& path, const std::str
 // The shapes as JSON lines to `path` (`option` names it in errors).
 void write_shapes(const std::string& path, const std::vector<MicroBatchShape>& shapes, const std::string& option);
 
-// What the configuration's device model says each shape takes; `timed_on`:
-// which model and device, for the report.
-std::vector<double> device_model_seconds(const Config& config, const std::vector<MicroBatchShape>& shapes,
-                                         std::string& timed_on);
+// What the device model says each shape takes on `parallel`'s mesh;
+// `timed_on`: which model and device, for the report.
+std::vector<double> device_model_seconds(const DeviceModel& device, const Parallel& parallel,
+                                         const std::vector<MicroBatchShape>& shapes, std::string& timed_on);
 
 // The fit as the lines to put in the configuration, and the held-out error
 // when there is one.

@@ -163,26 +163,19 @@ DeviceSpec device_spec_preset(const std::string& name, const std::string& what) 
   throw ConfigError(str(what, ": '", name, "' is not a device; give h100 or h200"));
 }
 
-Parallel parallel_of(const Config& config) {
-  const TopologyConfig& t = config.topology;
-  return Parallel{static_cast<uint32_t>(t.dp), static_cast<uint32_t>(t.pp), static_cast<uint32_t>(t.cp),
-                  static_cast<uint32_t>(t.tp)};
-}
-
-DeviceModel make_device_model(const Config& config) {
+DeviceModel make_device_model(const CostOptions& model, const std::string& device) {
   DeviceModel m;
-  if (!config.model.preset.empty()) {
-    m.model = model_spec_preset(config.model.preset);
+  if (!model.preset.empty()) {
+    m.model = model_spec_preset(model.preset);
   } else {
-    const uint32_t h = config.model.hidden;
-    m.model = {"custom", config.model.layers, h, 4 * h, false, std::max(1u, h / 128), std::max(1u, h / 128), 0, true};
+    const uint32_t h = model.hidden;
+    m.model = {"custom", model.layers, h, 4 * h, false, std::max(1u, h / 128), std::max(1u, h / 128), 0, true};
   }
-  if (config.model.vision_layers > 0 && m.model.name != "vit-l") {
-    const uint32_t h = config.model.vision_hidden;
-    m.vision = {"vision", config.model.vision_layers, h, 4 * h, false, std::max(1u, h / 64), std::max(1u, h / 64), 0,
-                false};
+  if (model.vision_layers > 0 && m.model.name != "vit-l") {
+    const uint32_t h = model.vision_hidden;
+    m.vision = {"vision", model.vision_layers, h, 4 * h, false, std::max(1u, h / 64), std::max(1u, h / 64), 0, false};
   }
-  m.device = device_spec_preset(config.device.preset);
+  m.device = device_spec_preset(device);
   return m;
 }
 

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "msd/batch.h"
-#include "msd/config.h"
 #include "plan/step/cost.h"
 #include "plan/step/model_spec.h"
 #include "plan/step/modes.h"
@@ -49,11 +48,11 @@ struct DeviceModel {
 
 DeviceSpec device_spec_preset(const std::string& name, const std::string& what = "device.preset");
 
-// The job's device model: model.preset (or, when empty, a GELU model of
-// model.hidden x model.layers, the shape the planner's cost assumes),
-// the vision tower of model.vision_hidden x model.vision_layers, and
-// device.preset.
-DeviceModel make_device_model(const Config& config);
+// The job's device model: `model`'s preset (or, when empty, a GELU model of
+// its hidden x layers, the shape the planner's cost assumes), the vision
+// tower of its vision_hidden x vision_layers, and the GPU `device`
+// (device.preset; device_spec_preset).
+DeviceModel make_device_model(const CostOptions& model, const std::string& device);
 
 // Sizes of the model-parallel axes. Rank order is Megatron's "tp,cp,dp,pp"
 // (fastest first): a TP group is inside a node when tp <= gpus_per_node, a CP
@@ -62,8 +61,6 @@ DeviceModel make_device_model(const Config& config);
 struct Parallel {
   uint32_t dp = 1, pp = 1, cp = 1, tp = 1;
 };
-// The Parallel of a configuration's topology.
-Parallel parallel_of(const Config& config);
 
 // One packed sequence as its TP/CP group computes it: its segments (document
 // pieces, in position order; attention stays inside a segment) and the

@@ -25,7 +25,7 @@ struct SimulateOptions {
   uint64_t seed = 1;
   LongDocs long_docs = LongDocs::split;
   bool varlen = false;             // variable-length micro-batches for msd's placements (PackOptions::varlen)
-  ModelConfig model{4096, 32, 1024, 24, 0.0, 0.0, ""};  // hidden, layers, vision_hidden, vision_layers
+  CostOptions model{4096, 32, 1024, 24, 0.0, 0.0, ""};  // hidden, layers, vision_hidden, vision_layers
   double cost_a = 0.0;             // CostModel::from's a_override; 0: 6 * hidden
   double tflops = 400.0;           // emulated device speed for the step-time estimate
   // The synthetic mix (shares of samples; the rest is short web text).

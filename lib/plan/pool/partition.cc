@@ -216,19 +216,19 @@ std::vector<uint32_t> PartitionPlan::group_of_source(size_t sources) const {
   return out;
 }
 
-std::vector<uint64_t> schedule_points(const Config& config) {
-  const uint64_t last = config.job.steps > 0 ? config.job.steps - 1 : 0;
+std::vector<uint64_t> schedule_points(const DemandOptions& job) {
+  const uint64_t last = job.steps > 0 ? job.steps - 1 : 0;
   std::set<uint64_t> points{0, last};
-  if (config.schedule != ScheduleKind::constant)
-    for (const SourceConfig& source : config.sources)
-      for (const WeightPoint& point : source.weight)
+  if (job.schedule != ScheduleKind::constant)
+    for (const std::vector<WeightPoint>& curve : job.weights)
+      for (const WeightPoint& point : curve)
         if (point.step <= last) points.insert(point.step);
   return {points.begin(), points.end()};
 }
 
-std::vector<PlanDoc> representative_step(const Config& config, std::span<const double> weights,
+std::vector<PlanDoc> representative_step(const DemandOptions& job, std::span<const double> weights,
                                          std::span<const SourceProfile> profiles) {
-  const JobConfig& job = config.job;
+  const uint32_t seq_len = job.pack.seq_len;
   // Each source's share of the batch: floor(batch x weight), the rest by
   // largest remainder (ties: the first source), as a step's quotas are.
   std::vector<uint64_t> count(profiles.size(), 0);
@@ -246,39 +246,34 @@ std::vector<PlanDoc> representative_step(const Config& config, std::span<const d
   for (size_t s = 0; s < profiles.size(); ++s) {
     const uint32_t positions = static_cast<uint32_t>(std::max(1.0, std::round(profiles[s].positions_per_sample)));
     const double patches = std::round(std::max(0.0, profiles[s].patches_per_sample));
-    const uint32_t fixed = static_cast<uint32_t>(std::min<double>(patches, std::min(positions, job.seq_len)));
+    const uint32_t fixed = static_cast<uint32_t>(std::min<double>(patches, std::min(positions, seq_len)));
     for (uint64_t i = 0; i < count[s]; ++i) docs.push_back({static_cast<uint32_t>(docs.size()), positions, fixed, 0.0});
   }
   return docs;
 }
 
-double modelled_step_seconds(const Config& config, std::span<const double> weights,
+double modelled_step_seconds(const DemandOptions& job, std::span<const double> weights,
                              std::span<const SourceProfile> profiles) {
-  const std::vector<PlanDoc> docs = representative_step(config, weights, profiles);
+  const std::vector<PlanDoc> docs = representative_step(job, weights, profiles);
   if (docs.empty()) return 0.0;
-  const TopologyConfig& t = config.topology;
-  const Parallel parallel{static_cast<uint32_t>(t.dp), static_cast<uint32_t>(t.pp), static_cast<uint32_t>(t.cp),
-                          static_cast<uint32_t>(t.tp)};
-  const ModeEvaluation placed =
-      evaluate_mode(config.job.mode(), {docs}, make_pack_options(config),
-                    make_cost_model(config), make_device_model(config), parallel);
-  return placed.seconds * config.emulator.time_scale;
+  const ModeEvaluation placed = evaluate_mode(job.mode, {docs}, job.pack, job.cost, job.device, job.parallel);
+  return placed.seconds * job.time_scale;
 }
 
-PartitionDemand make_demand(const Config& config, const std::vector<SourceProfile>& profiles, double steps_per_s) {
-  if (profiles.size() != config.sources.size())
-    throw ConfigError(str("profiles: ", profiles.size(), " profiles for ", config.sources.size(), " sources"));
+PartitionDemand make_demand(const DemandOptions& job, const std::vector<SourceProfile>& profiles, double steps_per_s) {
+  if (profiles.size() != job.names.size())
+    throw ConfigError(str("profiles: ", profiles.size(), " profiles for ", job.names.size(), " sources"));
   PartitionDemand demand;
-  for (const SourceConfig& source : config.sources) demand.names.push_back(source.name);
+  demand.names = job.names;
   demand.profiles = profiles;
-  demand.global_batch = config.job.global_batch;
-  demand.points = schedule_points(config);
-  const Schedule schedule = make_schedule(config);
+  demand.global_batch = job.global_batch;
+  demand.points = schedule_points(job);
+  const Schedule schedule(job.schedule, job.weights);
   for (uint64_t step : demand.points) {
     demand.weights.push_back(schedule.weights(step));
     double rate = steps_per_s;
     if (rate <= 0) {
-      const double seconds = modelled_step_seconds(config, demand.weights.back(), profiles);
+      const double seconds = modelled_step_seconds(job, demand.weights.back(), profiles);
       if (!(seconds > 0))
         throw ConfigError("emulator.time_scale: 0 gives the device model no step time, so no target rate; "
                           "give one with --steps-per-s");

@@ -13,7 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "msd/config.h"
+#include "msd/options.h"
+#include "plan/cluster/device_model.h"
 #include "plan/step/pack.h"
 #include "plan/pool/profile.h"
 
@@ -42,37 +43,53 @@ struct PartitionDemand {
   double transform_load(size_t s, size_t p) const;
 };
 
+// What a job's demand is computed from (lib/config/part_options.h makes it
+// from the configuration): its sources' weight curves, its steps and batch,
+// and how its training mode places and the device model times a step.
+struct DemandOptions {
+  std::vector<std::string> names;                 // per source (source.NAME)
+  ScheduleKind schedule = ScheduleKind::constant;  // mix.schedule
+  std::vector<std::vector<WeightPoint>> weights;  // per source: its weight curve (source.NAME.weight)
+  uint64_t steps = 20;                            // job.steps
+  uint32_t global_batch = 32;                     // job.global_batch
+  TrainingMode mode = TrainingMode::msd_greedy;   // how a step is placed (job.mode)
+  PackOptions pack;                               // the job's packing (seq_len among it)
+  CostModel cost;                                 // the planner's cost
+  DeviceModel device;                             // what times a step
+  Parallel parallel;                              // the trainer's mesh
+  double time_scale = 1.0;                        // emulator.time_scale
+};
+
 // The steps at which the load of any set of sources peaks over the run
-// [0, job.steps): step 0, job.steps - 1 and every weight point between (none
+// [0, steps): step 0, steps - 1 and every weight point between (none
 // besides 0 for a constant schedule). Between two consecutive such steps
 // each weight is constant (piecewise) or a ratio of linear functions of the
 // step (linear: raw weights interpolate linearly and are normalized), so any
 // positive combination of them is monotone there and peaks at an end.
-std::vector<uint64_t> schedule_points(const Config& config);
+std::vector<uint64_t> schedule_points(const DemandOptions& job);
 
 // One step's representative documents at a mix: each source's share of
 // global_batch (floor of batch x weight, the rest by largest remainder),
 // every document of its profile's mean positions_per_sample (at least 1),
 // the leading patches_per_sample of them image patches (at most seq_len).
 // Ids 0..n-1.
-std::vector<PlanDoc> representative_step(const Config& config, std::span<const double> weights,
+std::vector<PlanDoc> representative_step(const DemandOptions& job, std::span<const double> weights,
                                          std::span<const SourceProfile> profiles);
 
 // The modelled step time at a mix: the representative step placed as the
-// job's training mode places a step (job.mode, job.balance: the planner's
-// own packing into seq_len sequences, DP buckets and micro-batches, padding
-// and imbalance included) and timed by the device model (device_model.h;
-// the configuration's model, vision tower and device presets) with
-// emulator.time_scale applied: the evaluation the trainer emulator's step
-// follows (compare.h's evaluate_mode). 0 for an empty step.
-double modelled_step_seconds(const Config& config, std::span<const double> weights,
+// job's training mode places a step (the planner's own packing into seq_len
+// sequences, DP buckets and micro-batches, padding and imbalance included)
+// and timed by the device model (device_model.h) with time_scale applied:
+// the evaluation the trainer emulator's step follows (compare.h's
+// evaluate_mode). 0 for an empty step.
+double modelled_step_seconds(const DemandOptions& job, std::span<const double> weights,
                              std::span<const SourceProfile> profiles);
 
-// The demand of `config`'s schedule: at every schedule point, steps_per_s if
+// The demand of `job`'s schedule: at every schedule point, steps_per_s if
 // > 0, else 1 / modelled_step_seconds. Throws ConfigError when neither gives
 // a rate (emulator.time_scale = 0 without steps_per_s) or the profiles do not
 // match the sources.
-PartitionDemand make_demand(const Config& config, const std::vector<SourceProfile>& profiles, double steps_per_s);
+PartitionDemand make_demand(const DemandOptions& job, const std::vector<SourceProfile>& profiles, double steps_per_s);
 
 struct PartitionOptions {
   uint32_t max_threads = 1;    // loader.threads: threads one loader rank may use

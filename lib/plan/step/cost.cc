@@ -11,7 +11,7 @@ namespace msd {
 // Per layer, a document of L positions costs about 24*h^2*L FLOPs in its linear
 // layers and 4*h*L^2 in attention under document masking: 4h * (6h*L + L^2).
 // Forward and backward together are three times the forward.
-CostModel CostModel::from(const ModelConfig& model, double a_override, double vision_scale_override) {
+CostModel CostModel::from(const CostOptions& model, double a_override, double vision_scale_override) {
   if (!std::isfinite(a_override) || a_override < 0.0)
     throw ConfigError(str("model.cost_a: ", a_override, " is not a weight; give a value > 0, or 0 to use 6 * hidden"));
   if (!std::isfinite(vision_scale_override) || vision_scale_override < 0.0)
@@ -80,17 +80,17 @@ double CostModel::seconds(double units, double tflops) const {
   return units * flops_per_unit / (tflops * 1e12);
 }
 
-CostModel make_cost_model(const Config& config) {
+CostModel make_cost_model(const CostOptions& options) {
   // A preset names the model's shape; the planner learns its hidden size and
   // depth from it, nothing of the device model.
-  ModelConfig model = config.model;
+  CostOptions model = options;
   if (!model.preset.empty()) {
     const ModelSpec spec = model_spec_preset(model.preset);
     model.hidden = spec.hidden;
     model.layers = spec.layers;
   }
-  CostModel cost = CostModel::from(model, config.model.cost_a, config.model.cost_vision_scale);
-  cost.micro_batch = config.model.cost_micro_batch;
+  CostModel cost = CostModel::from(model, options.cost_a, options.cost_vision_scale);
+  cost.micro_batch = options.cost_micro_batch;
   return cost;
 }
 

@@ -9,10 +9,26 @@
 
 #include <cstdint>
 #include <span>
-
-#include "msd/config.h"
+#include <string>
 
 namespace msd {
+
+// What a job's cost model is made from (model.*; lib/config/part_options.h
+// makes it from the configuration): the model's shape, or a preset naming
+// it, and the cost model's own weights. The device model
+// (plan/cluster/device_model.h) reads the same shape.
+struct CostOptions {
+  uint32_t hidden = 1024;  // hidden size: a = 6 * hidden
+  uint32_t layers = 8;
+  uint32_t vision_hidden = 768;  // vision encoder, for image patches' cost
+  uint32_t vision_layers = 4;
+  double cost_a = 0.0;             // the linear weight a; 0: 6 * hidden
+  double cost_vision_scale = 0.0;  // a vision-encoder unit in LM units; 0: derived
+  // llama3-8b | llama3-70b | vit-l (model_spec.h): replaces hidden and
+  // layers. Empty: hidden x layers.
+  std::string preset;
+  double cost_micro_batch = 0.0;  // CostModel::micro_batch
+};
 
 // Immutable after construction; thread-safe to share.
 struct CostModel {
@@ -35,7 +51,7 @@ struct CostModel {
   // attention term, 12 * hidden * layers) is the same either way.
   // Throws ConfigError when a_override is negative or not finite.
   // vision_scale_override > 0 replaces the derived vision_scale likewise.
-  static CostModel from(const ModelConfig& model, double a_override = 0.0, double vision_scale_override = 0.0);
+  static CostModel from(const CostOptions& model, double a_override = 0.0, double vision_scale_override = 0.0);
 
   // Cost of a document (or of one piece of a split document: each piece is
   // its own document under document masking) of `length` positions of which
@@ -75,8 +91,8 @@ struct CostModel {
   double seconds(double units, double tflops) const;
 };
 
-// The cost model of a job: model.* with model.cost_a; model.preset, when
-// set, gives hidden and layers.
-CostModel make_cost_model(const Config& config);
+// The cost model of a job: `model`'s shape with its cost_a, cost_vision_scale
+// and cost_micro_batch; its preset, when set, gives hidden and layers.
+CostModel make_cost_model(const CostOptions& model);
 
 }  // namespace msd

@@ -284,10 +284,4 @@ void Mixer::update_target_samples() {
     target_[s] = static_cast<double>(target_units_[s]) / static_cast<double>(kUnit);
 }
 
-Schedule make_schedule(const Config& config) {
-  std::vector<std::vector<WeightPoint>> curves;
-  for (const auto& source : config.sources) curves.push_back(source.weight);
-  return Schedule(config.schedule, std::move(curves));
-}
-
 }  // namespace msd

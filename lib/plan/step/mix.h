@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "msd/config.h"
+#include "msd/options.h"
 
 namespace msd {
 
@@ -41,10 +41,6 @@ class Schedule {
   ScheduleKind kind_;
   std::vector<std::vector<WeightPoint>> curves_;
 };
-
-// The schedule of a job: each source's weight curve (source.*.weight) under
-// mix.schedule.
-Schedule make_schedule(const Config& config);
 
 // Quotas step after step. Deterministic: the quotas of step t are a pure
 // function of (schedule, batch, t). Not thread-safe.

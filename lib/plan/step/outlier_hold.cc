@@ -7,15 +7,6 @@
 
 namespace msd {
 
-HoldOptions make_hold_options(const Config& config) {
-  HoldOptions options;
-  options.above = static_cast<uint32_t>(config.job.hold_above * config.job.seq_len);
-  options.max_steps = config.job.hold_steps;
-  options.release = static_cast<uint32_t>(std::max(1, config.topology.dp));
-  options.last_step = config.job.steps - 1;
-  return options;
-}
-
 OutlierHold::OutlierHold(HoldOptions options) : options_(options) { MSD_CHECK_LE(1u, options_.release); }
 
 OutlierHold::Decision OutlierHold::step(uint64_t step, std::span<const HeldDoc> arrivals) {

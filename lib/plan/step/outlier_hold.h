@@ -18,10 +18,6 @@
 
 namespace msd {
 
-// HoldOptions (pack.h): the hold of a job: job.hold_above x job.seq_len positions (rounded down),
-// job.hold_steps, topology.dp documents released together, job.steps - 1.
-HoldOptions make_hold_options(const Config& config);
-
 // A document in the hold: where the stream took it (source, cursor: its
 // identity), what the placement needs of it, and the step that took it.
 struct HeldDoc {

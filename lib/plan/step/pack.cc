@@ -218,29 +218,4 @@ PlanStats plan_stats(const std::vector<BucketPlan>& buckets, std::span<const dou
   return stats;
 }
 
-PackOptions make_pack_options(const Config& config) {
-  PackOptions options;
-  options.seq_len = config.job.seq_len;
-  options.dp = static_cast<uint32_t>(config.topology.dp);
-  options.micro_batches = config.job.micro_batches;
-  options.long_docs = config.job.long_docs;
-  options.balance = config.job.balance;
-  const TrainingMode mode = config.job.mode();
-  // A mode that names its balance (msd_tokens, msd_greedy, msd_kk) overrides job.balance.
-  if (const auto balance = mode_balance(mode)) options.balance = *balance;
-  options.cp = static_cast<uint32_t>(config.topology.cp);
-  options.pp = static_cast<uint32_t>(config.topology.pp);
-  // The colocated baselines keep Megatron's fixed rows.
-  options.varlen = config.job.micro_batch_shape == RowShape::varlen && !is_baseline(mode);
-  options.max_positions_per_micro_batch = config.job.max_positions_per_micro_batch;
-  // The baselines keep Megatron's cuts, micro-batch counts and steps
-  // (configuration validation refuses the options with them).
-  if (!is_baseline(mode)) {
-    options.cuts = config.job.cuts;
-    options.variable_micro_batches = config.job.micro_batch_count == MicroBatchCount::variable;
-    options.hold = make_hold_options(config);
-  }
-  return options;
-}
-
 }  // namespace msd

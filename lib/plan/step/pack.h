@@ -12,7 +12,7 @@
 
 #include "msd/batch.h"
 #include "plan/step/balance.h"
-#include "msd/config.h"
+#include "msd/options.h"
 #include "plan/step/cost.h"
 
 namespace msd {
@@ -300,11 +300,6 @@ struct PackedStep {
 // without the statistics' sequence-class bound (PackOptions::lower_bound;
 // 2-3 ms more with it) and about 3 ms at 4096 ranks (8192 documents: the
 // first placement is already optimal) on one core.
-// The planner's packing options for a job: seq_len, dp, micro_batches,
-// long_docs and balance from the configuration. The planner and msd-replay
-// both use it, so a replay packs exactly as the run did.
-PackOptions make_pack_options(const Config& config);
-
 // The budget of a step of `total_positions` (pieces, after long_docs).
 uint64_t micro_batch_budget(uint64_t total_positions, const PackOptions& options);
 

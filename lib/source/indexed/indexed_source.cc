@@ -1,6 +1,5 @@
 #include "source/indexed/indexed_source.h"
 
-#include <glob.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,6 +7,7 @@
 #include <limits>
 
 #include "common/error.h"
+#include "common/files.h"
 #include "common/log.h"
 
 namespace msd {
@@ -103,10 +103,8 @@ std::string indexed_idx_patterns(const std::string& patterns) {
   for (std::string pattern : split_patterns(patterns)) {
     const bool is_idx = pattern.size() >= 4 && pattern.compare(pattern.size() - 4, 4, ".idx") == 0;
     if (!is_idx) {
-      glob_t result{};
       const std::string idx = pattern + ".idx";
-      if (::glob(idx.c_str(), 0, nullptr, &result) == 0 && result.gl_pathc > 0) pattern = idx;
-      globfree(&result);
+      if (!default_storage().glob(idx).empty()) pattern = idx;
     }
     out += (out.empty() ? "" : ",") + pattern;
   }

@@ -28,7 +28,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/files.h"
+#include "common/storage.h"
 
 namespace msd {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "common/files.h"
+#include "common/storage.h"
 #include "source/block_cache.h"
 #include "source/index_cache.h"
 #include "source/parquet/parquet_file.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "common/files.h"
+#include "common/storage.h"
 #include "source/index_cache.h"
 #include "source/source.h"
 

@@ -11,6 +11,7 @@
 #include "checkpoint/changed_mix.h"
 #include "checkpoint/planner_checkpoint.h"
 #include "common/error.h"
+#include "config/part_options.h"
 #include "plan/step/mix.h"
 #include "unit/checkpoint/parse_config.h"
 #include "unit/scratch.h"

@@ -13,6 +13,7 @@
 #include "checkpoint/replay.h"
 #include "checkpoint/trace.h"
 #include "common/error.h"
+#include "config/part_options.h"
 #include "msd/config.h"
 #include "plan/step/cost.h"
 #include "plan/step/mix.h"

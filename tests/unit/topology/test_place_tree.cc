@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "msd/place_tree.h"
+#include "topology/role_layout.h"
 
 using namespace msd;
 

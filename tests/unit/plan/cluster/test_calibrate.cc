@@ -14,7 +14,7 @@ using namespace msd;
 
 namespace {
 
-CostModel base_cost() { return CostModel::from(ModelConfig{4096, 32, 1024, 24, 0.0, 0.0, ""}); }
+CostModel base_cost() { return CostModel::from(CostOptions{4096, 32, 1024, 24, 0.0, 0.0, ""}); }
 
 // Times a made-up device whose seconds are exactly c0 + c2 * (a*lin + quad + vs*vis).
 std::vector<double> exact_times(const std::vector<CostFeatures>& f, double a, double vs, double c0, double c2) {

@@ -343,33 +343,38 @@ TEST_CASE("partition: 16 sources searched exhaustively, 128 by greedy merging th
 }
 
 TEST_CASE("schedule_points: every weight point inside the run, and its ends") {
-  Config c;
-  c.job.steps = 80;
-  c.sources.resize(2);
-  c.sources[0].weight = {{0, 0.5}, {30, 0.5}, {50, 0.3}, {200, 0.1}};
-  c.sources[1].weight = {{10, 0.2}};
-  c.schedule = ScheduleKind::linear;
-  CHECK(schedule_points(c) == std::vector<uint64_t>{0, 10, 30, 50, 79});
-  c.schedule = ScheduleKind::constant;
-  CHECK(schedule_points(c) == std::vector<uint64_t>{0, 79});
+  DemandOptions job;
+  job.steps = 80;
+  job.weights = {{{0, 0.5}, {30, 0.5}, {50, 0.3}, {200, 0.1}}, {{10, 0.2}}};
+  job.schedule = ScheduleKind::linear;
+  CHECK(schedule_points(job) == std::vector<uint64_t>{0, 10, 30, 50, 79});
+  job.schedule = ScheduleKind::constant;
+  CHECK(schedule_points(job) == std::vector<uint64_t>{0, 79});
 }
 
 namespace {
-// Ten steps of 16 samples of 1024 positions from sources "a" and "b".
-Config two_source_job() {
-  Config c;
-  c.job.steps = 10;
-  c.job.global_batch = 16;
-  c.job.seq_len = 1024;
-  c.sources.resize(2);
-  c.sources[0].name = "a";
-  c.sources[1].name = "b";
-  return c;
+// The cost and device models of `model` on an H100.
+void set_model(DemandOptions& job, const CostOptions& model) {
+  job.cost = make_cost_model(model);
+  job.device = make_device_model(model, "h100");
+}
+
+// Ten steps of 16 samples of 1024 positions from sources "a" and "b", placed
+// by msd_greedy on one rank.
+DemandOptions two_source_job() {
+  DemandOptions job;
+  job.names = {"a", "b"};
+  job.weights = {{{0, 1.0}}, {{0, 1.0}}};
+  job.steps = 10;
+  job.global_batch = 16;
+  job.pack.seq_len = 1024;
+  set_model(job, CostOptions{});
+  return job;
 }
 }  // namespace
 
 TEST_CASE("modelled_step_seconds: the step as the planner places it, padding and vision tower included") {
-  Config c = two_source_job();
+  DemandOptions c = two_source_job();
   std::vector<SourceProfile> profiles(2);
   profiles[0].positions_per_sample = 600;
   profiles[1].positions_per_sample = 512;
@@ -390,14 +395,15 @@ TEST_CASE("modelled_step_seconds: the step as the planner places it, padding and
   // The same positions with image patches run the vision tower too.
   profiles[1].patches_per_sample = 256;
   CHECK(modelled_step_seconds(c, only_b, profiles) > 1.05 * full);
-  c.model.vision_layers = 0;
+  CostOptions text_only;
+  text_only.vision_layers = 0;
+  set_model(c, text_only);
   CHECK(modelled_step_seconds(c, only_b, profiles) == Approx(full));
 }
 
 TEST_CASE("make_demand: the device model's rate, or the one given") {
-  Config c = two_source_job();
-  c.sources[0].weight = {{0, 1.0}, {9, 0.0}};
-  c.sources[1].weight = {{0, 0.0}, {9, 1.0}};
+  DemandOptions c = two_source_job();
+  c.weights = {{{0, 1.0}, {9, 0.0}}, {{0, 0.0}, {9, 1.0}}};
   c.schedule = ScheduleKind::linear;
   std::vector<SourceProfile> profiles(2);
   profiles[0].positions_per_sample = 100;    // short documents: a short step
@@ -407,10 +413,10 @@ TEST_CASE("make_demand: the device model's rate, or the one given") {
   const PartitionDemand modelled = make_demand(c, profiles, 0.0);
   REQUIRE(modelled.steps_per_s.size() == 2);
   CHECK(modelled.steps_per_s[0] > modelled.steps_per_s[1]);  // ten times the positions at step 9
-  c.emulator.time_scale = 0.5;
+  c.time_scale = 0.5;
   const PartitionDemand faster = make_demand(c, profiles, 0.0);
   CHECK(faster.steps_per_s[0] == Approx(2 * modelled.steps_per_s[0]));
-  c.emulator.time_scale = 0;
+  c.time_scale = 0;
   CHECK_THROWS_WITH(make_demand(c, profiles, 0.0), Catch::StartsWith("emulator.time_scale: 0"));
 }
 
