@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "msd/options.h"
+#include "msd/source_formats.h"
 
 namespace msd {
 
@@ -20,7 +21,9 @@ namespace msd {
 // entry in its registry (lib/source/format.h), which knows its name, what it
 // needs and how it opens; configuration parses source.NAME.format once, by
 // that registry (docs/formats.md "Adding a format").
-enum class SourceFormat : uint8_t { jsonl, wds, indexed, parquet };
+#define MSD_SOURCE_FORMAT_VALUE(value, entry) value,
+enum class SourceFormat : uint8_t { MSD_SOURCE_FORMATS(MSD_SOURCE_FORMAT_VALUE) };  // msd/source_formats.h
+#undef MSD_SOURCE_FORMAT_VALUE
 
 struct SourceConfig {
   std::string name;                 // [source.NAME]

@@ -7,10 +7,14 @@
 
 namespace msd {
 
-// The registered formats, one name each in these two lines; the entries live
+// The registered formats: msd/source_formats.h lists them; the entries live
 // in their folders (docs/formats.md "Adding a format").
-extern const FormatSpec kJsonlFormat, kWdsFormat, kIndexedFormat, kParquetFormat;
-static const FormatSpec* const kFormats[] = {&kJsonlFormat, &kWdsFormat, &kIndexedFormat, &kParquetFormat};
+#define MSD_SOURCE_FORMAT_ENTRY(value, entry) extern const FormatSpec entry;
+MSD_SOURCE_FORMATS(MSD_SOURCE_FORMAT_ENTRY)
+#undef MSD_SOURCE_FORMAT_ENTRY
+#define MSD_SOURCE_FORMAT_POINTER(value, entry) &entry,
+static const FormatSpec* const kFormats[] = {MSD_SOURCE_FORMATS(MSD_SOURCE_FORMAT_POINTER)};
+#undef MSD_SOURCE_FORMAT_POINTER
 
 std::vector<std::string> glob_files(const SourceConfig& config, const std::string& path_option) {
   return expand_globs(config.path, path_option);

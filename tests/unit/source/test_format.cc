@@ -21,6 +21,9 @@ TEST_CASE("every format has one entry, found by its name") {
   for (SourceFormat format : {SourceFormat::jsonl, SourceFormat::wds, SourceFormat::indexed, SourceFormat::parquet})
     CHECK(format_spec(format).format == format);
   CHECK(format_names() == "jsonl | wds | indexed | parquet");
+  // Each line of msd/source_formats.h names the entry of its own value.
+  size_t line = 0;
+  for (const FormatSpec* spec : registered_formats()) CHECK(static_cast<size_t>(spec->format) == line++);
   CHECK_FALSE(format_named("orc").has_value());
 }
 
