@@ -12,6 +12,7 @@
 #include <numeric>
 #include <random>
 
+#include "bench/work_dir.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/json_writer.h"
@@ -47,41 +48,6 @@ struct PassTimer {
     wall_rate = std::max(wall_rate, megabytes / seconds_since(wall));
     cpu_rate = std::max(cpu_rate, megabytes / std::max(thread_cpu_seconds() - cpu, 1e-9));
   }
-};
-
-// The work directory: the one given (kept), or a new one under /tmp removed
-// with everything in it.
-class WorkDir {
- public:
-  explicit WorkDir(const std::string& given) : path_(given), owned_(given.empty()) {
-    if (owned_) {
-      std::string pattern = (std::filesystem::temp_directory_path() / "msd-bench-compressed-XXXXXX").string();
-      if (::mkdtemp(pattern.data()) == nullptr) throw IoError(str("cannot create a temporary directory ", pattern));
-      path_ = pattern;
-    }
-    std::error_code error;
-    std::filesystem::create_directories(path_, error);
-    if (error) throw IoError(str("cannot create ", path_, ": ", error.message()));
-  }
-  ~WorkDir() {
-    std::error_code ignored;
-    if (owned_) std::filesystem::remove_all(path_, ignored);
-  }
-  WorkDir(const WorkDir&) = delete;
-  WorkDir& operator=(const WorkDir&) = delete;
-  // A fresh (emptied) folder `name` inside.
-  std::string folder(const std::string& name) const {
-    const std::string dir = join_path(path_, name);
-    std::error_code error;
-    std::filesystem::remove_all(dir, error);
-    std::filesystem::create_directories(dir, error);
-    if (error) throw IoError(str("cannot create ", dir, ": ", error.message()));
-    return dir;
-  }
-
- private:
-  std::string path_;
-  bool owned_;
 };
 
 uint64_t folder_bytes(const std::string& dir) {
@@ -304,7 +270,7 @@ CompressedReport run_compressed_bench(const CompressedBenchOptions& options) {
   }
   Tokenizer tokenizer(options.vocab.empty() ? join_path(options.data_dir, "vocab.tiktoken") : options.vocab,
                       TokenizerOptions{.pattern = options.pattern});
-  const WorkDir work(options.work_dir);
+  const WorkDir work(options.work_dir, "compressed");
   PlainRecords plain;
   const ShuffleOrder uniform{}, blocks{true, options.block_records, options.window_blocks};
   std::vector<std::unique_ptr<Opener>> openers;

@@ -11,6 +11,7 @@
 #include <sched.h>
 
 #include "bench/launch.h"
+#include "bench/work_dir.h"
 #include "common/digest.h"
 #include "common/error.h"
 #include "common/json_writer.h"
@@ -275,13 +276,7 @@ FanoutReport run_fanout_bench(const FanoutOptions& options) {
       if (c % t == 0) layouts.push_back({c, t});
     }
   if (layouts.empty()) throw ConfigError("--tps: no value divides any of --clients");
-  std::string work = options.work_dir;
-  if (work.empty()) {
-    char pattern[] = "/tmp/msd-bench-fanout-XXXXXX";
-    if (!::mkdtemp(pattern)) throw IoError("cannot create a temporary directory under /tmp");
-    work = pattern;
-  }
-  make_dir(work);
+  const std::string work = WorkDir(options.work_dir, "fanout", true).path();
   const std::vector<std::string> paths = {write_corpus(work, 0, options.documents),
                                           write_corpus(work, 1, options.documents)};
   FanoutReport report;

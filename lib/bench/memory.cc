@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "bench/launch.h"
+#include "bench/work_dir.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/digest.h"
@@ -133,13 +134,7 @@ MemoryReport run_memory_bench(const MemoryOptions& options) {
   if (options.documents_per_source < 1) throw ConfigError("--documents must be at least 1");
   if (options.steps < 1) throw ConfigError("--steps must be at least 1");
   if (options.loaders < 1) throw ConfigError("--loaders must be at least 1");
-  std::string work = options.work_dir;
-  if (work.empty()) {
-    char pattern[] = "/tmp/msd-bench-memory-XXXXXX";
-    if (!::mkdtemp(pattern)) throw IoError("cannot create a temporary directory under /tmp");
-    work = pattern;
-  }
-  make_dir(work);
+  const std::string work = WorkDir(options.work_dir, "memory", true).path();
   make_dir(work + "/data");
   // The vocabulary of the tiny dataset (BPE trained on its text).
   datagen::DatagenOptions gen;

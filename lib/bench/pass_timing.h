@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/stats.h"
 
 namespace msd::bench {
 
@@ -17,12 +18,6 @@ inline double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-inline double median(std::vector<double> values) {
-  MSD_CHECK(!values.empty());
-  std::sort(values.begin(), values.end());
-  const size_t mid = values.size() / 2;
-  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
-}
 
 // Times whole passes until both the time and the pass count are reached.
 // `options`: min_passes and seconds.

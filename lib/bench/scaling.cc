@@ -8,6 +8,7 @@
 
 #include "bench/launch.h"
 #include "bench/step_stream.h"
+#include "bench/work_dir.h"
 #include "common/error.h"
 #include "common/json_writer.h"
 #include "config/part_options.h"
@@ -205,13 +206,7 @@ ScalingReport run_scaling_bench(const ScalingOptions& options) {
   ScalingReport report;
   report.options = options;
   report.shift_step = options.steps / 2;
-  std::string work = options.work_dir;
-  if (work.empty()) {
-    char pattern[] = "/tmp/msd-bench-scaling-XXXXXX";
-    if (!::mkdtemp(pattern)) throw IoError("cannot create a temporary directory under /tmp");
-    work = pattern;
-  }
-  make_dir(work);
+  const std::string work = WorkDir(options.work_dir, "scaling", true).path();
   datagen::DatagenOptions data;
   data.out_dir = work + "/data";
   data.seed = 1;

@@ -13,9 +13,11 @@
 #include <sstream>
 
 #include "bench/launch.h"
+#include "bench/work_dir.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/json_writer.h"
+#include "common/stats.h"
 #include "datagen/datagen.h"
 
 namespace msd::bench {
@@ -45,30 +47,6 @@ namespace {
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
-
-// A work directory that is removed at the end unless it was given or kept.
-class WorkDir {
- public:
-  WorkDir(const std::string& given, bool keep) : path_(given), remove_(given.empty() && !keep) {
-    if (path_.empty()) {
-      std::string pattern = "/tmp/msd-bench-startup-XXXXXX";
-      if (::mkdtemp(pattern.data()) == nullptr) throw IoError(str("cannot create a temporary directory ", pattern));
-      path_ = pattern;
-    }
-    std::filesystem::create_directories(path_);
-  }
-  ~WorkDir() {
-    std::error_code ignored;
-    if (remove_) std::filesystem::remove_all(path_, ignored);
-  }
-  WorkDir(const WorkDir&) = delete;
-  WorkDir& operator=(const WorkDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  bool remove_;
-};
 
 // Every data file's pages written out and dropped from the page cache, so
 // that the next reader reads them from the disk (the files are ours: nothing
@@ -199,7 +177,7 @@ StartupReport run_startup_bench(const StartupBenchOptions& options) {
   if (options.loaders < 2) throw ConfigError("--loaders: at least 2 (one per source)");
   if (options.clients < 1) throw ConfigError("--clients: at least 1");
   if (options.repeats < 1) throw ConfigError("--repeats: at least 1");
-  const WorkDir work(options.work_dir, options.keep);
+  const WorkDir work(options.work_dir, "startup", options.keep);
   StartupReport report;
   report.options = options;
   const std::string data = work.path() + "/data";
@@ -237,10 +215,7 @@ Stats stats_of(const StartupRow& row, const std::string& name) {
   for (const StartupRun& run : row.runs)
     if (auto it = run.figures.find(name); it != run.figures.end()) values.push_back(it->second);
   if (values.empty()) return {};
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  const double median = n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-  return {median, values.front(), values.back()};
+  return {median(values), *std::min_element(values.begin(), values.end()), max_of(values)};
 }
 
 bool row_has(const StartupRow& row, const std::string& name) {

@@ -6,6 +6,7 @@
 
 #include "bench/launch.h"
 #include "bench/step_stream.h"
+#include "bench/work_dir.h"
 #include "common/error.h"
 #include "common/json_writer.h"
 #include "config/part_options.h"
@@ -74,13 +75,7 @@ ThroughputReport run_throughput_bench(const ThroughputOptions& options) {
   // anything runs, and the simulation reads the same configuration.
   for (TrainingMode mode : options.modes) parse_for(options, mode_args(options, mode));
   const Config config = parse_for(options, mode_args(options, TrainingMode::msd_greedy)).config;
-  std::string work = options.work_dir;
-  if (work.empty()) {
-    char pattern[] = "/tmp/msd-bench-XXXXXX";
-    if (!::mkdtemp(pattern)) throw IoError("cannot create a temporary directory under /tmp");
-    work = pattern;
-  }
-  make_dir(work);
+  const std::string work = WorkDir(options.work_dir, "throughput", true).path();
   std::fprintf(stderr, "msd-bench throughput: reading the stream's %llu steps for the device-model evaluation\n",
                static_cast<unsigned long long>(config.job.steps));
   std::vector<std::vector<PlanDoc>> steps;

@@ -19,6 +19,7 @@
 
 #include "bench/pass_timing.h"
 #include "bench/transforms_jpeg.h"
+#include "bench/work_dir.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/json_writer.h"
@@ -54,26 +55,6 @@ std::string shell_quote(const std::string& text) {
   }
   return out + "'";
 }
-
-// A directory under $TMPDIR removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "msd-bench-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw IoError(str("cannot create a temporary directory ", pattern));
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return join_path(path_, name); }
-
- private:
-  std::string path_;
-};
 
 // ------------------------------------------------------------------ text ----
 
@@ -210,7 +191,7 @@ void bench_reference_tokenizer(const TransformsBenchOptions& options, const Text
     result.reference_note = str("no reference script ", script, " (see --reference-dir)");
     return;
   }
-  TempDir temp;
+  const WorkDir temp("", "transforms");
   const std::string input = temp.file("documents.jsonl");
   {
     std::ofstream out(input, std::ios::binary);

@@ -6,6 +6,7 @@
 
 #include "common/digest.h"
 #include "common/json_writer.h"
+#include "common/stats.h"
 #include "config/part_options.h"
 #include "plan/step/mix.h"
 #include "plan/step/modes.h"
@@ -22,13 +23,6 @@ std::string format_bytes(uint64_t bytes) {
   return buf;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
-double max_of(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); }
 
 // Gathers a variable-length array from every rank of `comm` to its rank 0
 // (Igatherv with backoff). Returns on rank 0 the arrays by world rank

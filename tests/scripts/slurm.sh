@@ -32,14 +32,17 @@ echo "slurm: sbatch + srun --mpi=pmix delivered the mpirun batch stream ($(json_
 # appended over requeues to $WORK/NAME.out) and waits, bounded, until the job
 # has left the queue for good, requeues included. A requeued job waits about
 # 2 minutes for its begin time (Slurm's own delay); the test starts it now.
+# While Slurm requeues a job it may be missing from squeue for a moment, so
+# an empty answer counts as gone only when the script's last word was not
+# "requeueing".
 sbatch_until_gone() {
   local name=$1 config=$2 id i state
   shift 2
   id=$(MSD_BUILD="$MSD_BUILD" MSD_CONFIG="$config" sbatch --parsable --ntasks="$("$MSD_RUN" --config "$config" --print-world-size)" \
     --open-mode=append --output="$WORK/$name.out" "$MSD_SOURCE/slurm/msd-run.sbatch" "$@")
   for i in $(seq 240); do
-    state=$(squeue -h -j "$id" -o '%T %r' 2>/dev/null)
-    [ -n "$state" ] || return 0
+    state=$(squeue -h -j "$id" -o '%T %r' 2>/dev/null) || state=""
+    [ -n "$state" ] || grep 'msd-run.sbatch:' "$WORK/$name.out" 2>/dev/null | tail -1 | grep -q requeueing || return 0
     [[ $state != *BeginTime* ]] || scontrol update JobId="$id" StartTime=now >/dev/null 2>&1 || true
     sleep 1
   done

@@ -4,17 +4,11 @@
 #include <cstdint>
 
 #include "common/error.h"
+#include "common/stats.h"
 #include "plan/step/compared_steps.h"
 
 namespace msd {
 namespace {
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 1.0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 }  // namespace
 
@@ -112,11 +106,11 @@ void finish(ModeEvaluation& e, const std::vector<double>& dp_ratio, const std::v
   e.padding_fraction = e.computed_positions > 0
                            ? 1.0 - static_cast<double>(e.real_positions) / static_cast<double>(e.computed_positions)
                            : 0.0;
-  e.dp_max_over_mean = median(dp_ratio);
+  e.dp_max_over_mean = median(dp_ratio, 1.0);
   e.dp_max_over_mean_worst = dp_ratio.empty() ? 1.0 : *std::max_element(dp_ratio.begin(), dp_ratio.end());
-  e.microbatch_max_over_mean = median(mb_ratio);
+  e.microbatch_max_over_mean = median(mb_ratio, 1.0);
   e.bubble_fraction = e.steps == 0 ? 0.0 : bubble / static_cast<double>(e.steps);
-  e.cost_model_fit = median(fit);
+  e.cost_model_fit = median(fit, 1.0);
 }
 
 // megatron_dynamic_cp: each step's groups timed as dynamic_cp_step_time does;

@@ -16,20 +16,10 @@
 
 #include "common/error.h"
 #include "common/json_writer.h"
+#include "common/stats.h"
 
 namespace msd {
 namespace {
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
-double worst(const std::vector<double>& values) {
-  return values.empty() ? 0.0 : *std::max_element(values.begin(), values.end());
-}
 
 double thread_cpu_ms() {
   timespec t{};
@@ -200,21 +190,21 @@ struct MethodSteps {
 
 void summarize(const MethodSteps& m, uint32_t steps, MethodReport& line) {
   line.ms_median = median(m.ms);
-  line.ms_max = worst(m.ms);
+  line.ms_max = max_of(m.ms);
   line.cpu_ms_median = median(m.cpu_ms);
-  line.cpu_ms_max = worst(m.cpu_ms);
+  line.cpu_ms_max = max_of(m.cpu_ms);
   line.imbalance_median = median(m.imbalance);
-  line.imbalance_worst = worst(m.imbalance);
+  line.imbalance_worst = max_of(m.imbalance);
   line.lower_bound_median = median(m.bound);
-  line.lower_bound_worst = worst(m.bound);
+  line.lower_bound_worst = max_of(m.bound);
   line.pigeonhole_median = median(m.pigeonhole);
-  line.pigeonhole_worst = worst(m.pigeonhole);
+  line.pigeonhole_worst = max_of(m.pigeonhole);
   line.over_bound_median = median(m.over_bound);
-  line.over_bound_worst = worst(m.over_bound);
+  line.over_bound_worst = max_of(m.over_bound);
   line.micro_batch_median = median(m.micro);
-  line.micro_batch_worst = worst(m.micro);
+  line.micro_batch_worst = max_of(m.micro);
   line.positions_median = median(m.positions);
-  line.positions_worst = worst(m.positions);
+  line.positions_worst = max_of(m.positions);
   line.step_seconds_median = median(m.seconds);
   line.pieces_per_step = static_cast<double>(m.pieces) / steps;
   line.megatron_pieces_per_step = static_cast<double>(m.megatron_pieces) / steps;

@@ -21,8 +21,6 @@ using namespace msd;
 
 namespace {
 
-Config parse(std::vector<std::string> args) { return test::parse_config(std::move(args)); }
-
 // A JSON-lines file of `lines` documents.
 void write_docs(const std::string& path, int lines, const std::string& tag) {
   std::ofstream out(path);
@@ -67,7 +65,7 @@ struct Fixture {
     }
     args.push_back("--mix.sources=" + names);
     args.insert(args.end(), extra.begin(), extra.end());
-    return parse(args);
+    return test::parse_config(args);
   }
   // The run's checkpoint at step 10: web consumed 35 (epoch 1, 5 in), books 9.
   PlannerCheckpoint checkpoint(const Config& config) const {

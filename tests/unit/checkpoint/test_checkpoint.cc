@@ -26,8 +26,6 @@ using test::scratch_dir;
 
 namespace {
 
-Config parse(std::vector<std::string> args) { return test::parse_config(std::move(args)); }
-
 std::vector<std::string> job_args() {
   return {"--mix.sources=web,corpus", "--source.web.format=jsonl", "--source.web.path=/data/web/*.jsonl",
           "--source.web.weight=0:0.75, 30:0.25", "--source.corpus.format=indexed",
@@ -40,7 +38,7 @@ PlannerCheckpoint sample_checkpoint(uint64_t step) {
   PlannerCheckpoint c;
   c.step = step;
   c.seed = 77;
-  c.config_ini = to_ini(parse(job_args()));
+  c.config_ini = to_ini(test::parse_config(job_args()));
   c.source_samples = {1000, 37};
   c.consumed = {step * 18 + 3, step * 6 + 1};
   c.mixer_realized = {step * 18, step * 6};
@@ -64,12 +62,12 @@ void truncate_file(const std::string& path, uintmax_t size) { fs::resize_file(pa
 }  // namespace
 
 TEST_CASE("to_ini reads back to the same configuration", "[config][checkpoint]") {
-  const Config config = parse(job_args());
+  const Config config = test::parse_config(job_args());
   const std::string ini = to_ini(config);
   const std::string dir = scratch_dir("to_ini");
   const std::string path = dir + "/job.ini";
   std::ofstream(path) << ini;
-  const Config again = parse({"--config=" + path});
+  const Config again = test::parse_config({"--config=" + path});
   CHECK(to_ini(again) == ini);
   CHECK(again.job.seed == 77);
   CHECK(again.emulator.time_scale == config.emulator.time_scale);  // exactly, not to 6 digits
@@ -88,13 +86,13 @@ TEST_CASE("to_ini's text is the one checkpoints and traces already hold", "[conf
   std::ifstream in(MSD_TEST_DATA "/config/to_ini_job.ini", std::ios::binary);
   REQUIRE(in);
   const std::string expected((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  CHECK(to_ini(parse(job_args())) == expected);
+  CHECK(to_ini(test::parse_config(job_args())) == expected);
 }
 
 TEST_CASE("to_ini writes every option --help lists", "[config][checkpoint]") {
   const std::vector<const char*> argv = {"msd-run", "--help"};
   const std::string usage = parse_command_line(2, argv.data()).usage;
-  const std::string ini = to_ini(parse(job_args()));
+  const std::string ini = to_ini(test::parse_config(job_args()));
   const std::regex option("--([a-z_]+)\\.([a-z_]+) ");
   size_t checked = 0;
   for (auto it = std::sregex_iterator(usage.begin(), usage.end(), option); it != std::sregex_iterator(); ++it) {
@@ -113,7 +111,7 @@ TEST_CASE("to_ini writes every option --help lists", "[config][checkpoint]") {
 TEST_CASE("to_ini refuses a value INI cannot hold", "[config][checkpoint]") {
   auto args = job_args();
   args.push_back("--tokenizer.pattern=[a-z]+|#");
-  CHECK_THROWS_AS(to_ini(parse(args)), ConfigError);
+  CHECK_THROWS_AS(to_ini(test::parse_config(args)), ConfigError);
 }
 
 TEST_CASE("planner checkpoint round trip", "[checkpoint]") {
@@ -231,14 +229,14 @@ TEST_CASE("synchronous planner checkpoint cost", "[checkpoint]") {
 
 TEST_CASE("resume refuses a configuration that changes the stream", "[checkpoint]") {
   const PlannerCheckpoint c = sample_checkpoint(10);
-  check_resumable(c, parse(job_args()), c.data);
+  check_resumable(c, test::parse_config(job_args()), c.data);
   // Options that cannot change the stream may differ.
   auto args = job_args();
   for (const char* extra : {"--job.steps=500", "--topology.loaders=3", "--output.log_level=warn",
                             "--checkpoint.dir=/tmp/x", "--job.prefetch_steps=4", "--topology.tp=2",
                             "--job.micro_batches=4", "--job.stall_timeout_s=30"})
     args.push_back(extra);
-  check_resumable(c, parse(args), c.data);
+  check_resumable(c, test::parse_config(args), c.data);
 
   // Options the stream depends on: each change is refused, naming the option.
   for (const auto& [option, value] : std::vector<std::pair<std::string, std::string>>{
@@ -249,14 +247,14 @@ TEST_CASE("resume refuses a configuration that changes the stream", "[checkpoint
     auto changed = job_args();
     std::erase_if(changed, [&](const std::string& arg) { return arg.rfind("--" + option + "=", 0) == 0; });
     changed.push_back("--" + option + "=" + value);
-    const Config config = parse(changed);
+    const Config config = test::parse_config(changed);
     CHECK_THROWS_WITH(check_resumable(c, config, c.data), Catch::Contains("--resume: ") && Catch::Contains(option));
   }
 }
 
 TEST_CASE("resume compares each source's stream order, taking a checkpoint without the option as uniform", "[checkpoint]") {
   PlannerCheckpoint c = sample_checkpoint(10);
-  const Config config = parse(job_args());
+  const Config config = test::parse_config(job_args());
   // The checkpoint of a run from before source.NAME.shuffle existed.
   std::string old_ini;
   std::istringstream lines(c.config_ini);
@@ -275,15 +273,15 @@ TEST_CASE("resume compares each source's stream order, taking a checkpoint witho
                         Catch::Contains("is block (2048 records a block, 16 a window) now"));
   auto uniform = job_args();
   uniform.push_back("--source.web.shuffle=uniform");
-  check_resumable(c, parse(uniform), compressed);
+  check_resumable(c, test::parse_config(uniform), compressed);
   // Spelled otherwise, the same order: block options do nothing under the uniform order.
   uniform.push_back("--source.web.shuffle_block_records=7");
-  check_resumable(c, parse(uniform), compressed);
+  check_resumable(c, test::parse_config(uniform), compressed);
   // The cache of decoded blocks does not change the stream.
   auto cache = job_args();
   cache.push_back("--source.web.cache_mib=1");
   c.data = plain;
-  check_resumable(c, parse(cache), plain);
+  check_resumable(c, test::parse_config(cache), plain);
 }
 
 TEST_CASE("a planner checkpoint changed after it was written is refused, naming where", "[checkpoint][integrity]") {
@@ -352,7 +350,7 @@ TEST_CASE("resume refuses changed data, naming what changed; the override accept
   args.push_back("--source.corpus.format=jsonl");
   args.push_back("--source.corpus.path=" + dir + "/web/b.jsonl");
   args.push_back("--tokenizer.vocab=" + dir + "/vocab.tiktoken");
-  const Config config = parse(args);
+  const Config config = test::parse_config(args);
   PlannerCheckpoint c = sample_checkpoint(10);
   c.config_ini = to_ini(config);
   c.data = fingerprint_data(config);
@@ -369,7 +367,7 @@ TEST_CASE("resume refuses changed data, naming what changed; the override accept
                       Catch::Contains("source web: file " + dir + "/web/b.jsonl holds 34 bytes, it held 16") &&
                           Catch::Contains("source corpus: file " + dir + "/web/b.jsonl") &&
                           Catch::Contains("--resume-accept-changed-data"));
-    Config accept = parse([&] {
+    Config accept = test::parse_config([&] {
       auto a = args;
       a.push_back("--resume-accept-changed-data");  // which does nothing without a resume
       a.push_back("--resume");

@@ -24,22 +24,14 @@
 #include "source/source.h"
 #include "unit/scratch.h"
 #include "unit/skip.h"
+#include "unit/source/source_files.h"
 
 using namespace msd;
 using test::TempDir;
+using test::read_text;
+using test::write_text;
 
 namespace {
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
-  REQUIRE(out.good());
-}
-
-std::string read_bytes(const std::string& path) {
-  const auto bytes = read_file(path);
-  return {bytes.begin(), bytes.end()};
-}
 
 std::string json_line_without_newline() { return "{\"text\": \"the last line has no newline\"}"; }
 
@@ -106,9 +98,9 @@ void run(const std::string& command) {
 // Rewrites byte `offset` of `path`, keeping its size and mtime.
 void damage_in_place(const std::string& path, uint64_t offset) {
   const FileStamp stamp = file_stamp(path);
-  std::string bytes = read_bytes(path);
+  std::string bytes = read_text(path);
   bytes[offset] = static_cast<char>(bytes[offset] ^ 0x5a);
-  write_bytes(path, bytes);
+  write_text(path, bytes);
   timespec times[2];
   times[0].tv_sec = stamp.mtime_ns / 1000000000;
   times[0].tv_nsec = stamp.mtime_ns % 1000000000;
@@ -138,10 +130,10 @@ TEST_CASE("the line scanner fed in pieces finds the lines of the whole") {
 TEST_CASE("compressed jsonl written by msd gives the plain file's records in any order") {
   TempDir dir;
   const std::string text = corpus(1500);
-  write_bytes(dir / "a.jsonl", text);
-  write_bytes(dir / "frames.jsonl.zst", zstd_compress_frames(text, 32 << 10, 3));
-  write_bytes(dir / "one-frame.jsonl.zst", zstd_compress_frames(text, 0, 3));
-  write_bytes(dir / "a.jsonl.gz", gzip_compress(text, 6));
+  write_text(dir / "a.jsonl", text);
+  write_text(dir / "frames.jsonl.zst", zstd_compress_frames(text, 32 << 10, 3));
+  write_text(dir / "one-frame.jsonl.zst", zstd_compress_frames(text, 0, 3));
+  write_text(dir / "a.jsonl.gz", gzip_compress(text, 6));
   JsonlSource plain({dir / "a.jsonl"}, {});
   for (const char* name : {"frames.jsonl.zst", "one-frame.jsonl.zst", "a.jsonl.gz"}) {
     INFO(name);
@@ -171,9 +163,9 @@ TEST_CASE("compressed jsonl written by msd gives the plain file's records in any
 TEST_CASE("compressed jsonl read through the restart-interval cache gives the plain file's records") {
   TempDir dir;
   const std::string text = corpus(1500);
-  write_bytes(dir / "a.jsonl", text);
-  write_bytes(dir / "frames.jsonl.zst", zstd_compress_frames(text, 32 << 10, 3));
-  write_bytes(dir / "a.jsonl.gz", gzip_compress(text, 6));
+  write_text(dir / "a.jsonl", text);
+  write_text(dir / "frames.jsonl.zst", zstd_compress_frames(text, 32 << 10, 3));
+  write_text(dir / "a.jsonl.gz", gzip_compress(text, 6));
   JsonlSource plain({dir / "a.jsonl"}, {});
   for (const char* name : {"frames.jsonl.zst", "a.jsonl.gz"}) {
     // A cache that holds every interval, one that holds a few, and one too
@@ -210,14 +202,14 @@ std::string open_source_log(const SourceConfig& config, const std::string& log_p
   }
   ::dup2(saved, 2);
   ::close(saved);
-  return read_bytes(log_path);
+  return read_text(log_path);
 }
 
 }  // namespace
 
 TEST_CASE("open_source warns when a window of the block order outgrows the cache of decoded blocks") {
   TempDir dir;
-  write_bytes(dir / "a.jsonl.zst", zstd_compress_frames(corpus(1500), 32 << 10, 3));
+  write_text(dir / "a.jsonl.zst", zstd_compress_frames(corpus(1500), 32 << 10, 3));
   SourceConfig config;
   config.name = "web";
   config.format = SourceFormat::jsonl;
@@ -240,9 +232,9 @@ TEST_CASE("compressed jsonl made by the zstd, pzstd and gzip tools reads as the 
   TempDir dir;
   const std::string text = corpus(2000);
   const std::string plain_path = dir / "a.jsonl";
-  write_bytes(plain_path, text);
-  write_bytes(dir / "first.jsonl", text.substr(0, text.size() / 3));
-  write_bytes(dir / "rest.jsonl", text.substr(text.size() / 3));
+  write_text(plain_path, text);
+  write_text(dir / "first.jsonl", text.substr(0, text.size() / 3));
+  write_text(dir / "rest.jsonl", text.substr(text.size() / 3));
   run("zstd -q -19 -o " + dir / "a.jsonl.zst " + plain_path);
   run("pzstd -q -p 2 -3 -o " + dir / "p.jsonl.zst " + plain_path);
   run("gzip -c -9 " + plain_path + " > " + dir / "a.json.gz");
@@ -261,12 +253,12 @@ TEST_CASE("compressed jsonl made by the zstd, pzstd and gzip tools reads as the 
   JsonlSource cat_gzip({dir / "cat.jsonl.gz"}, small_spacing());
   CHECK(cat_gzip.compressed_index(0).streams == 2);
   // msd's writer and the tool decompress to the same bytes.
-  write_bytes(dir / "msd.jsonl.zst", zstd_compress_frames(text, 64 << 10, 3));
+  write_text(dir / "msd.jsonl.zst", zstd_compress_frames(text, 64 << 10, 3));
   run("zstd -q -d -o " + dir / "msd.out " + dir / "msd.jsonl.zst");
-  CHECK(read_bytes(dir / "msd.out") == text);
-  write_bytes(dir / "msd.jsonl.gz", gzip_compress(text, 6));
+  CHECK(read_text(dir / "msd.out") == text);
+  write_text(dir / "msd.jsonl.gz", gzip_compress(text, 6));
   run("gzip -d -c " + dir / "msd.jsonl.gz > " + dir / "msd-gz.out");
-  CHECK(read_bytes(dir / "msd-gz.out") == text);
+  CHECK(read_text(dir / "msd-gz.out") == text);
 }
 
 TEST_CASE("corrupt or truncated compressed data is an IoError naming the file and the offset") {
@@ -279,15 +271,15 @@ TEST_CASE("corrupt or truncated compressed data is an IoError naming the file an
         compression_of_path(path) == Compression::zstd ? zstd_compress_frames(text, 32 << 10, 3) : gzip_compress(text, 6);
     std::string corrupt = good;
     for (size_t i = good.size() / 2; i < good.size() / 2 + 64; ++i) corrupt[i] = static_cast<char>(corrupt[i] ^ 0xa5);
-    write_bytes(path, corrupt);
+    write_text(path, corrupt);
     CHECK_THROWS_AS(JsonlSource({path}, {}), IoError);
     CHECK_THROWS_WITH(JsonlSource({path}, {}),
                       Catch::Contains(path) && Catch::Contains("corrupt") && Catch::Contains("compressed offset"));
-    write_bytes(path, good.substr(0, good.size() - 100));
+    write_text(path, good.substr(0, good.size() - 100));
     CHECK_THROWS_WITH(JsonlSource({path}, {}), Catch::Contains(path) && Catch::Contains("ends inside") &&
                                                    Catch::Contains("compressed offset " + std::to_string(good.size() - 100)));
   }
-  write_bytes(dir / "plain-text.jsonl.gz", text.substr(0, 1000));
+  write_text(dir / "plain-text.jsonl.gz", text.substr(0, 1000));
   CHECK_THROWS_WITH(JsonlSource({dir / "plain-text.jsonl.gz"}, {}),
                     Catch::Contains("plain-text.jsonl.gz") && Catch::Contains("corrupt gzip data"));
 }
@@ -305,7 +297,7 @@ TEST_CASE("data damaged after indexing is a read_error naming the file and the o
     INFO(name);
     const std::string path = dir / name;
     const bool zstd = compression_of_path(path) == Compression::zstd;
-    write_bytes(path, zstd ? zstd_compress_frames(head, 0, 3) + zstd_compress_frames(text.substr(head.size()), 0, 3)
+    write_text(path, zstd ? zstd_compress_frames(head, 0, 3) + zstd_compress_frames(text.substr(head.size()), 0, 3)
                            : gzip_compress(head, 6) + gzip_compress(text.substr(head.size()), 6));
     uint64_t second_stream = 0;
     {
@@ -336,8 +328,8 @@ TEST_CASE("a compressed file's index is cached, reused on the next open, and reb
   TempDir dir;
   const std::string text = corpus(600);
   const std::string path = dir / "e.jsonl.gz";
-  write_bytes(path, gzip_compress(text, 6));
-  write_bytes(dir / "e.jsonl", text);
+  write_text(path, gzip_compress(text, 6));
+  write_text(dir / "e.jsonl", text);
   JsonlSource plain({dir / "e.jsonl"}, {});
   size_t points = 0;
   {
@@ -357,7 +349,7 @@ TEST_CASE("a compressed file's index is cached, reused on the next open, and reb
     JsonlSource other_spacing({path}, {});  // 1 MiB: another index
     CHECK(other_spacing.index_counts().scanned == 1);
   }
-  write_bytes(path, gzip_compress(text + "\n{\"text\": \"one more\"}\n", 6));
+  write_text(path, gzip_compress(text + "\n{\"text\": \"one more\"}\n", 6));
   JsonlSource changed({path}, {});
   CHECK(changed.index_counts().scanned == 1);
   CHECK(changed.size() == plain.size() + 1);

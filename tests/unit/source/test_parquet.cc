@@ -22,9 +22,11 @@
 #include "source/parquet/parquet_writer.h"
 #include "source/parquet/thrift.h"
 #include "unit/scratch.h"
+#include "unit/source/source_files.h"
 
 using namespace msd;
 using test::TempDir;
+using test::write_text;
 
 namespace {
 
@@ -55,10 +57,6 @@ bool matches(const RawSample& sample, const std::string& golden, bool images) {
   const std::string image = images ? golden.substr(space + 1) : "";
   if (text == "null" || image == "null") return sample.bad == BadKind::missing_field;
   return sample.bad == BadKind::none && hex(sample.text) == text && (!images || hex(sample.image) == image);
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  write_file_atomic(path, {reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()});
 }
 
 std::vector<std::optional<std::string>> sample_texts(size_t rows) {
@@ -153,7 +151,7 @@ TEST_CASE("msd's parquet writer: every codec, plain and dictionary, reads back w
       write.row_group_rows = 700;
       write.page_bytes = 5000;
       const std::string path = dir / (std::string(parquet_codec_name(write.codec)) + (dictionary ? "-dict" : "") + ".parquet");
-      write_bytes(path, write_parquet({{"id", ids}, {"text", texts}}, write));
+      write_text(path, write_parquet({{"id", ids}, {"text", texts}}, write));
       ParquetSource source({path}, options_in(dir));
       INFO(path);
       REQUIRE(source.size() == texts.size());
@@ -182,7 +180,7 @@ TEST_CASE("parquet image-text rows: the image's bytes and the caption; a null in
     images.emplace_back(i == 5 ? std::nullopt : std::optional<std::string>(std::string("\xff\xd8\x00", 3) + std::to_string(i)));
   }
   const std::string path = dir / "pairs.parquet";
-  write_bytes(path, write_parquet({{"caption", captions}, {"jpg", images, false}}, {}));
+  write_text(path, write_parquet({{"caption", captions}, {"jpg", images, false}}, {}));
   ParquetOptions options = options_in(dir, "caption");
   options.image_column = "jpg";
   ParquetSource source({path}, options);
@@ -204,7 +202,7 @@ TEST_CASE("parquet image-text rows: the image's bytes and the caption; a null in
 TEST_CASE("parquet text that is not UTF-8 is invalid_utf8, naming the byte, row group and row") {
   TempDir dir;
   const std::string path = dir / "bad.parquet";
-  write_bytes(path, write_parquet({{"text", {std::string("fine"), std::string("bad \xc0\xaf byte")}}}, {}));
+  write_text(path, write_parquet({{"text", {std::string("fine"), std::string("bad \xc0\xaf byte")}}}, {}));
   ParquetSource source({path}, options_in(dir));
   RawSample sample;
   source.read(0, sample);
@@ -229,13 +227,13 @@ TEST_CASE("a missing or unsuitable parquet column is a ConfigError naming the fi
 TEST_CASE("truncated parquet files are IoErrors naming the file, and where a chunk lies past the data, the row group and column") {
   TempDir dir;
   const std::string whole = dir / "whole.parquet";
-  write_bytes(whole, write_parquet({{"text", sample_texts(500)}}, {.row_group_rows = 100}));
+  write_text(whole, write_parquet({{"text", sample_texts(500)}}, {.row_group_rows = 100}));
   const std::vector<unsigned char> bytes = read_file(whole);
   const std::string cut = dir / "cut.parquet";
-  write_bytes(cut, std::string(bytes.begin(), bytes.end() - 3));
+  write_text(cut, std::string(bytes.begin(), bytes.end() - 3));
   CHECK_THROWS_AS(ParquetSource({cut}, options_in(dir)), IoError);
   CHECK_THROWS_WITH(ParquetSource({cut}, options_in(dir)), Catch::Contains(cut) && Catch::Contains("PAR1"));
-  write_bytes(cut, "PAR1");
+  write_text(cut, "PAR1");
   CHECK_THROWS_WITH(ParquetSource({cut}, options_in(dir)), Catch::Contains(cut) && Catch::Contains("too short"));
   // The footer of the whole file behind the first half of its data: the
   // later row groups' chunks lie past the data that is left.
@@ -244,7 +242,7 @@ TEST_CASE("truncated parquet files are IoErrors naming the file, and where a chu
   const size_t data_end = bytes.size() - 8 - footer;
   std::string shortened(bytes.begin(), bytes.begin() + static_cast<long>(data_end / 2));
   shortened.append(bytes.begin() + static_cast<long>(data_end), bytes.end());
-  write_bytes(cut, shortened);
+  write_text(cut, shortened);
   CHECK_THROWS_WITH(ParquetSource({cut}, options_in(dir)),
                     Catch::Contains(cut) && Catch::Contains("column 'text'") && Catch::Contains("row group ") &&
                         Catch::Contains("lies outside the file's data"));
@@ -255,12 +253,12 @@ TEST_CASE("a damaged parquet page is a read_error naming the file, the row group
   const std::string path = dir / "damaged.parquet";
   std::string bytes = write_parquet({{"text", sample_texts(500)}},
                                     {.codec = static_cast<int32_t>(ParquetCodec::zstd), .row_group_rows = 100});
-  write_bytes(path, bytes);
+  write_text(path, bytes);
   ParquetSource clean({path}, options_in(dir));
   const ParquetChunk chunk = clean.text_chunk(0, 2);
   for (uint64_t at = chunk.offset + chunk.compressed_bytes / 2; at < chunk.offset + chunk.compressed_bytes / 2 + 16; ++at)
     bytes[at] = static_cast<char>(bytes[at] ^ 0x5a);
-  write_bytes(path, bytes);
+  write_text(path, bytes);
   TempDir other;  // a fresh index: the file's stamp may not have moved
   ParquetSource source({path}, options_in(other));
   RawSample sample;
@@ -275,7 +273,7 @@ TEST_CASE("a damaged parquet page is a read_error naming the file, the row group
 TEST_CASE("a parquet file's index is cached and reused while the file is unchanged") {
   TempDir dir;
   const std::string path = dir / "cached.parquet";
-  write_bytes(path, write_parquet({{"text", sample_texts(300)}}, {.row_group_rows = 64}));
+  write_text(path, write_parquet({{"text", sample_texts(300)}}, {.row_group_rows = 64}));
   {
     ParquetSource first({path}, options_in(dir));
     CHECK(first.index_counts().scanned == 1);
