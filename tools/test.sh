@@ -32,11 +32,14 @@ if [ "$(id -u)" -eq 0 ]; then
   rm -f "$slurm_out"
 fi
 
-# build_tree BUILD_DIR CMAKE_FLAGS TARGET: configures and builds TARGET.
+# build_tree BUILD_DIR CMAKE_FLAGS TARGET: configures and builds TARGET, as a
+# unity build (CMAKE_UNITY_BUILD: a target's files compiled a few at a time in
+# one unit, each header parsed once per unit; docs/testing.md "Time").
 build_tree() {
   local build=$1 flags=$2 target=$3
   # shellcheck disable=SC2086
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMSD_ASSERTIONS=ON $flags >/dev/null
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMSD_ASSERTIONS=ON -DCMAKE_UNITY_BUILD=ON $flags \
+    >/dev/null
   cmake --build "$build" -j"$(nproc)" --target "$target"
 }
 
@@ -76,7 +79,9 @@ kill_tree() {
 # executables of the cases that start threads (msd-thread-tests, a few parts
 # of lib/).
 status=0
-declare -A san_flags=([asan]="-DMSD_SANITIZE=ON" [tsan]="-DMSD_SANITIZE_THREAD=ON")
+# build/tsan is the one plain (not unity) build: each of its files compiles
+# on its own, with only the headers it includes.
+declare -A san_flags=([asan]="-DMSD_SANITIZE=ON" [tsan]="-DMSD_SANITIZE_THREAD=ON -DCMAKE_UNITY_BUILD=OFF")
 declare -A san_target=([asan]=msd-core-tests [tsan]=msd-thread-tests)
 declare -A san_build=()
 if [ "${MSD_ASAN:-0}" = 1 ]; then

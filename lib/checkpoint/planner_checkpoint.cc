@@ -301,7 +301,7 @@ static void check_same_data(const PlannerCheckpoint& checkpoint, const Config& c
                             bool vocabulary_only) {
   DataFingerprint recorded = checkpoint.data, now = data;
   if (vocabulary_only) recorded.files.clear(), now.files.clear();
-  const std::vector<std::string> differences = fingerprint_differences(recorded, now, config);
+  const std::vector<std::string> differences = fingerprint_differences(recorded, now, config.sources);
   if (differences.empty()) return;
   std::string list;
   for (const auto& d : differences) list += "\n  " + d;

@@ -432,13 +432,13 @@ DataCheck check_trace_data(const TraceReader& trace) {
   const Config config = trace_config(trace.header());
   DataFingerprint now;
   try {
-    now = fingerprint_data(config);
+    now = fingerprint_data(config.sources, config.tokenizer);
   } catch (const Error& e) {
     check.not_checked = e.what();
     return check;
   }
   check.checked = true;
-  check.differences = fingerprint_differences(trace.header().data, now, config);
+  check.differences = fingerprint_differences(trace.header().data, now, config.sources);
   return check;
 }
 

@@ -86,4 +86,11 @@ PartitionDemand make_demand(const Config& config, const std::vector<SourceProfil
   return make_demand(demand_options(config), profiles, steps_per_s);
 }
 
+PipelineOptions pipeline_options(const Config& config) {
+  return PipelineOptions{.sources = config.sources,
+                         .tokenizer = config.tokenizer,
+                         .image = ImageOptions{config.image.max_side, config.image.patch},
+                         .cache_dir = config.loader.cache_dir};
+}
+
 }  // namespace msd

@@ -1,12 +1,13 @@
 // part_options: the options each part of lib/ takes, made from the job's
-// Config. The parts below (plan/step, plan/cluster, plan/pool) know nothing
-// of Config: each declares the small struct it needs, and the parts that
+// Config. The parts below (plan/step, plan/cluster, plan/pool, pipeline,
+// source, transform) know nothing of Config: each declares the small struct it needs, and the parts that
 // assemble a job (config, job, the roles' rooms, bench, app/) make them here.
 #pragma once
 
 #include <vector>
 
 #include "msd/config.h"
+#include "pipeline/pipeline.h"
 #include "plan/cluster/device_model.h"
 #include "plan/pool/partition.h"
 #include "plan/step/cost.h"
@@ -48,5 +49,9 @@ Parallel parallel_of(const Config& config);
 DemandOptions demand_options(const Config& config);
 // make_demand(demand_options(config), profiles, steps_per_s).
 PartitionDemand make_demand(const Config& config, const std::vector<SourceProfile>& profiles, double steps_per_s);
+
+// The sample pipeline's options: the sources, the tokenizer, image.* and
+// loader.cache_dir.
+PipelineOptions pipeline_options(const Config& config);
 
 }  // namespace msd

@@ -412,7 +412,7 @@ std::unique_ptr<PlannerRole> JobImpl::make_planner(const std::vector<LoaderHello
   DataFingerprint data;
   if (!ckpt.dir.empty() || !ckpt.trace.empty()) {
     data = fingerprint_of_sources(hellos, infos);
-    fingerprint_vocabulary(ctx.config, data);
+    fingerprint_vocabulary(ctx.config.tokenizer, data);
   }
   if (!ckpt.dir.empty())
     ctx.checkpoint_identity = {ctx.config.job.seed & kIdentityMask, stream_config_digest(ctx.config) & kIdentityMask,

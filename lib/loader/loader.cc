@@ -9,6 +9,7 @@
 #include "common/storage.h"
 #include "common/log.h"
 #include "common/memory.h"
+#include "config/part_options.h"
 #include "runtime/fatal.h"
 #include "loader/index_sharing.h"
 #include "source/fingerprint.h"

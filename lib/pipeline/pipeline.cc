@@ -7,13 +7,6 @@
 
 namespace msd {
 
-PipelineOptions pipeline_options(const Config& config) {
-  return PipelineOptions{.sources = config.sources,
-                         .tokenizer = config.tokenizer,
-                         .image = ImageOptions{config.image.max_side, config.image.patch},
-                         .cache_dir = config.loader.cache_dir};
-}
-
 SamplePipeline::SamplePipeline(PipelineOptions options)
     : options_(std::move(options)),
       sources_(options_.sources.size()),

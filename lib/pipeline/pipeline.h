@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "msd/config.h"
+#include "msd/source_config.h"
 #include "source/permutation.h"
 #include "source/source.h"
 #include "transform/transform.h"
@@ -26,9 +26,6 @@ struct PipelineOptions {
   ImageOptions image;
   std::string cache_dir;  // SourceOptions::cache_dir
 };
-
-// The pipeline's options of a job's configuration.
-PipelineOptions pipeline_options(const Config& config);
 
 // Owns the open sources (by source id), the tokenizer and the transform. Not
 // thread-safe, but for what Source promises of reads beside each other.

@@ -20,8 +20,8 @@ void digest_range(const ReadableFile& file, uint64_t offset, uint64_t bytes, Dig
   digest.update(buffer.data(), buffer.size());
 }
 
-std::string source_name(const Config& config, uint32_t source) {
-  return source < config.sources.size() ? config.sources[source].name : str("#", source);
+std::string source_name(std::span<const SourceConfig> sources, uint32_t source) {
+  return source < sources.size() ? sources[source].name : str("#", source);
 }
 
 std::string vocabulary_difference(const DataFingerprint& recorded, const DataFingerprint& now) {
@@ -64,10 +64,10 @@ FileFingerprint fingerprint_file(const std::string& path) {
   return f;
 }
 
-DataFingerprint fingerprint_data(const Config& config) {
+DataFingerprint fingerprint_data(std::span<const SourceConfig> sources, const TokenizerConfig& tokenizer) {
   DataFingerprint fingerprint;
-  for (uint32_t s = 0; s < config.sources.size(); ++s) {
-    const SourceConfig& source = config.sources[s];
+  for (uint32_t s = 0; s < sources.size(); ++s) {
+    const SourceConfig& source = sources[s];
     for (const auto& path : expand_globs(source.path, str("source.", source.name, ".path"))) {
       for (const auto& file : format_spec(source).data_files(path)) {
         FileFingerprint f = fingerprint_file(file);
@@ -76,13 +76,13 @@ DataFingerprint fingerprint_data(const Config& config) {
       }
     }
   }
-  fingerprint_vocabulary(config, fingerprint);
+  fingerprint_vocabulary(tokenizer, fingerprint);
   return fingerprint;
 }
 
-void fingerprint_vocabulary(const Config& config, DataFingerprint& data) {
+void fingerprint_vocabulary(const TokenizerConfig& tokenizer, DataFingerprint& data) {
   // The file the ids come from: a tokenizer.json holds its vocabulary too.
-  const std::string& file = config.tokenizer.hf.empty() ? config.tokenizer.vocab : config.tokenizer.hf;
+  const std::string& file = tokenizer.hf.empty() ? tokenizer.vocab : tokenizer.hf;
   if (file.empty()) return;
   const std::vector<unsigned char> bytes = default_storage().read_all(file);
   Digest digest;
@@ -105,14 +105,14 @@ uint64_t fingerprint_digest(const DataFingerprint& data) {
 }
 
 std::vector<std::string> fingerprint_differences(const DataFingerprint& recorded, const DataFingerprint& now,
-                                                 const Config& config) {
+                                                 std::span<const SourceConfig> sources) {
   std::map<uint32_t, std::pair<std::vector<const FileFingerprint*>, std::vector<const FileFingerprint*>>> by_source;
   for (const auto& f : recorded.files) by_source[f.source].first.push_back(&f);
   for (const auto& f : now.files) by_source[f.source].second.push_back(&f);
   std::vector<std::string> differences;
   for (const auto& [source, files] : by_source) {
     const auto& [before, after] = files;
-    const std::string where = str("source ", source_name(config, source));
+    const std::string where = str("source ", source_name(sources, source));
     for (size_t i = 0; i < std::max(before.size(), after.size()); ++i) {
       if (i >= after.size()) {
         differences.push_back(str(where, ": file ", before[i]->path, " (", before[i]->bytes, " bytes) is missing now"));

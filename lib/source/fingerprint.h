@@ -6,10 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
-#include "msd/config.h"
+#include "msd/source_config.h"
 
 namespace msd {
 
@@ -40,12 +41,12 @@ struct DataFingerprint {
 
 // size + digest of the file's ends. Throws IoError naming the path.
 FileFingerprint fingerprint_file(const std::string& path);
-// Every data file of every source of `config`, and its vocabulary. Throws
+// Every data file of every source, and the tokenizer's vocabulary. Throws
 // ConfigError for a glob that matches nothing, IoError for an unreadable file.
-DataFingerprint fingerprint_data(const Config& config);
+DataFingerprint fingerprint_data(std::span<const SourceConfig> sources, const TokenizerConfig& tokenizer);
 // The vocabulary's part of `data` (tokenizer.hf, else tokenizer.vocab).
 // Throws IoError for an unreadable file.
-void fingerprint_vocabulary(const Config& config, DataFingerprint& data);
+void fingerprint_vocabulary(const TokenizerConfig& tokenizer, DataFingerprint& data);
 
 // One digest of a fingerprint, blind to paths as fingerprint_differences is:
 // each file's source, position, size and digest, and the vocabulary's size
@@ -53,11 +54,11 @@ void fingerprint_vocabulary(const Config& config, DataFingerprint& data);
 uint64_t fingerprint_digest(const DataFingerprint& data);
 
 // What differs between the fingerprint recorded by a run and `now`, one line
-// each, naming the source (by `config`'s names), the file and what changed
+// each, naming the source (by `sources`' names), the file and what changed
 // (size, content digest, a file added or missing, the vocabulary). Files are
 // matched by position within their source: data moved to another directory
 // with the same content is no change. Empty: the same data.
 std::vector<std::string> fingerprint_differences(const DataFingerprint& recorded, const DataFingerprint& now,
-                                                 const Config& config);
+                                                 std::span<const SourceConfig> sources);
 
 }  // namespace msd

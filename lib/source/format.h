@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "msd/config.h"
+#include "msd/source_config.h"
 #include "source/source.h"
 
 namespace msd {

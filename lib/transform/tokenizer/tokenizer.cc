@@ -22,7 +22,7 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "common/worker_pool.h"
-#include "msd/config.h"
+#include "msd/source_config.h"
 #include "transform/tokenizer/piece_cache.h"
 #include "transform/tokenizer/pretokenize.h"
 #include "transform/tokenizer/text_encoder.h"

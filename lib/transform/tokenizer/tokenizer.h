@@ -49,7 +49,7 @@ struct HfTokenizerOptions {
 };
 
 class TextEncoder;
-struct TokenizerConfig;  // msd/config.h
+struct TokenizerConfig;  // msd/source_config.h
 
 // A vocabulary plus the scratch state of encoding. The vocabulary (rank
 // tables, token bytes, the compiled pattern) is immutable after construction

@@ -29,7 +29,7 @@ void write_docs(const std::string& path, int lines, const std::string& tag) {
 
 // The data's fingerprint with each file's samples (what the loaders report).
 DataFingerprint data_of(const Config& config) {
-  DataFingerprint data = fingerprint_data(config);
+  DataFingerprint data = fingerprint_data(config.sources, config.tokenizer);
   for (FileFingerprint& f : data.files) {
     std::ifstream in(f.path);
     uint64_t lines = 0;
@@ -238,7 +238,7 @@ TEST_CASE("a changed mixture continues a source's block order, and may not chang
   std::ofstream(f.dir + "/web/e.jsonl.zst") << "not read here";
   std::vector<std::string> accept_auto = {"--resume", "--resume-accept-changed-mix", "--checkpoint.dir=" + f.dir};
   const Config grown = f.config({"web:0.7:web/*", "books:0.3:books/*.jsonl"}, accept_auto);
-  CHECK_THROWS_WITH(check_resumable(d, grown, fingerprint_data(grown)),
+  CHECK_THROWS_WITH(check_resumable(d, grown, fingerprint_data(grown.sources, grown.tokenizer)),
                     Catch::Contains("source.web.shuffle: the stream's order was uniform") &&
                         Catch::Contains("is block (2048 records a block, 16 a window) now"));
 }

@@ -353,9 +353,9 @@ TEST_CASE("resume refuses changed data, naming what changed; the override accept
   const Config config = test::parse_config(args);
   PlannerCheckpoint c = sample_checkpoint(10);
   c.config_ini = to_ini(config);
-  c.data = fingerprint_data(config);
+  c.data = fingerprint_data(config.sources, config.tokenizer);
   REQUIRE(c.data.files.size() == 3);  // web: a, b; corpus: b
-  check_resumable(c, config, fingerprint_data(config));
+  check_resumable(c, config, fingerprint_data(config.sources, config.tokenizer));
   // A copy elsewhere with the same contents is the same data.
   DataFingerprint moved = c.data;
   for (auto& f : moved.files) f.path = "/elsewhere/" + fs::path(f.path).filename().string();
@@ -363,7 +363,7 @@ TEST_CASE("resume refuses changed data, naming what changed; the override accept
 
   SECTION("a file that grew") {
     write_text(dir + "/web/b.jsonl", "{\"text\": \"two\"}\n{\"text\": \"three\"}\n");
-    CHECK_THROWS_WITH(check_resumable(c, config, fingerprint_data(config)),
+    CHECK_THROWS_WITH(check_resumable(c, config, fingerprint_data(config.sources, config.tokenizer)),
                       Catch::Contains("source web: file " + dir + "/web/b.jsonl holds 34 bytes, it held 16") &&
                           Catch::Contains("source corpus: file " + dir + "/web/b.jsonl") &&
                           Catch::Contains("--resume-accept-changed-data"));
@@ -375,21 +375,21 @@ TEST_CASE("resume refuses changed data, naming what changed; the override accept
       return a;
     }());
     CHECK(accept.checkpoint.accept_changed_data);
-    check_resumable(c, accept, fingerprint_data(accept));
+    check_resumable(c, accept, fingerprint_data(accept.sources, accept.tokenizer));
   }
   SECTION("a file of the same size with other contents at its end") {
     write_text(dir + "/web/a.jsonl", "{\"text\": \"one\"}\n" + big + "y");
-    CHECK_THROWS_WITH(check_resumable(c, config, fingerprint_data(config)),
+    CHECK_THROWS_WITH(check_resumable(c, config, fingerprint_data(config.sources, config.tokenizer)),
                       Catch::Contains("file " + dir + "/web/a.jsonl has its recorded size"));
   }
   SECTION("a file added to the source") {
     write_text(dir + "/web/c.jsonl", "{\"text\": \"new\"}\n");
-    CHECK_THROWS_WITH(check_resumable(c, config, fingerprint_data(config)),
+    CHECK_THROWS_WITH(check_resumable(c, config, fingerprint_data(config.sources, config.tokenizer)),
                       Catch::Contains("web/c.jsonl") && Catch::Contains("is new"));
   }
   SECTION("the vocabulary") {
     write_text(dir + "/vocab.tiktoken", "YQ== 0\nYw== 1\n");
-    CHECK_THROWS_WITH(check_resumable(c, config, fingerprint_data(config)),
+    CHECK_THROWS_WITH(check_resumable(c, config, fingerprint_data(config.sources, config.tokenizer)),
                       Catch::Contains("tokenizer.vocab") && Catch::Contains("other contents"));
   }
 }

@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "plan/step/balance.h"
 #include "plan/cluster/simulate.h"
+#include "unit/rounds.h"
 
 using msd::BalanceMethod;
 
@@ -70,7 +71,7 @@ TEST_CASE("balance: small cases by hand", "[balance]") {
 
 TEST_CASE("balance: random heavy-tailed weights", "[balance]") {
   std::mt19937_64 rng(21);
-  for (int round = 0; round < 200; ++round) {
+  for (int round = 0; round < msd::test::rounds(200); ++round) {
     const uint32_t bins = std::uniform_int_distribution<uint32_t>(1, 300)(rng);
     const size_t count = std::uniform_int_distribution<size_t>(0, 3000)(rng);
     const std::vector<double> weights = heavy_tailed(rng, count);
@@ -94,7 +95,7 @@ TEST_CASE("balance: differencing is never far behind LPT and usually ahead", "[b
   std::mt19937_64 rng(5);
   int kk_better = 0, greedy_better = 0;
   double worst_ratio = 0.0;
-  for (int round = 0; round < 200; ++round) {
+  for (int round = 0; round < msd::test::rounds(200); ++round) {
     const uint32_t bins = std::uniform_int_distribution<uint32_t>(2, 64)(rng);
     const size_t count = bins * std::uniform_int_distribution<size_t>(2, 8)(rng);
     std::vector<double> weights(count);
@@ -179,7 +180,7 @@ TEST_CASE("balance: long-context mix stays near the padding-aware bound", "[bala
 // the capacity never binds, and it is a function of the inputs alone.
 TEST_CASE("balance_within: no bin over the capacity, plain balance when it never binds", "[balance]") {
   std::mt19937_64 rng(23);
-  for (int round = 0; round < 60; ++round) {
+  for (int round = 0; round < msd::test::rounds(60); ++round) {
     const size_t count = std::uniform_int_distribution<size_t>(0, 400)(rng);
     const uint32_t bins = std::uniform_int_distribution<uint32_t>(1, 40)(rng);
     const std::vector<double> weights = heavy_tailed(rng, count);

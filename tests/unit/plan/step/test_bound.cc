@@ -9,6 +9,7 @@
 #include "plan/step/bound.h"
 #include "plan/step/pack.h"
 #include "plan/cluster/simulate.h"
+#include "unit/rounds.h"
 
 namespace {
 
@@ -107,7 +108,7 @@ double exhaustive_optimum(const std::vector<uint32_t>& lengths, const std::vecto
 TEST_CASE("bound: never above the exhaustive optimum on small random steps", "[bound]") {
   std::mt19937_64 rng(7);
   int tighter = 0, whole = 0, room = 0, room_at_optimum = 0, rounds = 0;
-  for (int round = 0; round < 1500; ++round) {
+  for (int round = 0; round < msd::test::rounds(1500); ++round) {
     const uint32_t seq_len = std::uniform_int_distribution<uint32_t>(8, 64)(rng);
     msd::BoundShape shape;
     shape.seq_len = seq_len;

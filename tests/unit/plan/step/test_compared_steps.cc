@@ -10,6 +10,7 @@
 
 #include "plan/step/compared_steps.h"
 #include "plan/step/modes.h"
+#include "unit/rounds.h"
 
 using msd::ComparedSteps;
 using msd::PlanDoc;
@@ -94,7 +95,7 @@ void check_exact(const std::vector<std::vector<PlanDoc>>& run, const ComparedSte
 
 TEST_CASE("compared steps hold exactly a global batch each, every position of the run once, in stream order") {
   std::mt19937_64 rng(5);
-  for (int round = 0; round < 40; ++round) {
+  for (int round = 0; round < msd::test::rounds(40); ++round) {
     const uint64_t step_positions = 2048 * (1 + rng() % 6);
     const auto run = trimmed(random_run(rng, 2 + rng() % 12, 1 + rng() % 24, 1 + static_cast<int>(rng() % 6),
                                         round % 2 == 0 ? 3 : 0),
@@ -130,7 +131,7 @@ TEST_CASE("compared steps hold exactly a global batch each, every position of th
 TEST_CASE("compared steps with the hold: exact steps, held documents wait and are delivered once") {
   std::mt19937_64 rng(11);
   uint64_t held_total = 0;
-  for (int round = 0; round < 40; ++round) {
+  for (int round = 0; round < msd::test::rounds(40); ++round) {
     const uint64_t step_positions = 4096 * (1 + rng() % 4);
     const auto run = trimmed(random_run(rng, 3 + rng() % 12, 4 + rng() % 24, 2 + static_cast<int>(rng() % 5)),
                              step_positions);

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "plan/step/mix.h"
+#include "unit/rounds.h"
 
 using msd::Mixer;
 using msd::Schedule;
@@ -86,7 +87,7 @@ TEST_CASE("mix: schedule kinds evaluate as documented", "[mix]") {
 
 TEST_CASE("mix: next_change never skips a change", "[mix]") {
   std::mt19937_64 rng(7);
-  for (int round = 0; round < 200; ++round) {
+  for (int round = 0; round < msd::test::rounds(200); ++round) {
     const Schedule schedule = random_schedule(rng, 300);
     for (uint64_t step = 0; step < 320;) {
       const uint64_t next = std::min<uint64_t>(schedule.next_change(step), 320);
@@ -114,7 +115,7 @@ TEST_CASE("mix: schedules that cannot mix are rejected", "[mix]") {
 TEST_CASE("mix: quotas sum to the batch and totals track the targets", "[mix]") {
   std::mt19937_64 rng(20250101);
   std::uniform_int_distribution<uint32_t> batches(1, 4096);
-  for (int round = 0; round < 300; ++round) {
+  for (int round = 0; round < msd::test::rounds(300); ++round) {
     const uint64_t steps = 2000;
     Schedule schedule = random_schedule(rng, steps);
     const uint32_t batch = round % 3 == 0 ? std::uniform_int_distribution<uint32_t>(1, 8)(rng) : batches(rng);
@@ -143,7 +144,7 @@ TEST_CASE("mix: quotas sum to the batch and totals track the targets", "[mix]") 
 
 TEST_CASE("mix: per-step quotas follow constant weights", "[mix]") {
   std::mt19937_64 rng(99);
-  for (int round = 0; round < 300; ++round) {
+  for (int round = 0; round < msd::test::rounds(300); ++round) {
     const size_t n = std::uniform_int_distribution<size_t>(1, 8)(rng);
     const uint32_t batch = std::uniform_int_distribution<uint32_t>(1, 4096)(rng);
     Curves curves(n);
@@ -165,7 +166,7 @@ TEST_CASE("mix: within one sample of every target when no source can run ahead",
   // ahead by more than its increment, nothing is clamped, and both errors stay
   // below one sample.
   std::mt19937_64 rng(5);
-  for (int round = 0; round < 100; ++round) {
+  for (int round = 0; round < msd::test::rounds(100); ++round) {
     const size_t n = std::uniform_int_distribution<size_t>(1, 8)(rng);
     const auto kind = static_cast<ScheduleKind>(round % 3);
     Curves curves(n);
@@ -224,7 +225,7 @@ TEST_CASE("mix: targets do not drift over a million steps", "[mix]") {
 
 TEST_CASE("mix: a restored mixer continues identically", "[mix]") {
   std::mt19937_64 rng(31);
-  for (int round = 0; round < 40; ++round) {
+  for (int round = 0; round < msd::test::rounds(40); ++round) {
     const Schedule schedule = random_schedule(rng, 1500);
     const uint32_t batch = std::uniform_int_distribution<uint32_t>(1, 512)(rng);
     Mixer original(schedule, batch);

@@ -9,6 +9,7 @@
 
 #include "plan/step/modes.h"
 #include "plan/step/outlier_hold.h"
+#include "unit/rounds.h"
 
 using msd::HeldDoc;
 using msd::HoldOptions;
@@ -41,7 +42,7 @@ std::vector<HeldDoc> arrivals_of(const std::vector<PlanDoc>& docs, uint64_t step
 
 TEST_CASE("the hold delivers every document once, within K steps, the last step emptying it") {
   std::mt19937_64 rng(7);
-  for (int round = 0; round < 30; ++round) {
+  for (int round = 0; round < msd::test::rounds(30); ++round) {
     const size_t steps = 1 + rng() % 40;
     const auto run = random_run(rng, steps, 1 + rng() % 20, 1 + static_cast<int>(rng() % 8));
     HoldOptions options;

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "plan/step/pack.h"
+#include "unit/rounds.h"
 
 using msd::BucketPlan;
 using msd::LongDocs;
@@ -260,7 +261,7 @@ TEST_CASE("pack: random heavy-tailed steps keep every invariant, balanced by cos
   std::mt19937_64 rng(17);
   msd::CostModel cost;
   cost.vision_scale = 0.5;
-  for (int round = 0; round < 90; ++round) {
+  for (int round = 0; round < msd::test::rounds(90); ++round) {
     PackOptions options = random_options(rng, round, 16);
     const size_t count = std::uniform_int_distribution<size_t>(0, 2000)(rng);
     const auto docs = random_docs(rng, count, options.seq_len, options.seq_len - 1);
@@ -284,7 +285,7 @@ TEST_CASE("pack: random heavy-tailed steps keep every invariant, balanced by cos
 
 TEST_CASE("pack: random heavy-tailed steps keep every invariant", "[pack]") {
   std::mt19937_64 rng(11);
-  for (int round = 0; round < 60; ++round) {
+  for (int round = 0; round < msd::test::rounds(60); ++round) {
     PackOptions options;
     options.balance = msd::BalanceMethod::tokens;
     options.seq_len = std::uniform_int_distribution<uint32_t>(16, 4096)(rng);
@@ -474,7 +475,7 @@ TEST_CASE("pack: the memory budget is never exceeded on random heavy-tailed step
   msd::CostModel cost;
   cost.vision_scale = 0.5;
   int binding = 0;
-  for (int round = 0; round < 90; ++round) {
+  for (int round = 0; round < msd::test::rounds(90); ++round) {
     PackOptions options = random_options(rng, round, 64);
     // Half the rounds with the default budget, half with a given one of 1 to 4 sequences.
     if (round % 4 >= 2)
@@ -545,7 +546,7 @@ TEST_CASE("pack: variable-length rows hold each micro-batch in one row, charge n
   std::mt19937_64 rng(41);
   msd::CostModel cost;
   cost.vision_scale = 0.5;
-  for (int round = 0; round < 60; ++round) {
+  for (int round = 0; round < msd::test::rounds(60); ++round) {
     PackOptions options = random_options(rng, round, 64);
     options.varlen = true;
     if (round % 3 == 0) options.pp = 4;

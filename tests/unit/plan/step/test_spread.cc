@@ -11,6 +11,7 @@
 #include "plan/step/packing.h"
 #include "plan/step/modes.h"
 #include "plan/step/pack.h"
+#include "unit/rounds.h"
 
 using msd::BucketPlan;
 using msd::Cuts;
@@ -87,7 +88,7 @@ uint64_t piece_count(const std::vector<BucketPlan>& buckets) {
 
 TEST_CASE("megatron_piece_count is the piece count of pack_concatenated in id order") {
   std::mt19937_64 rng(11);
-  for (int round = 0; round < 40; ++round) {
+  for (int round = 0; round < msd::test::rounds(40); ++round) {
     const uint32_t seq_len = std::uniform_int_distribution<uint32_t>(64, 4096)(rng);
     std::vector<PlanDoc> docs = random_docs(rng, 1 + rng() % 300, seq_len, round % 3 == 0 ? 5 : 0);
     uint64_t expected = 0;
@@ -108,7 +109,7 @@ TEST_CASE("cuts = balance cuts a long document into near-equal pieces") {
 
 TEST_CASE("cut-aware spread: no more pieces than Megatron's cut, every position once, deterministic") {
   std::mt19937_64 rng(5);
-  for (int round = 0; round < 60; ++round) {
+  for (int round = 0; round < msd::test::rounds(60); ++round) {
     const uint32_t seq_len = std::uniform_int_distribution<uint32_t>(256, 8192)(rng);
     const uint32_t dp = std::uniform_int_distribution<uint32_t>(1, 32)(rng);
     std::vector<PlanDoc> docs = random_docs(rng, dp * (2 + rng() % 12), seq_len, round % 4 == 0 ? 7 : 0);
