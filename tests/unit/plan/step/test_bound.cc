@@ -151,7 +151,7 @@ TEST_CASE("bound: never above the exhaustive optimum on small random steps", "[b
   INFO("the sequence classes raised the bound on " << tighter << " of " << rounds << " steps, the huge pieces kept whole on "
                                                    << whole << ", filled by room on " << room << " (at the optimum on "
                                                    << room_at_optimum << ")");
-  CHECK(rounds >= 1000);
+  CHECK(rounds >= msd::test::rounds(1000));
   CHECK(tighter > 0);  // the class terms are exercised, not dead code
   CHECK(whole > 0);
   CHECK(room_at_optimum > 0);  // the room functions reach the optimum: 1% more would fail above
