@@ -217,7 +217,7 @@ int partition_main(int argc, char** argv) {
   if (samples == 0) throw msd::ConfigError("--samples: must be at least 1");
   const msd::Config config = read_config(config_path, overrides);
   const msd::ProfileReport profiles = profile_path.empty() ? measure(config, samples, 1)
-                                                           : msd::read_profile_json(profile_path, config, "--profile");
+                                                           : msd::read_profile_json(profile_path, config.sources, "--profile");
   options.max_threads = config.loader.threads;
   options.max_rank_bytes = max_loader_mb * 1024 * 1024;
   options.memory_option = "--max-loader-mb";

@@ -93,4 +93,8 @@ PipelineOptions pipeline_options(const Config& config) {
                          .cache_dir = config.loader.cache_dir};
 }
 
+LoaderFit loader_fit(const Config& config) {
+  return LoaderFit{static_cast<uint32_t>(config.topology.loaders), config.loader.threads};
+}
+
 }  // namespace msd

@@ -1,6 +1,6 @@
 // part_options: the options each part of lib/ takes, made from the job's
 // Config. The parts below (plan/step, plan/cluster, plan/pool, pipeline,
-// source, transform) know nothing of Config: each declares the small struct it needs, and the parts that
+// profile, source, transform) know nothing of Config: each declares the small struct it needs, and the parts that
 // assemble a job (config, job, the roles' rooms, bench, app/) make them here.
 #pragma once
 
@@ -8,6 +8,7 @@
 
 #include "msd/config.h"
 #include "pipeline/pipeline.h"
+#include "profile/plan_file.h"
 #include "plan/cluster/device_model.h"
 #include "plan/pool/partition.h"
 #include "plan/step/cost.h"
@@ -53,5 +54,8 @@ PartitionDemand make_demand(const Config& config, const std::vector<SourceProfil
 // The sample pipeline's options: the sources, the tokenizer, image.* and
 // loader.cache_dir.
 PipelineOptions pipeline_options(const Config& config);
+
+// What a partition plan must fit: topology.loaders ranks, loader.threads each.
+LoaderFit loader_fit(const Config& config);
 
 }  // namespace msd

@@ -255,12 +255,13 @@ void JobImpl::settle_assignment() {
     try {
       if (config.topology.partition_plan.empty()) {
         log_info("topology.scaling = partition: profiling ", kStartUpProfileSamples, " samples of each source");
-        text = start_up_plan(config);
+        text = start_up_plan(pipeline_options(config), demand_options(config), loader_fit(config));
       } else {
         const auto bytes = read_file(config.topology.partition_plan);
         text.assign(bytes.begin(), bytes.end());
-        PartitionPlan plan = parse_plan_json(text, config, "topology.partition_plan", str("'", config.topology.partition_plan, "'"));
-        fit_to_loaders(plan, config);
+        PartitionPlan plan = parse_plan_json(text, config.sources, "topology.partition_plan",
+                                             str("'", config.topology.partition_plan, "'"));
+        fit_to_loaders(plan, loader_fit(config));
       }
     } catch (const std::exception& e) {
       text = e.what();
@@ -268,8 +269,8 @@ void JobImpl::settle_assignment() {
     }
   }
   text = broadcast_text(ctx.world.get(), root, std::move(text), failed, "sharing the partition plan");
-  PartitionPlan plan = parse_plan_json(text, config, "topology.partition_plan", "the plan");
-  fit_to_loaders(plan, config);
+  PartitionPlan plan = parse_plan_json(text, config.sources, "topology.partition_plan", "the plan");
+  fit_to_loaders(plan, loader_fit(config));
   MSD_CHECK(plan.loader_ranks == static_cast<uint32_t>(config.topology.loaders));
   ctx.assignment = assign_from_plan(plan, config.sources.size());
   if (ctx.rank != root) return;

@@ -1,11 +1,11 @@
 #include "profile/plan_file.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "common/error.h"
 #include "common/files.h"
 #include "common/json_writer.h"
-#include "config/part_options.h"
 #include "source/jsonl/json.h"
 
 namespace msd {
@@ -117,8 +117,8 @@ uint32_t positive_count(const JsonValue& object, const char* key, const std::str
 }
 }  // namespace
 
-PartitionPlan parse_plan_json(const std::string& text, const Config& config, const std::string& option,
-                              const std::string& what) {
+PartitionPlan parse_plan_json(const std::string& text, std::span<const SourceConfig> sources,
+                              const std::string& option, const std::string& what) {
   JsonValue doc;
   const JsonStatus status = parse_json(text, doc);
   if (!status.ok) throw ConfigError(str(option, ": ", what, " is not JSON (", status.message, " at byte ", status.offset, ")"));
@@ -126,7 +126,7 @@ PartitionPlan parse_plan_json(const std::string& text, const Config& config, con
   if (groups == nullptr || groups->type != JsonType::array)
     throw ConfigError(str(option, ": ", what, " has no \"groups\" array (expected msd-plan partition --out output)"));
   PartitionPlan plan;
-  std::vector<int> seen(config.sources.size(), 0);
+  std::vector<int> seen(sources.size(), 0);
   for (size_t g = 0; g < groups->array.size(); ++g) {
     const JsonValue& entry = groups->array[g];
     const std::string where = str(option, ": ", what, ", group ", g);
@@ -135,11 +135,11 @@ PartitionPlan parse_plan_json(const std::string& text, const Config& config, con
       throw ConfigError(str(where, ": \"sources\" is missing or empty"));
     LoaderGroup group;
     for (const JsonValue& name : names->array) {
-      const auto it = std::find_if(config.sources.begin(), config.sources.end(),
+      const auto it = std::find_if(sources.begin(), sources.end(),
                                    [&](const SourceConfig& s) { return s.name == name.string; });
-      if (name.type != JsonType::string || it == config.sources.end())
+      if (name.type != JsonType::string || it == sources.end())
         throw ConfigError(str(where, ": source '", name.string, "' is not in mix.sources"));
-      const auto s = static_cast<uint32_t>(it - config.sources.begin());
+      const auto s = static_cast<uint32_t>(it - sources.begin());
       if (seen[s]++) throw ConfigError(str(where, ": source '", name.string, "' is in more than one group"));
       group.sources.push_back(s);
     }
@@ -154,7 +154,7 @@ PartitionPlan parse_plan_json(const std::string& text, const Config& config, con
   }
   for (size_t s = 0; s < seen.size(); ++s)
     if (!seen[s])
-      throw ConfigError(str(option, ": ", what, " has no group for source '", config.sources[s].name,
+      throw ConfigError(str(option, ": ", what, " has no group for source '", sources[s].name,
                             "' (a plan made for another configuration? run msd-plan partition again)"));
   if (const JsonValue* v = doc.find("headroom"); v && v->type == JsonType::number) plan.headroom = v->number;
   if (const JsonValue* v = doc.find("rate_met"); v && v->type == JsonType::boolean) plan.rate_met = v->boolean;
@@ -162,7 +162,8 @@ PartitionPlan parse_plan_json(const std::string& text, const Config& config, con
   return plan;
 }
 
-PartitionPlan read_plan_json(const std::string& path, const Config& config, const std::string& option) {
+PartitionPlan read_plan_json(const std::string& path, std::span<const SourceConfig> sources,
+                             const std::string& option) {
   std::string text;
   try {
     const auto bytes = read_file(path);
@@ -170,7 +171,7 @@ PartitionPlan read_plan_json(const std::string& path, const Config& config, cons
   } catch (const Error& e) {
     throw ConfigError(str(option, ": cannot read the plan '", path, "': ", e.what()));
   }
-  return parse_plan_json(text, config, option, str("'", path, "'"));
+  return parse_plan_json(text, sources, option, str("'", path, "'"));
 }
 
 }  // namespace msd
@@ -179,30 +180,30 @@ PartitionPlan read_plan_json(const std::string& path, const Config& config, cons
 
 namespace msd {
 
-void fit_to_loaders(PartitionPlan& plan, const Config& config) {
-  const auto configured = static_cast<uint32_t>(config.topology.loaders);
+void fit_to_loaders(PartitionPlan& plan, const LoaderFit& fit) {
+  const uint32_t configured = fit.loaders;
   if (plan.loader_ranks > configured)
     throw ConfigError(str("topology.loaders: the partition plan needs ", plan.loader_ranks, " loader ranks, the job has ",
                           configured, " (topology.scaling = partition); set topology.loaders = ", plan.loader_ranks));
   for (size_t g = 0; g < plan.groups.size(); ++g)
-    if (plan.groups[g].threads > config.loader.threads)
+    if (plan.groups[g].threads > fit.threads)
       throw ConfigError(str("loader.threads: the partition plan's group ", g, " runs ", plan.groups[g].threads,
-                            " threads per loader, more than loader.threads = ", config.loader.threads));
+                            " threads per loader, more than loader.threads = ", fit.threads));
   PartitionOptions options;
-  options.max_threads = config.loader.threads;
+  options.max_threads = fit.threads;
   options.headroom = plan.headroom;
   add_spare_ranks(plan, options, configured);
 }
 
-std::string start_up_plan(const Config& config) {
+std::string start_up_plan(PipelineOptions sources, const DemandOptions& job, const LoaderFit& fit) {
   ProfileOptions profile;
   profile.samples = kStartUpProfileSamples;
-  const ProfileReport report = profile_sources(pipeline_options(config), profile);
-  const PartitionDemand demand = make_demand(config, report.profiles, 0.0);
+  const ProfileReport report = profile_sources(std::move(sources), profile);
+  const PartitionDemand demand = make_demand(job, report.profiles, 0.0);
   PartitionOptions options;
-  options.max_threads = config.loader.threads;
+  options.max_threads = fit.threads;
   PartitionPlan plan = partition(demand, options);
-  fit_to_loaders(plan, config);
+  fit_to_loaders(plan, fit);
   return plan_json(plan, demand, options);
 }
 

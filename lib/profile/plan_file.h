@@ -4,9 +4,12 @@
 // docs/scaling.md "The plan file".
 #pragma once
 
+#include <cstdint>
+#include <span>
 #include <string>
 
-#include "msd/config.h"
+#include "msd/source_config.h"
+#include "pipeline/pipeline.h"
 #include "plan/pool/partition.h"
 
 namespace msd {
@@ -25,33 +28,41 @@ namespace msd {
 std::string plan_json(const PartitionPlan& plan, const PartitionDemand& demand, const PartitionOptions& options,
                       const PartitionPlan* baseline = nullptr);
 
-// The groups of a plan text (plan_json's), in `config`'s source indices:
-// every source of the configuration in exactly one group, ranks >= 1,
+// The groups of a plan text (plan_json's), in the indices of `sources` (the
+// job's mix.sources): every source in exactly one group, ranks >= 1,
 // threads >= 1; each group's read_load and transform_load as written (a
 // plan without them: its peak_load as transform). Throws ConfigError naming `option` (and `what`, the file or
 // "the planner's plan") otherwise.
-PartitionPlan parse_plan_json(const std::string& text, const Config& config, const std::string& option,
-                              const std::string& what);
+PartitionPlan parse_plan_json(const std::string& text, std::span<const SourceConfig> sources,
+                              const std::string& option, const std::string& what);
 // The same, from a file.
-PartitionPlan read_plan_json(const std::string& path, const Config& config, const std::string& option);
+PartitionPlan read_plan_json(const std::string& path, std::span<const SourceConfig> sources,
+                             const std::string& option);
 
 }  // namespace msd
 
 namespace msd {
 
+// What a plan must fit: the job's loader ranks (topology.loaders) and the
+// threads each may run (loader.threads).
+struct LoaderFit {
+  uint32_t loaders = 1;
+  uint32_t threads = 1;
+};
+
+// A plan's groups made to fit: ConfigError naming topology.loaders when it
+// needs more loader ranks than `fit` has, loader.threads when a group runs
+// more threads per loader; spare ranks go to the heaviest groups
+// (add_spare_ranks).
+void fit_to_loaders(PartitionPlan& plan, const LoaderFit& fit);
+
 // The plan msd-run computes at start-up for topology.scaling = partition
 // without topology.partition_plan: profile_sources on kStartUpProfileSamples
-// samples of each source, the device model's rate (make_demand), partition
-// with loader.threads and a 10% headroom, spare ranks up to
-// topology.loaders (add_spare_ranks). Returns plan_json's text. Throws
-// ConfigError naming topology.loaders when the plan needs more ranks.
+// samples of each source, the device model's rate (make_demand of `demand`),
+// partition with `fit`'s threads and a 10% headroom, spare ranks up to its
+// loaders (fit_to_loaders). Returns plan_json's text. Throws ConfigError
+// naming topology.loaders when the plan needs more ranks.
 inline constexpr uint64_t kStartUpProfileSamples = 64;
-std::string start_up_plan(const Config& config);
-
-// A plan's groups made to fit `config`: ConfigError naming topology.loaders
-// when it needs more loader ranks than configured, loader.threads when a
-// group runs more threads per loader; spare ranks go to the heaviest groups
-// (add_spare_ranks).
-void fit_to_loaders(PartitionPlan& plan, const Config& config);
+std::string start_up_plan(PipelineOptions sources, const DemandOptions& demand, const LoaderFit& fit);
 
 }  // namespace msd

@@ -154,7 +154,8 @@ void read_seconds(const JsonValue& p, const std::string& where, const std::strin
 }
 }  // namespace
 
-ProfileReport read_profile_json(const std::string& path, const Config& config, const std::string& option) {
+ProfileReport read_profile_json(const std::string& path, std::span<const SourceConfig> sources,
+                                const std::string& option) {
   std::string text;
   try {
     const auto bytes = read_file(path);
@@ -167,15 +168,15 @@ ProfileReport read_profile_json(const std::string& path, const Config& config, c
   if (!status.ok)
     throw ConfigError(str(option, ": '", path, "' is not JSON (", status.message, " at byte ", status.offset, ")"));
   // msd-plan profile --json's "sources", or a run summary's "source_profiles".
-  const JsonValue* sources = doc.type == JsonType::object ? doc.find("sources") : nullptr;
-  if (sources == nullptr && doc.type == JsonType::object) sources = doc.find("source_profiles");
-  if (sources == nullptr || sources->type != JsonType::object)
+  const JsonValue* entries = doc.type == JsonType::object ? doc.find("sources") : nullptr;
+  if (entries == nullptr && doc.type == JsonType::object) entries = doc.find("source_profiles");
+  if (entries == nullptr || entries->type != JsonType::object)
     throw ConfigError(str(option, ": '", path, "' has no \"sources\" object (expected msd-plan profile --json output, "
                           "or a msd-run summary with \"source_profiles\")"));
   ProfileReport report;
   if (const JsonValue* t = doc.find("threads"); t && t->type == JsonType::number) report.threads = static_cast<unsigned>(t->number);
-  for (const SourceConfig& sc : config.sources) {
-    const JsonValue* p = sources->find(sc.name);
+  for (const SourceConfig& sc : sources) {
+    const JsonValue* p = entries->find(sc.name);
     const std::string where = str(option, ": '", path, "', source '", sc.name, "'");
     if (p == nullptr || p->type != JsonType::object)
       throw ConfigError(str(where, " is not in the profile (profile this configuration with msd-plan profile)"));

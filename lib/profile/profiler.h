@@ -7,10 +7,11 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <span>
 #include <string>
 #include <vector>
 
-#include "msd/config.h"
+#include "msd/source_config.h"
 #include "pipeline/pipeline.h"
 #include "plan/pool/profile.h"
 
@@ -46,12 +47,13 @@ std::string profile_json(const ProfileReport& report);
 void print_profile(const ProfileReport& report, std::ostream& out);
 
 // Reads what profile_json wrote (or the "source_profiles" of a msd-run
-// summary, docs/summary.md), in `config`'s source order. Throws
+// summary, docs/summary.md), in the order of `sources`. Throws
 // ConfigError naming `option` (e.g. "--profile") for an unreadable file,
-// malformed JSON, or a source of `config` it does not have. A profile
+// malformed JSON, or a source it does not have. A profile
 // written before reads and transforms were measured apart (only
 // seconds_per_sample) loads with all of it as transform, and a warning.
-ProfileReport read_profile_json(const std::string& path, const Config& config, const std::string& option);
+ProfileReport read_profile_json(const std::string& path, std::span<const SourceConfig> sources,
+                                const std::string& option);
 
 // "1.5 MiB": bytes for people.
 std::string bytes_text(double bytes);

@@ -444,11 +444,8 @@ TEST_CASE("ProfileMeter: the plain mean up to the horizon, then an exponential m
 }
 
 TEST_CASE("plan file: what msd-plan partition writes, msd-run reads") {
-  Config c;
-  c.job.steps = 10;
-  c.topology.loaders = 3;
-  c.sources.resize(3);
-  for (int s = 0; s < 3; ++s) c.sources[s].name = "s" + std::to_string(s);
+  std::vector<SourceConfig> sources(3);
+  for (int s = 0; s < 3; ++s) sources[s].name = "s" + std::to_string(s);
   PartitionDemand d;
   d.names = {"s0", "s1", "s2"};
   d.profiles.resize(3);
@@ -462,7 +459,7 @@ TEST_CASE("plan file: what msd-plan partition writes, msd-run reads") {
   PartitionOptions options;
   const PartitionPlan plan = partition(d, options);
   const std::string text = plan_json(plan, d, options);
-  PartitionPlan read = parse_plan_json(text, c, "topology.partition_plan", "the plan");
+  PartitionPlan read = parse_plan_json(text, sources, "topology.partition_plan", "the plan");
   REQUIRE(read.groups.size() == plan.groups.size());
   for (size_t g = 0; g < plan.groups.size(); ++g) {
     CHECK(read.groups[g].sources == plan.groups[g].sources);
@@ -476,20 +473,21 @@ TEST_CASE("plan file: what msd-plan partition writes, msd-run reads") {
   // its peak_load (threads busy) counts as transform.
   const std::string older =
       R"({"groups": [{"sources": ["s0", "s1", "s2"], "ranks": 1, "threads": 1, "peak_load": 0.75}]})";
-  const PartitionPlan old = parse_plan_json(older, c, "topology.partition_plan", "the plan");
+  const PartitionPlan old = parse_plan_json(older, sources, "topology.partition_plan", "the plan");
   CHECK(old.groups[0].read_load == std::vector<double>{0.0});
   CHECK(old.groups[0].transform_load == std::vector<double>{0.75});
   CHECK_THROWS_WITH(parse_plan_json(R"({"groups": [{"sources": ["s0", "s1", "s2"], "ranks": 1, "threads": 1,
-                                       "read_load": [0.1]}]})", c, "topology.partition_plan", "the plan"),
+                                       "read_load": [0.1]}]})", sources, "topology.partition_plan", "the plan"),
                     Catch::StartsWith("topology.partition_plan: the plan, group 0: 'transform_load' is missing"));
-  fit_to_loaders(read, c);
+  LoaderFit fit{.loaders = 3, .threads = 1};
+  fit_to_loaders(read, fit);
   CHECK(read.loader_ranks == 3);
-  c.topology.loaders = 0;
-  CHECK_THROWS_WITH(fit_to_loaders(read, c), Catch::StartsWith("topology.loaders: the partition plan needs"));
-  c.sources[1].name = "other";
-  CHECK_THROWS_WITH(parse_plan_json(text, c, "topology.partition_plan", "the plan"),
+  fit.loaders = 0;
+  CHECK_THROWS_WITH(fit_to_loaders(read, fit), Catch::StartsWith("topology.loaders: the partition plan needs"));
+  sources[1].name = "other";
+  CHECK_THROWS_WITH(parse_plan_json(text, sources, "topology.partition_plan", "the plan"),
                     Catch::StartsWith("topology.partition_plan: the plan, group 0: source 's1' is not in mix.sources"));
-  CHECK_THROWS_WITH(parse_plan_json("{", c, "topology.partition_plan", "the plan"),
+  CHECK_THROWS_WITH(parse_plan_json("{", sources, "topology.partition_plan", "the plan"),
                     Catch::StartsWith("topology.partition_plan: the plan is not JSON"));
 }
 
