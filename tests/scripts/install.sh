@@ -12,13 +12,19 @@ prefix=$WORK/prefix
 cmake --install "$MSD_BUILD" --prefix "$prefix" --component dev >"$WORK/install.log" 2>&1 ||
   { tail -20 "$WORK/install.log"; fail "cmake --install failed"; }
 
-# Exactly the public headers, and no path into this checkout or its build.
+# Exactly the public headers, and no path into this checkout or its build nor
+# to a library of this machine.
 expected=$(cd "$MSD_SOURCE/include" && find msd -name '*.h' | sort)
 installed=$(cd "$prefix/include" && find . -type f | sed 's|^\./||' | sort)
 [ "$expected" = "$installed" ] || fail "installed headers differ from include/msd/: $(diff <(echo "$expected") <(echo "$installed"))"
 [ -f "$prefix/lib/cmake/msd/msdConfig.cmake" ] && [ -f "$prefix/lib/cmake/msd/msdConfigVersion.cmake" ] ||
   fail "no msdConfig.cmake and version file under $prefix/lib/cmake/msd"
 if grep -rn -e "$MSD_SOURCE" -e "$MSD_BUILD" "$prefix/lib/cmake/msd"; then fail "the package names the build tree (above)"; fi
+# Its dependencies (HDF5, NCCL, ...) are found again by name, never linked by
+# a path of this machine.
+if grep -nE '(^|[";])/[^";]*\.(so|a)([.;"]|$)' "$prefix"/lib/cmake/msd/msdTargets*.cmake; then
+  fail "the package links a library by its path on this machine (above)"
+fi
 
 build=$WORK/trainer
 cmake -S "$MSD_SOURCE/tests/install" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$prefix" \
