@@ -276,7 +276,8 @@ FanoutReport run_fanout_bench(const FanoutOptions& options) {
       if (c % t == 0) layouts.push_back({c, t});
     }
   if (layouts.empty()) throw ConfigError("--tps: no value divides any of --clients");
-  const std::string work = WorkDir(options.work_dir, "fanout", true).path();
+  const WorkDir work_dir(options.work_dir, "fanout", true);  // kept, for inspection
+  const std::string& work = work_dir.path();
   const std::vector<std::string> paths = {write_corpus(work, 0, options.documents),
                                           write_corpus(work, 1, options.documents)};
   FanoutReport report;

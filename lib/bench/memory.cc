@@ -134,7 +134,8 @@ MemoryReport run_memory_bench(const MemoryOptions& options) {
   if (options.documents_per_source < 1) throw ConfigError("--documents must be at least 1");
   if (options.steps < 1) throw ConfigError("--steps must be at least 1");
   if (options.loaders < 1) throw ConfigError("--loaders must be at least 1");
-  const std::string work = WorkDir(options.work_dir, "memory", true).path();
+  const WorkDir work_dir(options.work_dir, "memory", true);  // kept, for inspection
+  const std::string& work = work_dir.path();
   make_dir(work + "/data");
   // The vocabulary of the tiny dataset (BPE trained on its text).
   datagen::DatagenOptions gen;

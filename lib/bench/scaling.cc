@@ -206,7 +206,8 @@ ScalingReport run_scaling_bench(const ScalingOptions& options) {
   ScalingReport report;
   report.options = options;
   report.shift_step = options.steps / 2;
-  const std::string work = WorkDir(options.work_dir, "scaling", true).path();
+  const WorkDir work_dir(options.work_dir, "scaling", true);  // kept, for inspection
+  const std::string& work = work_dir.path();
   datagen::DatagenOptions data;
   data.out_dir = work + "/data";
   data.seed = 1;

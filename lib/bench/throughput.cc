@@ -75,7 +75,8 @@ ThroughputReport run_throughput_bench(const ThroughputOptions& options) {
   // anything runs, and the simulation reads the same configuration.
   for (TrainingMode mode : options.modes) parse_for(options, mode_args(options, mode));
   const Config config = parse_for(options, mode_args(options, TrainingMode::msd_greedy)).config;
-  const std::string work = WorkDir(options.work_dir, "throughput", true).path();
+  const WorkDir work_dir(options.work_dir, "throughput", true);  // kept, for inspection
+  const std::string& work = work_dir.path();
   std::fprintf(stderr, "msd-bench throughput: reading the stream's %llu steps for the device-model evaluation\n",
                static_cast<unsigned long long>(config.job.steps));
   std::vector<std::vector<PlanDoc>> steps;
